@@ -1,0 +1,323 @@
+//! The conformance suite every engine runs in its tests: known answers from Wycheproof
+//! and differential checks against the [`ReferenceEngine`] on random batches.
+//!
+//! Each check returns `Err(description)` on the first mismatch so that a failing
+//! engine test says which op, size and direction went wrong.
+
+use crate::reference::ReferenceEngine;
+use crate::{
+    AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus, Span, TAG_LEN,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, RngCore, SeedableRng};
+
+/// Runs the whole suite on engines made by `make`, for every algorithm they serve.
+pub fn run_all(make: &dyn Fn() -> Box<dyn Engine>) -> Result<(), String> {
+    let engine = make();
+    for alg in Algorithm::ALL {
+        if !engine.supports(alg) {
+            continue;
+        }
+        wycheproof_vectors(make(), alg)?;
+        for seed in 0..4 {
+            random_batches(make(), alg, seed, 1 + (seed as usize * 97) % 300, 9000)?;
+        }
+        flipped_bits(make(), alg, 11)?;
+        stale_keys_and_bad_ranges(make(), alg)?;
+    }
+    Ok(())
+}
+
+/// Every Wycheproof vector with a 12-byte nonce and 16-byte tag for `alg`.
+pub fn wycheproof_vectors(mut engine: Box<dyn Engine>, alg: Algorithm) -> Result<(), String> {
+    use wycheproof::aead::{TestName, TestSet};
+    let name = match alg {
+        Algorithm::ChaCha20Poly1305 => TestName::ChaCha20Poly1305,
+        Algorithm::Aes128Gcm | Algorithm::Aes256Gcm => TestName::AesGcm,
+    };
+    let set = TestSet::load(name).map_err(|e| format!("loading vectors: {e:?}"))?;
+    let keys = KeyRegistry::new(16);
+    let mut ran = 0;
+    for group in &set.test_groups {
+        if group.key_size != alg.key_len() * 8 || group.nonce_size != 96 || group.tag_size != 128 {
+            continue;
+        }
+        for t in &group.tests {
+            let h = keys.insert(alg, &t.key).map_err(|e| e.to_string())?;
+            let valid = t.result != wycheproof::TestResult::Invalid;
+            let nonce: [u8; 12] = t.nonce[..].try_into().map_err(|_| "nonce size")?;
+            // memory: aad | text | tag
+            let (a, n) = (t.aad.len() as u32, t.pt.len() as u32);
+            let mut mem = Vec::new();
+            mem.extend_from_slice(&t.aad);
+            mem.extend_from_slice(&t.pt);
+            mem.extend_from_slice(&[0; TAG_LEN]);
+            let mut op = AeadOp::in_place(
+                alg,
+                h,
+                Direction::Encrypt,
+                nonce,
+                Span::new(0, a),
+                Span::new(a, n),
+            );
+            engine.process(&keys, &mut mem, std::slice::from_mut(&mut op));
+            let sealed_ok = op.status == OpStatus::Ok
+                && mem[a as usize..(a + n) as usize] == t.ct[..]
+                && mem[(a + n) as usize..] == t.tag[..];
+            if valid && !sealed_ok {
+                return Err(format!(
+                    "{alg} wycheproof tc {} encrypt: {:?}",
+                    t.tc_id, op.status
+                ));
+            }
+            // decrypt the vector's ciphertext and tag
+            mem[a as usize..(a + n) as usize].copy_from_slice(&t.ct);
+            mem[(a + n) as usize..].copy_from_slice(&t.tag);
+            let mut op = AeadOp::in_place(
+                alg,
+                h,
+                Direction::Decrypt,
+                nonce,
+                Span::new(0, a),
+                Span::new(a, n),
+            );
+            engine.process(&keys, &mut mem, std::slice::from_mut(&mut op));
+            let opened_ok =
+                op.status == OpStatus::Ok && mem[a as usize..(a + n) as usize] == t.pt[..];
+            if valid != opened_ok {
+                return Err(format!(
+                    "{alg} wycheproof tc {} ({:?}) decrypt: {:?}",
+                    t.tc_id, t.result, op.status
+                ));
+            }
+            keys.remove(h);
+            ran += 1;
+        }
+    }
+    if ran == 0 {
+        return Err(format!("no wycheproof vectors ran for {alg}"));
+    }
+    Ok(())
+}
+
+struct Batch {
+    mem: Vec<u8>,
+    ops: Vec<AeadOp>,
+}
+
+/// Lays out `count` ops of random sizes up to `max_len`, random keys out of a few,
+/// random aad, half of them out of place, with random plaintext.
+fn random_batch(
+    rng: &mut StdRng,
+    alg: Algorithm,
+    keys: &[KeyHandle],
+    count: usize,
+    max_len: usize,
+) -> Batch {
+    let mut mem = Vec::new();
+    let mut ops = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = match rng.gen_range(0..4) {
+            0 => rng.gen_range(0..=64.min(max_len)),
+            _ => rng.gen_range(0..=max_len),
+        };
+        let aad_len = [0, 8, 12, 13, 32][rng.gen_range(0..5)];
+        let aad = Span::new(mem.len() as u32, aad_len as u32);
+        mem.resize(mem.len() + aad_len, 0);
+        let src = mem.len() as u32;
+        mem.resize(mem.len() + len, 0);
+        let dst = if rng.gen_bool(0.5) {
+            src
+        } else {
+            let d = mem.len() as u32;
+            mem.resize(mem.len() + len, 0);
+            d
+        };
+        let tag = mem.len() as u32;
+        mem.resize(mem.len() + TAG_LEN, 0);
+        let mut nonce = [0u8; 12];
+        rng.fill_bytes(&mut nonce);
+        ops.push(AeadOp {
+            alg,
+            key: keys[rng.gen_range(0..keys.len())],
+            direction: Direction::Encrypt,
+            nonce,
+            aad,
+            src,
+            dst,
+            len: len as u32,
+            tag,
+            status: OpStatus::Pending,
+        });
+    }
+    rng.fill_bytes(&mut mem);
+    Batch { mem, ops }
+}
+
+fn fresh_keys(rng: &mut StdRng, reg: &KeyRegistry, alg: Algorithm, n: usize) -> Vec<KeyHandle> {
+    (0..n)
+        .map(|_| {
+            let mut k = [0u8; 32];
+            rng.fill_bytes(&mut k);
+            reg.insert(alg, &k[..alg.key_len()])
+                .expect("registry capacity")
+        })
+        .collect()
+}
+
+/// Encrypts a random batch with the engine and the reference, compares every byte of
+/// memory, then decrypts the engine's output and compares with the plaintext.
+pub fn random_batches(
+    mut engine: Box<dyn Engine>,
+    alg: Algorithm,
+    seed: u64,
+    count: usize,
+    max_len: usize,
+) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x6c69_6e65_7261_7465);
+    let reg = KeyRegistry::new(64);
+    let keys = fresh_keys(&mut rng, &reg, alg, 5);
+    let mut reference = ReferenceEngine::new();
+    let Batch {
+        mem: plain,
+        mut ops,
+    } = random_batch(&mut rng, alg, &keys, count, max_len);
+
+    let mut ours = plain.clone();
+    let mut theirs = plain.clone();
+    let mut ref_ops = ops.clone();
+    engine.process(&reg, &mut ours, &mut ops);
+    reference.process(&reg, &mut theirs, &mut ref_ops);
+    for (i, (o, r)) in ops.iter().zip(&ref_ops).enumerate() {
+        if o.status != OpStatus::Ok || r.status != OpStatus::Ok {
+            return Err(format!(
+                "{alg} op {i} (len {}): encrypt status {:?}, reference {:?}",
+                o.len, o.status, r.status
+            ));
+        }
+        for span in [o.dst_span(), o.tag_span()] {
+            if ours[span.range()] != theirs[span.range()] {
+                return Err(format!(
+                    "{alg} op {i} (len {}, {}): encrypt output differs from the reference",
+                    o.len,
+                    if o.src == o.dst {
+                        "in place"
+                    } else {
+                        "out of place"
+                    }
+                ));
+            }
+        }
+    }
+    if ours != theirs {
+        return Err(format!(
+            "{alg}: engine wrote outside its ops' output ranges"
+        ));
+    }
+    // Decrypt: ciphertext now sits at dst; decrypt back to src (out of place) or in place.
+    for op in ops.iter_mut() {
+        op.direction = Direction::Decrypt;
+        op.status = OpStatus::Pending;
+        core::mem::swap(&mut op.src, &mut op.dst);
+    }
+    engine.process(&reg, &mut ours, &mut ops);
+    for (i, o) in ops.iter().enumerate() {
+        if o.status != OpStatus::Ok {
+            return Err(format!(
+                "{alg} op {i} (len {}): decrypt status {:?}",
+                o.len, o.status
+            ));
+        }
+        if ours[o.dst_span().range()] != plain[o.dst_span().range()] {
+            return Err(format!(
+                "{alg} op {i} (len {}): decrypt gave wrong plaintext",
+                o.len
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Flips one random bit of ciphertext, tag or aad in one op of a batch; exactly that op
+/// must fail, its output must not hold the plaintext, and all others must pass.
+pub fn flipped_bits(mut engine: Box<dyn Engine>, alg: Algorithm, seed: u64) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let reg = KeyRegistry::new(64);
+    let keys = fresh_keys(&mut rng, &reg, alg, 3);
+    for round in 0..40 {
+        let count = rng.gen_range(1..=40);
+        let Batch { mut mem, mut ops } = random_batch(&mut rng, alg, &keys, count, 2000);
+        for o in ops.iter_mut() {
+            o.dst = o.src; // in place, so the flipped ciphertext is what gets decrypted
+        }
+        let plain = mem.clone();
+        engine.process(&reg, &mut mem, &mut ops);
+        let victim = rng.gen_range(0..ops.len());
+        let v = ops[victim];
+        let mut targets = vec![v.tag_span(), v.src_span(), v.aad];
+        targets.retain(|s| s.len > 0);
+        let span = targets[rng.gen_range(0..targets.len())];
+        let byte = span.offset as usize + rng.gen_range(0..span.len as usize);
+        mem[byte] ^= 1 << rng.gen_range(0..8);
+        for o in ops.iter_mut() {
+            o.direction = Direction::Decrypt;
+            o.status = OpStatus::Pending;
+        }
+        engine.process(&reg, &mut mem, &mut ops);
+        for (i, o) in ops.iter().enumerate() {
+            let want = if i == victim {
+                OpStatus::BadTag
+            } else {
+                OpStatus::Ok
+            };
+            if o.status != want {
+                return Err(format!(
+                    "{alg} round {round} op {i}: status {:?}, want {want:?}",
+                    o.status
+                ));
+            }
+            if i == victim && o.len > 0 && mem[o.dst_span().range()] == plain[o.dst_span().range()]
+            {
+                return Err(format!(
+                    "{alg} round {round}: a failed op released its plaintext"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removed keys, unknown handles and out-of-range ops fail with their own status and
+/// leave the rest of the batch alone.
+pub fn stale_keys_and_bad_ranges(
+    mut engine: Box<dyn Engine>,
+    alg: Algorithm,
+) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(99);
+    let reg = KeyRegistry::new(64);
+    let keys = fresh_keys(&mut rng, &reg, alg, 2);
+    let Batch { mut mem, mut ops } = random_batch(&mut rng, alg, &keys[..1], 6, 100);
+    engine.process(&reg, &mut mem, &mut ops); // warm the engine's key cache
+    for o in ops.iter_mut() {
+        o.status = OpStatus::Pending;
+    }
+    reg.remove(keys[0]);
+    let _replacement = reg.insert(alg, &[0x55; 32][..alg.key_len()]);
+    ops[1].key = KeyHandle::INVALID;
+    ops[2].tag = u32::MAX - 3;
+    ops[3].key = keys[1];
+    engine.process(&reg, &mut mem, &mut ops);
+    let got: Vec<_> = ops.iter().map(|o| o.status).collect();
+    let want = [
+        OpStatus::BadKey,
+        OpStatus::BadKey,
+        OpStatus::BadRange,
+        OpStatus::Ok,
+        OpStatus::BadKey,
+        OpStatus::BadKey,
+    ];
+    if got != want {
+        return Err(format!("{alg}: statuses {got:?}, want {want:?}"));
+    }
+    Ok(())
+}

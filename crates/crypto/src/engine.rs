@@ -1,0 +1,95 @@
+//! Engines and the per-algorithm choice between them.
+
+use crate::{AeadOp, Algorithm, KeyRegistry, OpStatus};
+
+/// A crypto engine: takes a whole vector of ops and runs them in one call.
+///
+/// One instance belongs to one worker (hence `&mut self` and no `Sync`): it may keep
+/// per-worker scratch space and its own cache of expanded keys.
+pub trait Engine: Send {
+    /// Short name used in configuration, on the command line and in `show crypto`.
+    fn name(&self) -> &'static str;
+
+    fn supports(&self, alg: Algorithm) -> bool;
+
+    /// Runs every op whose status is `Pending` and sets its status. Ops of algorithms
+    /// the engine does not serve get `Unsupported`. Must not panic on bad ranges or
+    /// stale keys: those are statuses too.
+    fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]);
+}
+
+/// The engines of one worker and which of them serves each algorithm.
+pub struct EngineSet {
+    engines: Vec<Box<dyn Engine>>,
+    choice: [Option<usize>; Algorithm::ALL.len()],
+}
+
+impl EngineSet {
+    /// Each algorithm goes to the first engine in `engines` that supports it, until
+    /// [`EngineSet::choose`] says otherwise.
+    pub fn new(engines: Vec<Box<dyn Engine>>) -> EngineSet {
+        let mut choice = [None; Algorithm::ALL.len()];
+        for alg in Algorithm::ALL {
+            choice[alg.index()] = engines.iter().position(|e| e.supports(alg));
+        }
+        EngineSet { engines, choice }
+    }
+
+    /// Routes `alg` to the engine called `name`.
+    pub fn choose(&mut self, alg: Algorithm, name: &str) -> Result<(), String> {
+        let Some(i) = self.engines.iter().position(|e| e.name() == name) else {
+            let known: Vec<_> = self.engines.iter().map(|e| e.name()).collect();
+            return Err(format!(
+                "no engine named {name:?} (have: {})",
+                known.join(", ")
+            ));
+        };
+        if !self.engines[i].supports(alg) {
+            return Err(format!("engine {name} does not serve {alg}"));
+        }
+        self.choice[alg.index()] = Some(i);
+        Ok(())
+    }
+
+    pub fn chosen(&self, alg: Algorithm) -> Option<&str> {
+        self.choice[alg.index()].map(|i| self.engines[i].name())
+    }
+
+    pub fn engines(&self) -> impl Iterator<Item = &dyn Engine> {
+        self.engines.iter().map(|e| e.as_ref())
+    }
+
+    /// Runs a vector of ops. The common case (every op of one algorithm, as in a
+    /// WireGuard frame) is one engine call; mixed vectors cost one call per algorithm.
+    pub fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+        let Some(first) = ops.first().map(|o| o.alg) else {
+            return;
+        };
+        if ops.iter().all(|o| o.alg == first) {
+            self.run_one(first, keys, mem, ops);
+            return;
+        }
+        // Mixed: hand each engine its ops, then put results back in caller order.
+        for alg in Algorithm::ALL {
+            let idx: Vec<usize> = (0..ops.len()).filter(|&i| ops[i].alg == alg).collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let mut batch: Vec<AeadOp> = idx.iter().map(|&i| ops[i]).collect();
+            self.run_one(alg, keys, mem, &mut batch);
+            for (k, &i) in idx.iter().enumerate() {
+                ops[i].status = batch[k].status;
+            }
+        }
+    }
+
+    fn run_one(&mut self, alg: Algorithm, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+        match self.choice[alg.index()] {
+            Some(i) => self.engines[i].process(keys, mem, ops),
+            None => ops
+                .iter_mut()
+                .filter(|o| o.status == OpStatus::Pending)
+                .for_each(|o| o.status = OpStatus::Unsupported),
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Keys registered once and named by handle on the hot path.
+//!
+//! The registry holds the raw key bytes (zeroed when removed or dropped). Engines keep
+//! their own expanded form per handle and notice removals through [`KeyRegistry::epoch`],
+//! so the data path reads no lock: it compares a handle's generation with the cached one.
+
+use crate::Algorithm;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+/// Names a registered key: a slot and the generation the slot had when the key was
+/// stored, so a handle to a removed key never reaches its slot's next key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyHandle {
+    pub index: u32,
+    pub generation: u32,
+}
+
+impl KeyHandle {
+    /// A handle no registry ever hands out.
+    pub const INVALID: KeyHandle = KeyHandle {
+        index: u32::MAX,
+        generation: 0,
+    };
+}
+
+/// Raw key bytes and their algorithm; zeroed on drop.
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
+pub struct KeyMaterial {
+    #[zeroize(skip)]
+    pub alg: Algorithm,
+    bytes: [u8; 32],
+}
+
+impl KeyMaterial {
+    pub fn new(alg: Algorithm, key: &[u8]) -> Result<KeyMaterial, KeyError> {
+        if key.len() != alg.key_len() {
+            return Err(KeyError::WrongLength {
+                alg,
+                got: key.len(),
+            });
+        }
+        let mut bytes = [0u8; 32];
+        bytes[..key.len()].copy_from_slice(key);
+        Ok(KeyMaterial { alg, bytes })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.alg.key_len()]
+    }
+}
+
+impl core::fmt::Debug for KeyMaterial {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "KeyMaterial({}, <redacted>)", self.alg)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyError {
+    WrongLength { alg: Algorithm, got: usize },
+    Full,
+}
+
+impl core::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            KeyError::WrongLength { alg, got } => {
+                write!(f, "{alg} takes a {}-byte key, got {got}", alg.key_len())
+            }
+            KeyError::Full => f.write_str("key registry is full"),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+struct Slot {
+    generation: u32,
+    key: Option<KeyMaterial>,
+}
+
+#[derive(Default)]
+struct Slots {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+/// All keys of one process, shared by the control plane (which adds and removes
+/// them) and every worker's engines (which read them once and cache them expanded).
+pub struct KeyRegistry {
+    slots: Mutex<Slots>,
+    capacity: usize,
+    epoch: AtomicU64,
+}
+
+impl KeyRegistry {
+    /// `capacity` bounds the number of live keys; WireGuard holds up to six per peer
+    /// (send and receive for next, current and previous keypairs).
+    pub fn new(capacity: usize) -> KeyRegistry {
+        KeyRegistry {
+            slots: Mutex::new(Slots::default()),
+            capacity,
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    pub fn insert(&self, alg: Algorithm, key: &[u8]) -> Result<KeyHandle, KeyError> {
+        let material = KeyMaterial::new(alg, key)?;
+        let mut s = self.lock();
+        if s.live >= self.capacity {
+            return Err(KeyError::Full);
+        }
+        s.live += 1;
+        if let Some(index) = s.free.pop() {
+            let slot = &mut s.slots[index as usize];
+            slot.key = Some(material);
+            return Ok(KeyHandle {
+                index,
+                generation: slot.generation,
+            });
+        }
+        let index = s.slots.len() as u32;
+        s.slots.push(Slot {
+            generation: 1,
+            key: Some(material),
+        });
+        Ok(KeyHandle {
+            index,
+            generation: 1,
+        })
+    }
+
+    /// Removes and zeroes the key. Unknown or stale handles are ignored.
+    pub fn remove(&self, h: KeyHandle) {
+        let mut s = self.lock();
+        let Some(slot) = s.slots.get_mut(h.index as usize) else {
+            return;
+        };
+        if slot.generation != h.generation || slot.key.is_none() {
+            return;
+        }
+        slot.key = None; // KeyMaterial zeroes itself on drop
+        slot.generation = slot.generation.wrapping_add(1).max(1);
+        s.free.push(h.index);
+        s.live -= 1;
+        drop(s);
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    /// A copy of the key, for an engine to expand; `None` when the handle is stale.
+    pub fn get(&self, h: KeyHandle) -> Option<KeyMaterial> {
+        let s = self.lock();
+        let slot = s.slots.get(h.index as usize)?;
+        if slot.generation != h.generation {
+            return None;
+        }
+        slot.key.clone()
+    }
+
+    pub fn is_live(&self, h: KeyHandle) -> bool {
+        let s = self.lock();
+        s.slots
+            .get(h.index as usize)
+            .is_some_and(|slot| slot.generation == h.generation && slot.key.is_some())
+    }
+
+    pub fn live_keys(&self) -> usize {
+        self.lock().live
+    }
+
+    /// Goes up on every removal: an engine whose cached epoch differs sweeps its cache.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        // A panic while holding this lock cannot leave the slots inconsistent (each
+        // method finishes its update before anything can panic), so poisoning is moot.
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// An engine's cache of expanded keys, indexed like the registry's slots.
+pub struct KeyCache<E> {
+    entries: Vec<Option<(u32, Algorithm, E)>>,
+    epoch: u64,
+}
+
+impl<E> Default for KeyCache<E> {
+    fn default() -> Self {
+        KeyCache {
+            entries: Vec::new(),
+            epoch: 0,
+        }
+    }
+}
+
+impl<E> KeyCache<E> {
+    /// Drops cached keys that the registry no longer holds. Cheap when nothing was
+    /// removed since the last call: one atomic load.
+    pub fn sync(&mut self, reg: &KeyRegistry) {
+        let epoch = reg.epoch();
+        if epoch == self.epoch {
+            return;
+        }
+        self.epoch = epoch;
+        for (index, entry) in self.entries.iter_mut().enumerate() {
+            if let Some((generation, _, _)) = entry {
+                let h = KeyHandle {
+                    index: index as u32,
+                    generation: *generation,
+                };
+                if !reg.is_live(h) {
+                    *entry = None;
+                }
+            }
+        }
+    }
+
+    /// The expanded key for `h`, expanding it with `expand` on first use.
+    /// `None` when the handle is stale or names a key of another algorithm.
+    pub fn get_or_expand(
+        &mut self,
+        reg: &KeyRegistry,
+        h: KeyHandle,
+        alg: Algorithm,
+        expand: impl FnOnce(&KeyMaterial) -> Option<E>,
+    ) -> Option<&E> {
+        let i = h.index as usize;
+        let hit =
+            matches!(self.entries.get(i), Some(Some((g, a, _))) if *g == h.generation && *a == alg);
+        if !hit {
+            let material = reg.get(h)?;
+            if material.alg != alg {
+                return None;
+            }
+            let expanded = expand(&material)?;
+            if self.entries.len() <= i {
+                self.entries.resize_with(i + 1, || None);
+            }
+            self.entries[i] = Some((h.generation, alg, expanded));
+        }
+        self.entries[i].as_ref().map(|(_, _, e)| e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_handles_never_reach_a_new_key() {
+        let reg = KeyRegistry::new(4);
+        let a = reg.insert(Algorithm::ChaCha20Poly1305, &[1; 32]).unwrap();
+        reg.remove(a);
+        let b = reg.insert(Algorithm::ChaCha20Poly1305, &[2; 32]).unwrap();
+        assert_eq!(a.index, b.index);
+        assert!(reg.get(a).is_none());
+        assert_eq!(reg.get(b).unwrap().bytes(), &[2; 32]);
+    }
+
+    #[test]
+    fn capacity_and_lengths_are_enforced() {
+        let reg = KeyRegistry::new(1);
+        assert!(matches!(
+            reg.insert(Algorithm::Aes128Gcm, &[0; 32]),
+            Err(KeyError::WrongLength { .. })
+        ));
+        reg.insert(Algorithm::Aes128Gcm, &[0; 16]).unwrap();
+        assert_eq!(
+            reg.insert(Algorithm::Aes128Gcm, &[0; 16]),
+            Err(KeyError::Full)
+        );
+    }
+
+    #[test]
+    fn cache_drops_removed_keys() {
+        let reg = KeyRegistry::new(8);
+        let h = reg.insert(Algorithm::ChaCha20Poly1305, &[7; 32]).unwrap();
+        let mut cache: KeyCache<u8> = KeyCache::default();
+        let got = cache.get_or_expand(&reg, h, Algorithm::ChaCha20Poly1305, |m| Some(m.bytes()[0]));
+        assert_eq!(got, Some(&7));
+        assert!(
+            cache
+                .get_or_expand(&reg, h, Algorithm::Aes256Gcm, |_| Some(0))
+                .is_none()
+        );
+        reg.remove(h);
+        cache.sync(&reg);
+        assert!(
+            cache
+                .get_or_expand(&reg, h, Algorithm::ChaCha20Poly1305, |_| Some(9))
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! linerate's crypto layer.
+//!
+//! Two halves live here:
+//! - the **engine API** used by the data path: [`AeadOp`] vectors over one block of
+//!   packet memory, keys registered once in a [`KeyRegistry`] and named by
+//!   [`KeyHandle`], engines behind the [`Engine`] trait, and an [`EngineSet`] that
+//!   picks one engine per [`Algorithm`];
+//! - the **handshake primitives** WireGuard needs: [`blake2s`] (hash, MAC, HMAC and
+//!   the HKDF chain), [`x25519`], and the one-shot AEADs in [`seal`] (ChaCha20-Poly1305
+//!   for handshake fields, XChaCha20-Poly1305 for cookies).
+//!
+//! Engine crates (`crypto-ring`, later `crypto-ipsecmb`, `crypto-mb`) implement
+//! [`Engine`] and run the shared [`conformance`] suite in their tests.
+#![forbid(unsafe_code)]
+
+pub mod aead;
+pub mod blake2s;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod engine;
+pub mod key;
+pub mod reference;
+pub mod seal;
+pub mod x25519;
+
+pub use aead::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
+pub use engine::{Engine, EngineSet};
+pub use key::{KeyError, KeyHandle, KeyMaterial, KeyRegistry};
