@@ -1,0 +1,27 @@
+//! Linux drivers for host mode: a layer-3 TUN device and a batched UDP socket, plus the
+//! small pieces a data-path thread needs around them (poll, an eventfd waker) and the
+//! network-namespace support that integration tests use.
+//!
+//! Drivers move bytes; they know nothing of WireGuard. Every call is non-blocking, except
+//! where a bounded wait is documented (a full send queue), so a worker loop never stalls.
+
+#![cfg(target_os = "linux")]
+#![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod poll;
+pub mod waker;
+
+pub use poll::{Interest, PollFd, poll};
+pub use waker::Waker;
+
+use std::io;
+
+/// Turns a libc return value into a `Result`, reading `errno` for -1.
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
