@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod netns;
 pub mod poll;
 pub mod waker;
 
@@ -23,5 +24,35 @@ fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
         Err(io::Error::last_os_error())
     } else {
         Ok(ret)
+    }
+}
+
+/// Keeps the error kind (and so `ErrorKind` matching) while saying what was attempted.
+/// The original error stays reachable as the source.
+fn context(err: io::Error, what: impl std::fmt::Display) -> io::Error {
+    io::Error::new(
+        err.kind(),
+        Context {
+            what: what.to_string(),
+            source: err,
+        },
+    )
+}
+
+#[derive(Debug)]
+struct Context {
+    what: String,
+    source: io::Error,
+}
+
+impl std::fmt::Display for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.source)
+    }
+}
+
+impl std::error::Error for Context {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
     }
 }
