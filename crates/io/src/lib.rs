@@ -11,9 +11,11 @@
 
 pub mod netns;
 pub mod poll;
+pub mod udp;
 pub mod waker;
 
 pub use poll::{Interest, PollFd, poll};
+pub use udp::{MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
 pub use waker::Waker;
 
 use std::io;

@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cvt;
 
@@ -108,11 +108,26 @@ pub fn poll(fds: &mut [PollFd], timeout: Option<Duration>) -> io::Result<usize> 
     }
 }
 
+/// Waits up to `timeout` for `fd` to be ready for `interest`; true when it is (or when it
+/// reports an error, so that the caller's next syscall surfaces that error).
+pub(crate) fn wait_fd(fd: RawFd, interest: Interest, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut fds = [PollFd::new(fd, interest)];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match poll(&mut fds, Some(left)) {
+            Ok(n) if n > 0 => return true,
+            Ok(_) if left.is_zero() => return false,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
-    use std::time::Instant;
 
     #[test]
     fn times_out_with_nothing_ready() {
@@ -139,5 +154,22 @@ mod tests {
         assert!(fds[0].readable() && !fds[0].writable());
         assert!(fds[1].writable() && !fds[1].readable());
         assert_eq!(fds[0].fd(), a.as_raw_fd());
+    }
+
+    #[test]
+    fn wait_fd_bounded() {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let start = Instant::now();
+        assert!(!wait_fd(
+            sock.as_raw_fd(),
+            Interest::READABLE,
+            Duration::from_millis(5)
+        ));
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert!(wait_fd(
+            sock.as_raw_fd(),
+            Interest::WRITABLE,
+            Duration::from_millis(5)
+        ));
     }
 }

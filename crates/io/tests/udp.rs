@@ -1,0 +1,264 @@
+//! Batched UDP between real sockets: on the host's loopback (which never leaves the
+//! machine), and inside a test namespace where a route is needed.
+
+use std::io::ErrorKind;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use io::netns::{NetNs, is_root};
+use io::{
+    Interest, MAX_BATCH, PollFd, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket, poll,
+};
+
+const WAIT: Duration = Duration::from_secs(3);
+
+/// Packet `i` of a test stream: a size that varies from 1 to 1400 bytes, and content
+/// that says which packet it is.
+fn payload(i: usize) -> Vec<u8> {
+    let len = 1 + (i * 397) % 1400;
+    (0..len)
+        .map(|j| (i as u8).wrapping_mul(31) ^ (j as u8))
+        .collect()
+}
+
+fn wait_readable(sock: &UdpSocket) {
+    let mut fds = [PollFd::new(sock.as_raw_fd(), Interest::READABLE)];
+    poll(&mut fds, Some(Duration::from_millis(100))).unwrap();
+}
+
+/// Receives until `count` datagrams arrived or time runs out.
+fn recv_all(sock: &UdpSocket, count: usize, buf_len: usize) -> Vec<(Vec<u8>, RecvMeta)> {
+    let mut storage = vec![vec![0u8; buf_len]; count];
+    let mut bufs: Vec<&mut [u8]> = storage.iter_mut().map(|b| b.as_mut_slice()).collect();
+    let mut meta = vec![RecvMeta::default(); count];
+    let mut got = 0;
+    let deadline = Instant::now() + WAIT;
+    while got < count && Instant::now() < deadline {
+        wait_readable(sock);
+        got += sock.recv_batch(&mut bufs[got..], &mut meta[got..]).unwrap();
+    }
+    (0..got)
+        .map(|i| (bufs[i][..meta[i].len].to_vec(), meta[i]))
+        .collect()
+}
+
+/// Big buffers so a whole batch can sit in the queue; without root the kernel caps
+/// them, so the sender then goes in smaller steps.
+fn step_for(rx: &UdpSocket) -> usize {
+    rx.set_buffer_sizes(8 << 20, 8 << 20).unwrap();
+    let (rcv, _) = rx.buffer_sizes().unwrap();
+    if rcv >= 4 << 20 {
+        usize::MAX
+    } else {
+        eprintln!("note: receive buffer capped at {rcv} bytes (not root); sending in steps");
+        16
+    }
+}
+
+fn batch_round_trip(dst_ip: IpAddr) {
+    let rx = UdpSocket::bind(0).unwrap();
+    let tx = UdpSocket::bind(0).unwrap();
+    assert!(
+        rx.is_ipv6(),
+        "the host has IPv6, so the socket is dual-stack"
+    );
+    let dst = SocketAddr::new(dst_ip, rx.local_port());
+    let step = step_for(&rx);
+
+    let payloads: Vec<Vec<u8>> = (0..200).map(payload).collect();
+    let pkts: Vec<(&[u8], SocketAddr)> = payloads.iter().map(|p| (p.as_slice(), dst)).collect();
+    let mut got = Vec::new();
+    for chunk in pkts.chunks(step) {
+        let res = tx.send_batch(chunk);
+        assert_eq!(
+            res,
+            SendResult {
+                sent: chunk.len(),
+                failed: 0
+            }
+        );
+        got.extend(recv_all(&rx, chunk.len(), 2048));
+    }
+
+    assert_eq!(got.len(), 200);
+    let expected_src = SocketAddr::new(dst_ip, tx.local_port());
+    for (i, (data, meta)) in got.iter().enumerate() {
+        assert_eq!(data, &payloads[i], "packet {i}");
+        assert_eq!(meta.len, payloads[i].len());
+        assert!(!meta.truncated);
+        // An IPv4 sender comes back as V4, not as ::ffff:a.b.c.d.
+        assert_eq!(meta.src, expected_src, "packet {i}");
+    }
+}
+
+#[test]
+fn batch_over_ipv4_loopback() {
+    batch_round_trip(IpAddr::V4(Ipv4Addr::LOCALHOST));
+}
+
+#[test]
+fn batch_over_ipv6_loopback() {
+    batch_round_trip(IpAddr::V6(Ipv6Addr::LOCALHOST));
+}
+
+#[test]
+fn more_than_one_syscall_worth_with_own_scratch() {
+    let rx = UdpSocket::bind(0).unwrap();
+    let tx = UdpSocket::bind(0).unwrap();
+    let step = step_for(&rx);
+    let dst = SocketAddr::from((Ipv4Addr::LOCALHOST, rx.local_port()));
+    let count = MAX_BATCH + 44;
+    let payloads: Vec<[u8; 4]> = (0..count as u32).map(u32::to_be_bytes).collect();
+    let pkts: Vec<(&[u8], SocketAddr)> = payloads.iter().map(|p| (p.as_slice(), dst)).collect();
+
+    let mut send_scratch = SendBatch::with_capacity(64);
+    let mut recv_scratch = RecvBatch::new();
+    let mut storage = vec![[0u8; 16]; count];
+    let mut bufs: Vec<&mut [u8]> = storage.iter_mut().map(|b| b.as_mut_slice()).collect();
+    let mut meta = vec![RecvMeta::default(); count];
+    let mut got = 0;
+    for chunk in pkts.chunks(step) {
+        let res = tx.send_batch_with(&mut send_scratch, chunk);
+        assert_eq!(res.sent, chunk.len());
+        let want = got + chunk.len();
+        let deadline = Instant::now() + WAIT;
+        while got < want && Instant::now() < deadline {
+            wait_readable(&rx);
+            let n = rx
+                .recv_batch_with(
+                    &mut recv_scratch,
+                    &mut bufs[got..want],
+                    &mut meta[got..want],
+                )
+                .unwrap();
+            assert!(n <= MAX_BATCH);
+            got += n;
+        }
+    }
+    assert_eq!(got, count);
+    for i in 0..count {
+        assert_eq!(&bufs[i][..meta[i].len], &payloads[i]);
+    }
+}
+
+#[test]
+fn truncated_datagram_is_flagged() {
+    let rx = UdpSocket::bind(0).unwrap();
+    let tx = UdpSocket::bind(0).unwrap();
+    let dst = SocketAddr::from((Ipv4Addr::LOCALHOST, rx.local_port()));
+    let big = payload(2);
+    assert!(big.len() > 100);
+    let res = tx.send_batch(&[(&big, dst), (b"small", dst)]);
+    assert_eq!(res.sent, 2);
+    let got = recv_all(&rx, 2, 100);
+    assert_eq!(got.len(), 2);
+    assert!(got[0].1.truncated);
+    assert_eq!(got[0].1.len, 100);
+    assert_eq!(got[0].0, big[..100]);
+    assert!(!got[1].1.truncated);
+    assert_eq!(got[1].0, b"small");
+}
+
+#[test]
+fn nothing_pending_returns_zero_at_once() {
+    let rx = UdpSocket::bind(0).unwrap();
+    let mut buf = [0u8; 64];
+    let mut meta = [RecvMeta::default()];
+    let start = Instant::now();
+    assert_eq!(rx.recv_batch(&mut [&mut buf[..]], &mut meta).unwrap(), 0);
+    assert!(start.elapsed() < Duration::from_millis(100));
+    assert_eq!(rx.recv_batch(&mut [], &mut meta).unwrap(), 0);
+    assert_eq!(rx.send_batch(&[]), SendResult::default());
+}
+
+#[test]
+fn port_in_use_is_a_clear_error() {
+    let a = UdpSocket::bind(0).unwrap();
+    let err = UdpSocket::bind(a.local_port()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AddrInUse);
+    assert!(
+        err.to_string().contains(&a.local_port().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn single_send_to_both_families() {
+    let rx = UdpSocket::bind(0).unwrap();
+    let tx = UdpSocket::bind(0).unwrap();
+    tx.send_to(
+        b"four",
+        SocketAddr::from((Ipv4Addr::LOCALHOST, rx.local_port())),
+    )
+    .unwrap();
+    tx.send_to(
+        b"six",
+        SocketAddr::from((Ipv6Addr::LOCALHOST, rx.local_port())),
+    )
+    .unwrap();
+    let mut got = recv_all(&rx, 2, 64);
+    got.sort_by_key(|(d, _)| d.clone());
+    assert_eq!(got[0].0, b"four");
+    assert_eq!(
+        got[0].1.src,
+        SocketAddr::from((Ipv4Addr::LOCALHOST, tx.local_port()))
+    );
+    assert_eq!(got[1].0, b"six");
+    assert_eq!(
+        got[1].1.src,
+        SocketAddr::from((Ipv6Addr::LOCALHOST, tx.local_port()))
+    );
+}
+
+#[test]
+fn fwmark_set_and_clear() {
+    if !is_root() {
+        eprintln!("note: skipping fwmark_set_and_clear: SO_MARK needs root");
+        return;
+    }
+    let sock = UdpSocket::bind(0).unwrap();
+    assert_eq!(sock.fwmark().unwrap(), 0);
+    sock.set_fwmark(0xca6c).unwrap();
+    assert_eq!(sock.fwmark().unwrap(), 0xca6c);
+    sock.set_fwmark(u32::MAX).unwrap();
+    assert_eq!(sock.fwmark().unwrap(), u32::MAX);
+    sock.set_fwmark(0).unwrap();
+    assert_eq!(sock.fwmark().unwrap(), 0);
+}
+
+#[test]
+fn refused_datagrams_are_skipped_not_fatal() {
+    if !is_root() {
+        eprintln!("note: skipping refused_datagrams_are_skipped_not_fatal: needs a netns");
+        return;
+    }
+    // A namespace with only loopback: 198.18.99.1 has no route there (ENETUNREACH), so
+    // the refusals are real and nothing can leave.
+    let ns = NetNs::new("lr-io-udp").unwrap();
+    ns.run(|| {
+        let rx = UdpSocket::bind(0).unwrap();
+        let tx = UdpSocket::bind(0).unwrap();
+        let ok = SocketAddr::from((Ipv4Addr::LOCALHOST, rx.local_port()));
+        let unroutable = SocketAddr::from((Ipv4Addr::new(198, 18, 99, 1), 9));
+        let unroutable6 = SocketAddr::from(("2001:2::99".parse::<Ipv6Addr>().unwrap(), 9));
+        let res = tx.send_batch(&[
+            (b"a", ok),
+            (b"x", unroutable),
+            (b"b", ok),
+            (b"y", unroutable6),
+            (b"z", unroutable),
+            (b"c", ok),
+        ]);
+        assert_eq!(res, SendResult { sent: 3, failed: 3 });
+        let err = tx.last_send_error().expect("the refusal is remembered");
+        eprintln!("kernel: sendmmsg to an unroutable address: {err}");
+        assert_eq!(err.raw_os_error(), Some(libc::ENETUNREACH));
+        let got = recv_all(&rx, 3, 16);
+        let data: Vec<&[u8]> = got.iter().map(|(d, _)| d.as_slice()).collect();
+        assert_eq!(data, [b"a", b"b", b"c"]);
+
+        let err = tx.send_to(b"x", unroutable).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENETUNREACH));
+    })
+    .unwrap();
+}
