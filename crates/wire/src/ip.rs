@@ -1,0 +1,234 @@
+//! Either IP version, for code that handles whatever a tunnel carries.
+//!
+//! The WireGuard receive path needs two facts about a decrypted inner packet
+//! before anything else looks at it: its addresses, for the allowed-IPs
+//! check, and the length its header claims, to strip the zero padding that
+//! the sender added to a multiple of 16 (WireGuard whitepaper §5.4.6).
+
+use core::net::IpAddr;
+
+use crate::error::{Error, Result};
+use crate::{ipv4, ipv6};
+
+/// Protocol and next-header numbers (IANA "Assigned Internet Protocol
+/// Numbers"), the few this crate and its users name.
+pub mod protocol {
+    /// Internet Control Message Protocol (RFC 792).
+    pub const ICMP: u8 = 1;
+    /// Transmission Control Protocol (RFC 9293).
+    pub const TCP: u8 = 6;
+    /// User Datagram Protocol (RFC 768).
+    pub const UDP: u8 = 17;
+    /// ICMP for IPv6 (RFC 4443).
+    pub const ICMPV6: u8 = 58;
+}
+
+/// A checked view of an IPv4 or an IPv6 packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpPacket<T> {
+    /// Version 4.
+    V4(ipv4::Packet<T>),
+    /// Version 6.
+    V6(ipv6::Packet<T>),
+}
+
+impl<T: AsRef<[u8]>> IpPacket<T> {
+    /// Picks the view by the version nibble and checks it with that view's
+    /// `new_checked`. An empty buffer is [`Error::Truncated`]; a version
+    /// other than 4 or 6 is [`Error::BadVersion`].
+    pub fn parse(buffer: T) -> Result<Self> {
+        match version(buffer.as_ref())? {
+            ipv4::VERSION => ipv4::Packet::new_checked(buffer).map(IpPacket::V4),
+            ipv6::VERSION => ipv6::Packet::new_checked(buffer).map(IpPacket::V6),
+            other => Err(Error::BadVersion(other)),
+        }
+    }
+
+    /// 4 or 6.
+    pub fn version(&self) -> u8 {
+        match self {
+            IpPacket::V4(_) => ipv4::VERSION,
+            IpPacket::V6(_) => ipv6::VERSION,
+        }
+    }
+
+    /// Source address.
+    pub fn src_addr(&self) -> IpAddr {
+        match self {
+            IpPacket::V4(p) => IpAddr::V4(p.src_addr()),
+            IpPacket::V6(p) => IpAddr::V6(p.src_addr()),
+        }
+    }
+
+    /// Destination address.
+    pub fn dst_addr(&self) -> IpAddr {
+        match self {
+            IpPacket::V4(p) => IpAddr::V4(p.dst_addr()),
+            IpPacket::V6(p) => IpAddr::V6(p.dst_addr()),
+        }
+    }
+
+    /// The packet's length as its header claims: the IPv4 total length, or
+    /// 40 + the IPv6 payload length. Never more than the buffer.
+    pub fn total_len(&self) -> usize {
+        match self {
+            IpPacket::V4(p) => usize::from(p.total_len()),
+            IpPacket::V6(p) => p.total_len(),
+        }
+    }
+
+    /// The IPv4 protocol or the IPv6 first next header.
+    pub fn protocol(&self) -> u8 {
+        match self {
+            IpPacket::V4(p) => p.protocol(),
+            IpPacket::V6(p) => p.next_header(),
+        }
+    }
+
+    /// The bytes after the (fixed or IPv4 option-bearing) header, up to the
+    /// claimed length.
+    pub fn payload(&self) -> &[u8] {
+        match self {
+            IpPacket::V4(p) => p.payload(),
+            IpPacket::V6(p) => p.payload(),
+        }
+    }
+
+    /// Gives the buffer back.
+    pub fn into_inner(self) -> T {
+        match self {
+            IpPacket::V4(p) => p.into_inner(),
+            IpPacket::V6(p) => p.into_inner(),
+        }
+    }
+}
+
+fn version(buf: &[u8]) -> Result<u8> {
+    buf.first().map(|b| b >> 4).ok_or(Error::Truncated)
+}
+
+/// Source and destination of the IP packet at the start of `buf`.
+pub fn addrs(buf: &[u8]) -> Result<(IpAddr, IpAddr)> {
+    let packet = IpPacket::parse(buf)?;
+    Ok((packet.src_addr(), packet.dst_addr()))
+}
+
+/// The length the IP header at the start of `buf` claims, checked against
+/// `buf`: what remains of a decrypted WireGuard payload once its padding is
+/// cut off.
+pub fn claimed_len(buf: &[u8]) -> Result<usize> {
+    IpPacket::parse(buf).map(|p| p.total_len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::net::{Ipv4Addr, Ipv6Addr};
+    use std::vec::Vec;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Read from a Linux TUN device; see the `ipv4` and `ipv6` tests.
+    const V4_UDP: &str = "450000268ee6400040111fb9c6120001c6120002\
+                          ca6cca6c0012b10768656c6c6f2077697265";
+    const V6_UDP: &str = "6000dbd50012114020010002000000000000000000000001\
+                          20010002000000000000000000000002\
+                          ca6cca6c0012fd2668656c6c6f2077697265";
+
+    #[test]
+    fn picks_the_version_and_reads_addresses() {
+        let v4 = hex(V4_UDP);
+        let p = IpPacket::parse(&v4[..]).unwrap();
+        assert!(matches!(p, IpPacket::V4(_)));
+        assert_eq!(p.version(), 4);
+        assert_eq!(p.src_addr(), IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1)));
+        assert_eq!(p.dst_addr(), IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)));
+        assert_eq!(p.protocol(), protocol::UDP);
+        assert_eq!(p.total_len(), 38);
+        assert_eq!(&p.payload()[8..], b"hello wire");
+        assert_eq!(p.into_inner().len(), 38);
+
+        let v6 = hex(V6_UDP);
+        let p = IpPacket::parse(&v6[..]).unwrap();
+        assert_eq!(p.version(), 6);
+        let src: Ipv6Addr = "2001:2::1".parse().unwrap();
+        let dst: Ipv6Addr = "2001:2::2".parse().unwrap();
+        assert_eq!(addrs(&v6), Ok((IpAddr::V6(src), IpAddr::V6(dst))));
+        assert_eq!(p.protocol(), protocol::UDP);
+        assert_eq!(p.total_len(), 58);
+    }
+
+    #[test]
+    fn claimed_len_strips_wireguard_padding() {
+        for (packet, len) in [(hex(V4_UDP), 38), (hex(V6_UDP), 58)] {
+            let mut padded = packet.clone();
+            padded.resize(packet.len().next_multiple_of(16), 0);
+            assert!(padded.len() > len);
+            assert_eq!(claimed_len(&padded), Ok(len));
+            assert_eq!(&padded[..len], &packet[..]);
+        }
+    }
+
+    #[test]
+    fn claims_beyond_the_buffer_are_truncated() {
+        let v4 = hex(V4_UDP);
+        assert_eq!(claimed_len(&v4[..37]), Err(Error::Truncated));
+        let v6 = hex(V6_UDP);
+        assert_eq!(claimed_len(&v6[..57]), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn rejects_empty_and_other_versions() {
+        assert_eq!(claimed_len(&[]), Err(Error::Truncated));
+        assert_eq!(addrs(&[]), Err(Error::Truncated));
+        for v in [0u8, 1, 5, 7, 15] {
+            let mut b = hex(V4_UDP);
+            b[0] = (v << 4) | 5;
+            assert_eq!(claimed_len(&b), Err(Error::BadVersion(v)));
+        }
+    }
+
+    #[test]
+    fn no_length_panics() {
+        for packet in [hex(V4_UDP), hex(V6_UDP)] {
+            for len in 0..=packet.len() {
+                let b = &packet[..len];
+                if let Ok(p) = IpPacket::parse(b) {
+                    assert!(p.total_len() <= len);
+                    let _ = (p.src_addr(), p.dst_addr(), p.payload(), p.protocol());
+                }
+                let _ = (addrs(b), claimed_len(b));
+            }
+        }
+        for len in 0..=48 {
+            for first in 0..=255u8 {
+                let mut b = std::vec![0u8; len];
+                if let Some(x) = b.first_mut() {
+                    *x = first;
+                }
+                if let Ok(l) = claimed_len(&b) {
+                    assert!(l <= len);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn works_over_mutable_buffers() {
+        let mut v4 = hex(V4_UDP);
+        if let Ok(IpPacket::V4(mut p)) = IpPacket::parse(&mut v4[..]) {
+            p.set_ttl(p.ttl() - 1);
+            p.fill_checksum();
+        } else {
+            panic!("not parsed as IPv4");
+        }
+        let p = ipv4::Packet::new_checked(&v4[..]).unwrap();
+        assert_eq!(p.ttl(), 63);
+        assert!(p.verify_checksum());
+    }
+}

@@ -1,0 +1,30 @@
+//! Zero-copy views of packet formats.
+//!
+//! Each protocol module has a `Packet<T: AsRef<[u8]>>`-style view over a byte
+//! buffer. `new_checked` validates every length the view relies on, once, so
+//! that each accessor afterwards cannot panic on any input; `new_unchecked`
+//! skips that for buffers the caller has already validated or is about to
+//! fill, and its accessors panic if the buffer is too short for a fixed field.
+//! Variable-length parts (`payload()` and friends) are clamped to the buffer,
+//! so they never panic, even after a setter has changed a length field.
+//!
+//! Nothing here allocates, performs I/O or uses `unsafe`.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(test)]
+extern crate std;
+
+mod bytes;
+pub mod checksum;
+pub mod error;
+pub mod ip;
+pub mod ipv4;
+pub mod ipv6;
+pub mod udp;
+pub mod wireguard;
+
+pub use error::{Error, Result};
+pub use ip::IpPacket;
