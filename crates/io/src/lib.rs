@@ -11,10 +11,12 @@
 
 pub mod netns;
 pub mod poll;
+pub mod tun;
 pub mod udp;
 pub mod waker;
 
 pub use poll::{Interest, PollFd, poll};
+pub use tun::{TunDevice, is_gone};
 pub use udp::{MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
 pub use waker::Waker;
 
@@ -30,7 +32,7 @@ fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// Keeps the error kind (and so `ErrorKind` matching) while saying what was attempted.
-/// The original error stays reachable as the source.
+/// The original error stays reachable, so [`os_errno`] still sees its errno.
 fn context(err: io::Error, what: impl std::fmt::Display) -> io::Error {
     io::Error::new(
         err.kind(),
@@ -56,5 +58,33 @@ impl std::fmt::Display for Context {
 impl std::error::Error for Context {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.source)
+    }
+}
+
+/// The errno behind `err`, also when this crate wrapped it with context.
+fn os_errno(err: &io::Error) -> Option<i32> {
+    err.raw_os_error().or_else(|| {
+        err.get_ref()?
+            .downcast_ref::<Context>()
+            .and_then(|c| os_errno(&c.source))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_keeps_kind_and_errno() {
+        let err = context(io::Error::from_raw_os_error(libc::ENODEV), "get MTU of x");
+        assert_eq!(os_errno(&err), Some(libc::ENODEV));
+        assert_eq!(
+            err.kind(),
+            io::Error::from_raw_os_error(libc::ENODEV).kind()
+        );
+        assert!(err.to_string().starts_with("get MTU of x: "), "{err}");
+        let twice = context(err, "outer");
+        assert_eq!(os_errno(&twice), Some(libc::ENODEV));
+        assert_eq!(os_errno(&io::Error::other("plain")), None);
     }
 }

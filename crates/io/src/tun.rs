@@ -1,0 +1,395 @@
+//! A layer-3 TUN device (`IFF_TUN | IFF_NO_PI`): each read or write on the fd is one bare
+//! IPv4 or IPv6 packet, with no packet-info header in front.
+//!
+//! The device lives as long as the fd: it is not made persistent, so dropping the
+//! [`TunDevice`] removes the interface.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::poll::{Interest, wait_fd};
+use crate::{context, cvt, os_errno};
+
+const TUN_PATH: &CStr = c"/dev/net/tun";
+
+/// How long [`TunDevice::write_batch`] waits, in total, for the fd to take packets again
+/// before it drops the rest. Short, because the caller is a data-path loop.
+const WRITE_WAIT: Duration = Duration::from_millis(2);
+
+/// An open TUN interface. All I/O is non-blocking. `Send + Sync`: reads and writes may
+/// come from different threads.
+#[derive(Debug)]
+pub struct TunDevice {
+    fd: OwnedFd,
+    /// An AF_INET datagram socket for the SIOC[GS]IF* ioctls, which the TUN fd does not
+    /// answer. Made together with the device, so it resolves names in the same network
+    /// namespace even when the calling thread later moves to another one.
+    ctl: OwnedFd,
+    name: String,
+    truncated: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl TunDevice {
+    /// Creates (or attaches to a persistent) TUN interface called `name`, in the calling
+    /// thread's network namespace. `name` may be a pattern such as `"wg%d"`, or empty for
+    /// the kernel's `tun%d`; [`name`](TunDevice::name) then gives the final name.
+    pub fn create(name: &str) -> io::Result<TunDevice> {
+        if name.len() >= libc::IFNAMSIZ {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "TUN name {name:?} is {} bytes; interface names are at most {}",
+                    name.len(),
+                    libc::IFNAMSIZ - 1
+                ),
+            ));
+        }
+        let mut ifr = ifreq_named(name)?;
+
+        // SAFETY: TUN_PATH is a NUL-terminated string; open returns a new fd or -1.
+        let raw = unsafe {
+            libc::open(
+                TUN_PATH.as_ptr(),
+                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
+        let raw = cvt(raw).map_err(|e| {
+            let hint = match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::ENXIO) => {
+                    " (no TUN support: is the tun module loaded?)"
+                }
+                Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied)",
+                _ => "",
+            };
+            context(e, format_args!("opening /dev/net/tun{hint}"))
+        })?;
+        // SAFETY: raw was just returned by open and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+
+        ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+        // SAFETY: TUNSETIFF reads and writes one struct ifreq, which ifr is.
+        let ret = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) };
+        cvt(ret).map_err(|e| {
+            let hint = match e.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::EACCES) => {
+                    "permission denied (needs CAP_NET_ADMIN in this network namespace)"
+                }
+                Some(libc::EBUSY) => {
+                    "device busy (another fd, maybe another process, holds this TUN)"
+                }
+                Some(libc::EINVAL) => {
+                    "invalid name, or an interface of another type already has it"
+                }
+                _ => "TUNSETIFF failed",
+            };
+            context(e, format_args!("creating TUN {name:?}: {hint}"))
+        })?;
+        let name = name_of(&ifr);
+
+        // SAFETY: socket takes no pointers; it returns a new fd or -1.
+        let ctl = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        let ctl = cvt(ctl).map_err(|e| context(e, "control socket for TUN ioctls"))?;
+        // SAFETY: ctl was just returned by socket and is owned by nobody else.
+        let ctl = unsafe { OwnedFd::from_raw_fd(ctl) };
+
+        Ok(TunDevice {
+            fd,
+            ctl,
+            name,
+            truncated: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        })
+    }
+
+    /// The interface name the kernel gave the device.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The interface MTU.
+    pub fn mtu(&self) -> io::Result<u32> {
+        let ifr = self.ctl_ioctl(libc::SIOCGIFMTU, "get MTU", |_| {})?;
+        // SAFETY: SIOCGIFMTU filled the ifru_mtu member of the union.
+        Ok(unsafe { ifr.ifr_ifru.ifru_mtu } as u32)
+    }
+
+    /// Sets the interface MTU (the kernel accepts 68..=65535 for TUN).
+    pub fn set_mtu(&self, mtu: u32) -> io::Result<()> {
+        let mtu_c = libc::c_int::try_from(mtu)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "MTU out of range"))?;
+        self.ctl_ioctl(libc::SIOCSIFMTU, format_args!("set MTU {mtu}"), |ifr| {
+            ifr.ifr_ifru.ifru_mtu = mtu_c;
+        })?;
+        Ok(())
+    }
+
+    /// The interface index.
+    pub fn ifindex(&self) -> io::Result<u32> {
+        let ifr = self.ctl_ioctl(libc::SIOCGIFINDEX, "get ifindex", |_| {})?;
+        // SAFETY: SIOCGIFINDEX filled the ifru_ifindex member of the union.
+        Ok(unsafe { ifr.ifr_ifru.ifru_ifindex } as u32)
+    }
+
+    /// Whether the interface is administratively up (IFF_UP).
+    pub fn is_up(&self) -> io::Result<bool> {
+        let ifr = self.ctl_ioctl(libc::SIOCGIFFLAGS, "get flags", |_| {})?;
+        // SAFETY: SIOCGIFFLAGS filled the ifru_flags member of the union.
+        let flags = unsafe { ifr.ifr_ifru.ifru_flags };
+        Ok(flags & libc::IFF_UP as libc::c_short != 0)
+    }
+
+    /// Whether the fd is still attached to an interface. Asks the TUN fd itself
+    /// (TUNGETIFF), so the answer does not depend on names or on the calling thread's
+    /// network namespace: after `ip link del` the kernel detaches the fd and this
+    /// returns false.
+    pub fn still_exists(&self) -> bool {
+        // SAFETY: all-zero bytes are a valid ifreq (integers, arrays and a union of them).
+        let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+        // SAFETY: TUNGETIFF writes one struct ifreq, which ifr is.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::TUNGETIFF, &mut ifr) };
+        ret == 0
+    }
+
+    /// Reads up to `min(bufs.len(), lens.len())` packets; packet `i` lands in `bufs[i]`
+    /// with its length in `lens[i]`. Returns how many were read, 0 when none was pending;
+    /// never blocks. A packet longer than its buffer is cut by the kernel: it is dropped
+    /// (its slot is reused) and counted in [`truncated`](TunDevice::truncated). An error is returned only when
+    /// no packet was read; otherwise it comes back on the next call.
+    pub fn read_batch(&self, bufs: &mut [&mut [u8]], lens: &mut [usize]) -> io::Result<usize> {
+        let slots = bufs.len().min(lens.len());
+        let mut n = 0;
+        // Truncated packets use a read but no slot; bound the reads so a flood of
+        // oversized packets cannot keep this call going forever.
+        let mut reads_left = slots.saturating_mul(2);
+        while n < slots && reads_left > 0 {
+            reads_left -= 1;
+            let buf = &mut *bufs[n];
+            // The kernel fills what fits and returns the bytes copied, so a packet that
+            // exactly fills the buffer and a longer, cut one look alike. One spare byte
+            // after the buffer tells them apart: it is only reached by a packet that
+            // did not fit.
+            let mut spare = 0u8;
+            let iov = [
+                libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: buf.len(),
+                },
+                libc::iovec {
+                    iov_base: (&mut spare as *mut u8).cast(),
+                    iov_len: 1,
+                },
+            ];
+            // SAFETY: both iovecs cover live, writable memory (the caller's buffer and
+            // `spare`) that outlives the call.
+            let ret = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
+            if ret < 0 {
+                let err = io::Error::last_os_error();
+                match err.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    io::ErrorKind::WouldBlock => break,
+                    _ if n > 0 => break,
+                    _ => return Err(err),
+                }
+            }
+            let len = ret as usize;
+            if len == 0 {
+                break;
+            }
+            if len > buf.len() {
+                self.truncated.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            lens[n] = len;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Writes one packet (a whole IPv4 or IPv6 packet). `WouldBlock` when the fd is full.
+    pub fn write(&self, pkt: &[u8]) -> io::Result<()> {
+        loop {
+            // SAFETY: writes pkt.len() bytes from pkt, which is valid for reads.
+            let ret = unsafe { libc::write(self.fd.as_raw_fd(), pkt.as_ptr().cast(), pkt.len()) };
+            if ret < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(err);
+            }
+            if ret as usize != pkt.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    format!("short TUN write: {ret} of {} bytes", pkt.len()),
+                ));
+            }
+            return Ok(());
+        }
+    }
+
+    /// Writes `pkts` in order and returns how many the kernel took. When the fd is full
+    /// it waits (a couple of milliseconds in all) for room, then gives up; packets not
+    /// written — for that reason, because the kernel refused one (e.g. not IP), or
+    /// because the device is down or gone — are counted in
+    /// [`dropped`](TunDevice::dropped).
+    pub fn write_batch(&self, pkts: &[&[u8]]) -> usize {
+        let mut written = 0;
+        let mut refused = 0;
+        let mut deadline: Option<Instant> = None;
+        let mut i = 0;
+        while i < pkts.len() {
+            match self.write(pkts[i]) {
+                Ok(()) => {
+                    written += 1;
+                    i += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let deadline = *deadline.get_or_insert_with(|| Instant::now() + WRITE_WAIT);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || !wait_fd(self.fd.as_raw_fd(), Interest::WRITABLE, left) {
+                        break;
+                    }
+                }
+                // Gone, or down (EIO): every later write would fail the same way.
+                Err(e) if is_gone(&e) || e.raw_os_error() == Some(libc::EIO) => break,
+                Err(_) => {
+                    refused += 1;
+                    i += 1;
+                }
+            }
+        }
+        let dropped = refused + (pkts.len() - i);
+        if dropped > 0 {
+            self.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
+        }
+        written
+    }
+
+    /// Packets dropped by [`read_batch`](TunDevice::read_batch) because they did not fit
+    /// their buffer, since creation.
+    pub fn truncated(&self) -> u64 {
+        self.truncated.load(Ordering::Relaxed)
+    }
+
+    /// Packets [`write_batch`](TunDevice::write_batch) could not write, since creation.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The TUN fd, to poll.
+    pub fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Runs one SIOC*IF* ioctl on the control socket for this interface's name.
+    fn ctl_ioctl(
+        &self,
+        request: libc::Ioctl,
+        what: impl std::fmt::Display,
+        fill: impl FnOnce(&mut libc::ifreq),
+    ) -> io::Result<libc::ifreq> {
+        let mut ifr = ifreq_named(&self.name)?;
+        fill(&mut ifr);
+        // SAFETY: every request used here reads and/or writes one struct ifreq.
+        let ret = unsafe { libc::ioctl(self.ctl.as_raw_fd(), request, &mut ifr) };
+        cvt(ret).map_err(|e| context(e, format_args!("{what} of {}", self.name)))?;
+        Ok(ifr)
+    }
+}
+
+impl AsRawFd for TunDevice {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl AsFd for TunDevice {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Whether `err`, from a [`TunDevice`] call, means the interface is gone (deleted, or its
+/// namespace destroyed) rather than a passing condition. The kernel detaches the fd on
+/// deletion and then answers reads and writes with EBADFD; the ioctls by name (MTU,
+/// ifindex, flags) fail with ENODEV. A write to a device that is merely down fails with
+/// EIO, which is not "gone".
+pub fn is_gone(err: &io::Error) -> bool {
+    matches!(
+        os_errno(err),
+        Some(libc::EBADFD) | Some(libc::ENODEV) | Some(libc::ENXIO)
+    )
+}
+
+/// A zeroed ifreq carrying `name`.
+fn ifreq_named(name: &str) -> io::Result<libc::ifreq> {
+    if name.len() >= libc::IFNAMSIZ || name.bytes().any(|b| b == 0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad interface name {name:?}"),
+        ));
+    }
+    // SAFETY: all-zero bytes are a valid ifreq (integers, arrays and a union of them).
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, &src) in ifr.ifr_name.iter_mut().zip(name.as_bytes()) {
+        *dst = src as libc::c_char;
+    }
+    Ok(ifr)
+}
+
+/// The NUL-terminated name the kernel wrote back into `ifr`.
+fn name_of(ifr: &libc::ifreq) -> String {
+    let bytes: Vec<u8> = ifr
+        .ifr_name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn is_send_and_sync() {
+        assert_send_sync::<TunDevice>();
+    }
+
+    #[test]
+    fn long_name_is_refused_before_any_syscall() {
+        let err = TunDevice::create("a-name-much-too-long").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("at most 15"), "{err}");
+    }
+
+    #[test]
+    fn nul_in_name_is_refused() {
+        let err = TunDevice::create("bad\0name").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn ifreq_name_round_trip() {
+        let ifr = ifreq_named("wg%d").unwrap();
+        assert_eq!(name_of(&ifr), "wg%d");
+        let ifr = ifreq_named("fifteen-chars-x").unwrap();
+        assert_eq!(name_of(&ifr), "fifteen-chars-x");
+    }
+
+    #[test]
+    fn gone_errnos() {
+        assert!(is_gone(&io::Error::from_raw_os_error(libc::EBADFD)));
+        assert!(is_gone(&io::Error::from_raw_os_error(libc::ENODEV)));
+        assert!(!is_gone(&io::Error::from_raw_os_error(libc::EAGAIN)));
+        assert!(!is_gone(&io::Error::from_raw_os_error(libc::EINVAL)));
+        assert!(!is_gone(&io::Error::other("not an os error")));
+    }
+}
