@@ -1,0 +1,24 @@
+//! The WireGuard protocol without I/O (whitepaper: Donenfeld, NDSS 2017).
+//!
+//! Time is an argument (`now: Instant`), never read here; packets go in as bytes and
+//! come out as [`device::Action`]s; transport keys live in the crypto crate's key
+//! registry so the data path's engines can use them by handle. Layout follows the
+//! protocol's concerns, one per file.
+#![forbid(unsafe_code)]
+
+pub mod allowed_ips;
+pub mod constants;
+pub mod cookie;
+pub mod device;
+pub mod drop;
+pub mod keypair;
+pub mod noise;
+pub mod peer;
+pub mod ratelimit;
+pub mod replay;
+pub mod tai64n;
+
+pub use allowed_ips::{AllowedIps, Prefix};
+pub use device::{Action, Device, PeerInfo, RecvTicket, SendError, SendTicket};
+pub use drop::DropReason;
+pub use peer::PeerId;

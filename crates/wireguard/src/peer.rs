@@ -1,0 +1,85 @@
+//! One peer: its configuration, handshake state, keypairs, timers and counters.
+
+use crate::cookie::CookieJar;
+use crate::keypair::Keypairs;
+use crate::noise::InitiatorState;
+use crate::tai64n::Tai64N;
+use crypto::x25519::PublicKey;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Instant, SystemTime};
+use zeroize::Zeroizing;
+
+/// A peer's slot in the device; stable while the peer exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PeerId(pub u32);
+
+/// The deadlines of section 6's timers; `None` is "not armed".
+#[derive(Default, Debug, Clone)]
+pub struct Timers {
+    pub retransmit_handshake: Option<Instant>,
+    pub send_keepalive: Option<Instant>,
+    pub new_handshake: Option<Instant>,
+    pub zero_key_material: Option<Instant>,
+    pub persistent_keepalive: Option<Instant>,
+    pub handshake_attempts: u32,
+    pub need_another_keepalive: bool,
+    pub sent_lastminute_handshake: bool,
+    pub last_sent_handshake: Option<Instant>,
+}
+
+impl Timers {
+    pub fn next_deadline(&self) -> Option<Instant> {
+        [
+            self.retransmit_handshake,
+            self.send_keepalive,
+            self.new_handshake,
+            self.zero_key_material,
+            self.persistent_keepalive,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+pub struct Peer {
+    pub public_key: PublicKey,
+    pub preshared_key: Zeroizing<[u8; 32]>,
+    pub endpoint: Option<SocketAddr>,
+    pub persistent_keepalive: u16,
+    pub cookies: CookieJar,
+    /// Our initiation in flight, if any.
+    pub initiation: Option<InitiatorState>,
+    /// Newest TAI64N accepted from this peer: initiations must be strictly newer.
+    pub last_timestamp: Option<Tai64N>,
+    pub last_initiation_consumed: Option<Instant>,
+    pub keypairs: Keypairs,
+    pub timers: Timers,
+    /// Packets waiting for a session (plaintext IP packets; empty = keepalive).
+    pub staged: VecDeque<Vec<u8>>,
+    pub last_handshake: Option<SystemTime>,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+}
+
+impl Peer {
+    pub fn new(public_key: PublicKey) -> Peer {
+        Peer {
+            cookies: CookieJar::new(&public_key),
+            public_key,
+            preshared_key: Zeroizing::new([0; 32]),
+            endpoint: None,
+            persistent_keepalive: 0,
+            initiation: None,
+            last_timestamp: None,
+            last_initiation_consumed: None,
+            keypairs: Keypairs::default(),
+            timers: Timers::default(),
+            staged: VecDeque::new(),
+            last_handshake: None,
+            rx_bytes: 0,
+            tx_bytes: 0,
+        }
+    }
+}
