@@ -1,0 +1,199 @@
+//! Two sites on an in-memory network with a virtual clock: each is a whole WireGuard
+//! graph (device, engines, arena); datagrams one sends are handed to the other.
+
+#![allow(dead_code)]
+
+use crypto::x25519::PrivateKey;
+use crypto::{EngineSet, KeyRegistry};
+use dataplane::wg::WgGraph;
+use dataplane::{Arena, Handle};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use wireguard::{Device, PeerId, Prefix};
+
+pub struct Site {
+    pub graph: WgGraph,
+    pub addr: SocketAddr,
+    pub peer: PeerId,
+    /// Inner packets delivered to this site's "TUN".
+    pub delivered: Vec<Vec<u8>>,
+}
+
+pub struct Net {
+    pub a: Site,
+    pub b: Site,
+    pub now: Instant,
+    /// Datagrams in flight: (to_b, bytes, from).
+    pub wire: Vec<(bool, Vec<u8>, SocketAddr)>,
+    /// Drop every datagram for which this returns true (loss injection).
+    pub lose: Box<dyn FnMut(bool, &[u8]) -> bool>,
+}
+
+pub fn inner_v4(src: [u8; 4], dst: [u8; 4], payload: &[u8]) -> Vec<u8> {
+    let total = 20 + payload.len();
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&src);
+    p[16..20].copy_from_slice(&dst);
+    p[20..].copy_from_slice(payload);
+    p
+}
+
+fn site(
+    me: &PrivateKey,
+    them: &PrivateKey,
+    addr: &str,
+    peer_addr: Option<&str>,
+    allowed: &str,
+    now: Instant,
+) -> Site {
+    let keys = Arc::new(KeyRegistry::new(1024));
+    let mut device = Device::new(keys, now, SystemTime::now());
+    device.set_private_key(Some(me.clone()));
+    let peer = device.add_peer(them.public_key()).unwrap();
+    if let Some(a) = peer_addr {
+        device.set_endpoint(peer, a.parse().unwrap());
+    }
+    device.add_allowed_ip(peer, allowed.parse::<Prefix>().unwrap());
+    let engines = EngineSet::new(vec![Box::new(crypto_ring::RingEngine::new())]);
+    Site {
+        graph: WgGraph::new(Arena::new(1024), device, engines, now),
+        addr: addr.parse().unwrap(),
+        peer,
+        delivered: Vec::new(),
+    }
+}
+
+impl Net {
+    /// Site A (198.19.0.1) knows B's endpoint; B learns A's from the handshake.
+    pub fn new() -> Net {
+        let now = Instant::now();
+        let (ka, kb) = (PrivateKey::generate(), PrivateKey::generate());
+        let a = site(
+            &ka,
+            &kb,
+            "198.18.0.1:51820",
+            Some("198.18.0.2:51820"),
+            "198.19.0.2/32",
+            now,
+        );
+        let b = site(&kb, &ka, "198.18.0.2:51820", None, "198.19.0.1/32", now);
+        Net {
+            a,
+            b,
+            now,
+            wire: Vec::new(),
+            lose: Box::new(|_, _| false),
+        }
+    }
+
+    pub fn site(&mut self, b: bool) -> &mut Site {
+        if b { &mut self.b } else { &mut self.a }
+    }
+
+    /// Sends an inner packet from A (or B) into its tunnel.
+    pub fn send(&mut self, from_b: bool, packet: &[u8]) {
+        let now = self.now;
+        let s = self.site(from_b);
+        let h = s.graph.cx.arena.alloc_with(packet).expect("arena");
+        s.graph.from_tun(&[h]);
+        s.graph.run(now);
+        self.collect(from_b);
+    }
+
+    /// Moves what a site queued onto the wire and into its "TUN".
+    fn collect(&mut self, from_b: bool) {
+        let s = self.site(from_b);
+        let from = s.addr;
+        let cx = &mut s.graph.cx;
+        let mut out = Vec::new();
+        for (_, bytes) in cx.tx_control.drain(..) {
+            out.push((!from_b, bytes, from));
+        }
+        for h in cx.tx_udp.drain(..) {
+            out.push((!from_b, cx.arena.data(h).to_vec(), from));
+            cx.arena.free(h);
+        }
+        let tun: Vec<Handle> = cx.tx_tun.drain(..).collect();
+        for h in tun {
+            s.delivered.push(s.graph.cx.arena.data(h).to_vec());
+            s.graph.cx.arena.free(h);
+        }
+        self.wire.extend(out);
+    }
+
+    /// Delivers everything in flight (and what it provokes) until the wire is quiet.
+    pub fn deliver(&mut self) {
+        for _ in 0..100 {
+            if self.wire.is_empty() {
+                return;
+            }
+            let batch: Vec<_> = self.wire.drain(..).collect();
+            for (to_b, bytes, from) in batch {
+                if (self.lose)(to_b, &bytes) {
+                    continue;
+                }
+                let now = self.now;
+                let s = self.site(to_b);
+                let Some(h) = s.graph.cx.arena.alloc_with(&bytes) else {
+                    continue;
+                };
+                s.graph.cx.arena.meta_mut(h).addr = from;
+                s.graph.from_udp(&[h]);
+                s.graph.run(now);
+                self.collect(to_b);
+            }
+        }
+        panic!("the two sites never went quiet");
+    }
+
+    /// Advances the virtual clock in steps, running timers and delivering traffic.
+    pub fn advance(&mut self, by: Duration, step: Duration) {
+        let end = self.now + by;
+        while self.now < end {
+            self.now = (self.now + step).min(end);
+            let now = self.now;
+            for b in [false, true] {
+                let s = self.site(b);
+                s.graph.tick(now);
+                s.graph.run(now);
+                self.collect(b);
+            }
+            self.deliver();
+        }
+    }
+
+    pub fn ping_a_to_b(&mut self, tag: u8) -> bool {
+        let p = inner_v4([198, 19, 0, 1], [198, 19, 0, 2], &[tag; 40]);
+        let before = self.b.delivered.len();
+        self.send(false, &p);
+        self.deliver();
+        self.b.delivered[before..].contains(&p)
+    }
+
+    pub fn ping_b_to_a(&mut self, tag: u8) -> bool {
+        let p = inner_v4([198, 19, 0, 2], [198, 19, 0, 1], &[tag; 40]);
+        let before = self.a.delivered.len();
+        self.send(true, &p);
+        self.deliver();
+        self.a.delivered[before..].contains(&p)
+    }
+
+    pub fn counter(&self, b: bool, node: &str, reason: wireguard::DropReason) -> u64 {
+        let s = if b { &self.b } else { &self.a };
+        s.graph
+            .graph
+            .counters()
+            .find(|(n, _)| *n == node)
+            .map(|(_, c)| c.drops[reason.index()])
+            .unwrap_or(0)
+    }
+}
+
+pub fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
