@@ -176,7 +176,7 @@ mod tests {
             c: &mut NodeCounters,
         ) {
             for (i, &h) in packets.iter().enumerate() {
-                if cx.arena.data(h)[0] % 2 == 0 {
+                if cx.arena.data(h)[0].is_multiple_of(2) {
                     next[i] = 0;
                 } else {
                     c.drop(DropReason::BadInnerPacket);
@@ -222,7 +222,7 @@ mod tests {
         let want: Vec<Handle> = handles
             .iter()
             .copied()
-            .filter(|&h| cx.arena.data(h)[0] % 2 == 0)
+            .filter(|&h| cx.arena.data(h)[0].is_multiple_of(2))
             .collect();
         assert_eq!(cx.seen, want);
         let c: Vec<_> = g.counters().map(|(n, c)| (n, c.clone())).collect();

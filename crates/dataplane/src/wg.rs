@@ -47,7 +47,7 @@ pub struct WgGraph {
 impl WgGraph {
     pub fn new(arena: Arena, device: Device, engines: EngineSet, now: Instant) -> WgGraph {
         let graph: Graph<WgContext> = Graph::new(vec![
-            Box::new(WgInput::default()),
+            Box::new(WgInput),
             Box::new(WgDecrypt::default()),
             Box::new(Output::tun()),
             Box::new(WgEncrypt::default()),
