@@ -20,6 +20,9 @@ pub struct Site {
     pub delivered: Vec<Vec<u8>>,
 }
 
+/// Decides whether a datagram (to B?, bytes) is lost.
+pub type LossFn = Box<dyn FnMut(bool, &[u8]) -> bool>;
+
 pub struct Net {
     pub a: Site,
     pub b: Site,
@@ -27,7 +30,7 @@ pub struct Net {
     /// Datagrams in flight: (to_b, bytes, from).
     pub wire: Vec<(bool, Vec<u8>, SocketAddr)>,
     /// Drop every datagram for which this returns true (loss injection).
-    pub lose: Box<dyn FnMut(bool, &[u8]) -> bool>,
+    pub lose: LossFn,
 }
 
 pub fn inner_v4(src: [u8; 4], dst: [u8; 4], payload: &[u8]) -> Vec<u8> {
