@@ -11,8 +11,17 @@ fuzz_target!(|data: &[u8]| {
     let Ok(packet) = ipv4::Packet::new_checked(data) else {
         return;
     };
-    black_box((packet.version(), packet.dscp(), packet.ecn(), packet.ident()));
-    black_box((packet.dont_frag(), packet.more_frags(), packet.frag_offset()));
+    black_box((
+        packet.version(),
+        packet.dscp(),
+        packet.ecn(),
+        packet.ident(),
+    ));
+    black_box((
+        packet.dont_frag(),
+        packet.more_frags(),
+        packet.frag_offset(),
+    ));
     black_box((packet.is_fragment(), packet.ttl(), packet.protocol()));
     black_box((packet.checksum(), packet.src_addr(), packet.dst_addr()));
     black_box((packet.header(), packet.options(), packet.verify_checksum()));

@@ -11,13 +11,20 @@ fuzz_target!(|data: &[u8]| {
     let Ok(packet) = ipv6::Packet::new_checked(data) else {
         return;
     };
-    black_box((packet.version(), packet.traffic_class(), packet.flow_label()));
+    black_box((
+        packet.version(),
+        packet.traffic_class(),
+        packet.flow_label(),
+    ));
     black_box((packet.next_header(), packet.hop_limit()));
     black_box((packet.src_addr(), packet.dst_addr()));
 
     let total_len = packet.total_len();
     assert!(total_len <= data.len());
-    assert_eq!(total_len, ipv6::HEADER_LEN + usize::from(packet.payload_len()));
+    assert_eq!(
+        total_len,
+        ipv6::HEADER_LEN + usize::from(packet.payload_len())
+    );
     assert_eq!(packet.payload().len(), usize::from(packet.payload_len()));
 
     let Ok(IpPacket::V6(_)) = IpPacket::parse(data) else {

@@ -33,8 +33,7 @@ fuzz_target!(|data: &[u8]| {
             let m = HandshakeResponse::new_checked(data).expect("classified response");
             black_box((m.unencrypted_ephemeral(), m.encrypted_nothing()));
             black_box((m.mac1(), m.mac2(), m.mac1_covered(), m.mac2_covered()));
-            HandshakeResponse::emit(&mut copy[..], m.sender_index(), m.receiver_index())
-                .unwrap();
+            HandshakeResponse::emit(&mut copy[..], m.sender_index(), m.receiver_index()).unwrap();
         }
         MessageType::CookieReply => {
             let m = CookieReply::new_checked(data).expect("classified cookie reply");
