@@ -123,26 +123,12 @@ pub fn claimed_len(buf: &[u8]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::captures::{TUN_UDP_V4, TUN_UDP_V6, hex};
     use core::net::{Ipv4Addr, Ipv6Addr};
-    use std::vec::Vec;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// Read from a Linux TUN device; see the `ipv4` and `ipv6` tests.
-    const V4_UDP: &str = "450000268ee6400040111fb9c6120001c6120002\
-                          ca6cca6c0012b10768656c6c6f2077697265";
-    const V6_UDP: &str = "6000dbd50012114020010002000000000000000000000001\
-                          20010002000000000000000000000002\
-                          ca6cca6c0012fd2668656c6c6f2077697265";
 
     #[test]
     fn picks_the_version_and_reads_addresses() {
-        let v4 = hex(V4_UDP);
+        let v4 = hex(TUN_UDP_V4);
         let p = IpPacket::parse(&v4[..]).unwrap();
         assert!(matches!(p, IpPacket::V4(_)));
         assert_eq!(p.version(), 4);
@@ -153,7 +139,7 @@ mod tests {
         assert_eq!(&p.payload()[8..], b"hello wire");
         assert_eq!(p.into_inner().len(), 38);
 
-        let v6 = hex(V6_UDP);
+        let v6 = hex(TUN_UDP_V6);
         let p = IpPacket::parse(&v6[..]).unwrap();
         assert_eq!(p.version(), 6);
         let src: Ipv6Addr = "2001:2::1".parse().unwrap();
@@ -165,7 +151,7 @@ mod tests {
 
     #[test]
     fn claimed_len_strips_wireguard_padding() {
-        for (packet, len) in [(hex(V4_UDP), 38), (hex(V6_UDP), 58)] {
+        for (packet, len) in [(hex(TUN_UDP_V4), 38), (hex(TUN_UDP_V6), 58)] {
             let mut padded = packet.clone();
             padded.resize(packet.len().next_multiple_of(16), 0);
             assert!(padded.len() > len);
@@ -176,9 +162,9 @@ mod tests {
 
     #[test]
     fn claims_beyond_the_buffer_are_truncated() {
-        let v4 = hex(V4_UDP);
+        let v4 = hex(TUN_UDP_V4);
         assert_eq!(claimed_len(&v4[..37]), Err(Error::Truncated));
-        let v6 = hex(V6_UDP);
+        let v6 = hex(TUN_UDP_V6);
         assert_eq!(claimed_len(&v6[..57]), Err(Error::Truncated));
     }
 
@@ -187,7 +173,7 @@ mod tests {
         assert_eq!(claimed_len(&[]), Err(Error::Truncated));
         assert_eq!(addrs(&[]), Err(Error::Truncated));
         for v in [0u8, 1, 5, 7, 15] {
-            let mut b = hex(V4_UDP);
+            let mut b = hex(TUN_UDP_V4);
             b[0] = (v << 4) | 5;
             assert_eq!(claimed_len(&b), Err(Error::BadVersion(v)));
         }
@@ -195,7 +181,7 @@ mod tests {
 
     #[test]
     fn no_length_panics() {
-        for packet in [hex(V4_UDP), hex(V6_UDP)] {
+        for packet in [hex(TUN_UDP_V4), hex(TUN_UDP_V6)] {
             for len in 0..=packet.len() {
                 let b = &packet[..len];
                 if let Ok(p) = IpPacket::parse(b) {
@@ -220,7 +206,7 @@ mod tests {
 
     #[test]
     fn works_over_mutable_buffers() {
-        let mut v4 = hex(V4_UDP);
+        let mut v4 = hex(TUN_UDP_V4);
         if let Ok(IpPacket::V4(mut p)) = IpPacket::parse(&mut v4[..]) {
             p.set_ttl(p.ttl() - 1);
             p.fill_checksum();

@@ -366,29 +366,12 @@ impl Ipv4Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::captures::{LO_ECHO_REPLY, TUN_UDP_V4, hex};
     use std::vec::Vec;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// UDP "hello wire" from 198.18.0.1:51820 to 198.18.0.2:51820, read from a
-    /// Linux TUN device in a private network namespace: header built and
-    /// checksummed by the kernel.
-    const TUN_UDP: &str = "450000268ee6400040111fb9c6120001c6120002\
-                           ca6cca6c0012b10768656c6c6f2077697265";
-
-    /// ICMP echo reply from 127.0.0.1 to 127.0.0.1 built by the Linux kernel
-    /// in answer to a raw-socket echo request (id 0x1234, seq 1, "linerate").
-    const ECHO_REPLY: &str = "45000024c88a00004001b44c7f0000017f000001\
-                              00002c35123400016c696e6572617465";
 
     #[test]
     fn parses_a_captured_udp_packet() {
-        let bytes = hex(TUN_UDP);
+        let bytes = hex(TUN_UDP_V4);
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert_eq!(p.version(), 4);
         assert_eq!(p.header_len(), 20);
@@ -413,7 +396,7 @@ mod tests {
 
     #[test]
     fn parses_a_kernel_echo_reply() {
-        let bytes = hex(ECHO_REPLY);
+        let bytes = hex(LO_ECHO_REPLY);
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert!(!p.dont_frag());
         assert_eq!(p.protocol(), crate::ip::protocol::ICMP);
@@ -426,7 +409,7 @@ mod tests {
 
     #[test]
     fn fill_checksum_reproduces_the_kernels() {
-        let bytes = hex(TUN_UDP);
+        let bytes = hex(TUN_UDP_V4);
         let mut copy = bytes.clone();
         let mut p = Packet::new_checked(&mut copy[..]).unwrap();
         p.set_checksum(0xdead);
@@ -438,14 +421,14 @@ mod tests {
 
     #[test]
     fn a_flipped_bit_fails_verification() {
-        let mut bytes = hex(TUN_UDP);
+        let mut bytes = hex(TUN_UDP_V4);
         bytes[8] ^= 0x01;
         assert!(!Packet::new_checked(&bytes[..]).unwrap().verify_checksum());
     }
 
     #[test]
     fn trailing_padding_is_not_payload() {
-        let mut bytes = hex(TUN_UDP);
+        let mut bytes = hex(TUN_UDP_V4);
         bytes.extend_from_slice(&[0; 10]);
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert_eq!(p.payload().len(), 18);
@@ -453,7 +436,7 @@ mod tests {
 
     #[test]
     fn options_lengthen_the_header() {
-        let mut bytes = hex(TUN_UDP);
+        let mut bytes = hex(TUN_UDP_V4);
         // One 4-byte option (four NOPs) inserted after the fixed header.
         bytes.splice(20..20, [1, 1, 1, 1]);
         let mut p = Packet::new_checked(&mut bytes[..]).unwrap();
@@ -469,7 +452,7 @@ mod tests {
 
     #[test]
     fn rejects_what_it_must() {
-        let good = hex(TUN_UDP);
+        let good = hex(TUN_UDP_V4);
         let check = |edit: &dyn Fn(&mut Vec<u8>)| {
             let mut b = good.clone();
             edit(&mut b);
@@ -501,7 +484,7 @@ mod tests {
 
     #[test]
     fn no_length_panics() {
-        let mut bytes = hex(TUN_UDP);
+        let mut bytes = hex(TUN_UDP_V4);
         bytes.resize(80, 0xa5);
         for fill in [0x00, 0x45, 0xff] {
             let mut b = bytes.clone();
@@ -530,7 +513,7 @@ mod tests {
 
     #[test]
     fn payload_stays_in_bounds_after_setters_lie() {
-        let mut bytes = hex(TUN_UDP);
+        let mut bytes = hex(TUN_UDP_V4);
         let mut p = Packet::new_checked(&mut bytes[..]).unwrap();
         p.set_total_len(u16::MAX);
         assert_eq!(p.payload().len(), 18);
@@ -601,7 +584,7 @@ mod tests {
 
     #[test]
     fn emit_writes_the_captured_header() {
-        let bytes = hex(TUN_UDP);
+        let bytes = hex(TUN_UDP_V4);
         let repr = Ipv4Repr {
             src_addr: Ipv4Addr::new(198, 18, 0, 1),
             dst_addr: Ipv4Addr::new(198, 18, 0, 2),

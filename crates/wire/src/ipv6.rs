@@ -234,28 +234,8 @@ impl Ipv6Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::captures::{TUN_ROUTER_SOLICIT, TUN_UDP_V6, hex};
     use std::vec::Vec;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// UDP "hello wire" from [2001:2::1]:51820 to [2001:2::2]:51820, read from
-    /// a Linux TUN device in a private network namespace.
-    const TUN_UDP: &str = "6000dbd500121140\
-                           20010002000000000000000000000001\
-                           20010002000000000000000000000002\
-                           ca6cca6c0012fd2668656c6c6f2077697265";
-
-    /// ICMPv6 router solicitation the same kernel sent when the TUN came up:
-    /// link-local source, all-routers destination, hop limit 255.
-    const TUN_ROUTER_SOLICIT: &str = "6000000000083aff\
-                                      fe80000000000000b51b26b4c773c747\
-                                      ff020000000000000000000000000002\
-                                      850012ac00000000";
 
     fn addr(s: &str) -> Ipv6Addr {
         s.parse().unwrap()
@@ -263,7 +243,7 @@ mod tests {
 
     #[test]
     fn parses_a_captured_udp_packet() {
-        let bytes = hex(TUN_UDP);
+        let bytes = hex(TUN_UDP_V6);
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert_eq!(p.version(), 6);
         assert_eq!(p.traffic_class(), 0);
@@ -297,7 +277,7 @@ mod tests {
 
     #[test]
     fn rejects_what_it_must() {
-        let good = hex(TUN_UDP);
+        let good = hex(TUN_UDP_V6);
         let check = |edit: &dyn Fn(&mut Vec<u8>)| {
             let mut b = good.clone();
             edit(&mut b);
@@ -317,7 +297,7 @@ mod tests {
 
     #[test]
     fn no_length_panics() {
-        let mut bytes = hex(TUN_UDP);
+        let mut bytes = hex(TUN_UDP_V6);
         bytes.resize(100, 0x5a);
         for len in 0..=bytes.len() {
             if let Ok(p) = Packet::new_checked(&bytes[..len]) {
@@ -340,7 +320,7 @@ mod tests {
 
     #[test]
     fn payload_stays_in_bounds_after_setters_lie() {
-        let mut bytes = hex(TUN_UDP);
+        let mut bytes = hex(TUN_UDP_V6);
         let mut p = Packet::new_checked(&mut bytes[..]).unwrap();
         p.set_payload_len(u16::MAX);
         assert_eq!(p.payload().len(), 18);
@@ -382,7 +362,7 @@ mod tests {
 
     #[test]
     fn emit_writes_the_captured_header() {
-        let bytes = hex(TUN_UDP);
+        let bytes = hex(TUN_UDP_V6);
         let repr = Ipv6Repr {
             src_addr: addr("2001:2::1"),
             dst_addr: addr("2001:2::2"),

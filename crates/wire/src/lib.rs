@@ -18,6 +18,8 @@
 extern crate std;
 
 mod bytes;
+#[cfg(test)]
+mod captures;
 pub mod checksum;
 pub mod error;
 pub mod ip;

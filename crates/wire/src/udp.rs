@@ -219,23 +219,18 @@ impl UdpRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::captures::{TUN_UDP_V4, TUN_UDP_V6, hex};
     use std::vec::Vec;
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+    /// The UDP part of the captured IPv4 packet.
+    fn datagram_v4() -> Vec<u8> {
+        hex(TUN_UDP_V4)[20..].to_vec()
     }
 
-    // Both datagrams were read from a Linux TUN device in a private network
-    // namespace; a TUN without offloads makes the kernel compute the full
-    // checksum in software.
-
-    /// From 198.18.0.1:51820 to 198.18.0.2:51820, without the IPv4 header.
-    const TUN_UDP_V4: &str = "ca6cca6c0012b10768656c6c6f2077697265";
-    /// From [2001:2::1]:51820 to [2001:2::2]:51820, without the IPv6 header.
-    const TUN_UDP_V6: &str = "ca6cca6c0012fd2668656c6c6f2077697265";
+    /// The UDP part of the captured IPv6 packet.
+    fn datagram_v6() -> Vec<u8> {
+        hex(TUN_UDP_V6)[40..].to_vec()
+    }
 
     const V4_SRC: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
     const V4_DST: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
@@ -246,7 +241,7 @@ mod tests {
 
     #[test]
     fn parses_a_captured_datagram() {
-        let bytes = hex(TUN_UDP_V4);
+        let bytes = datagram_v4();
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert_eq!(p.src_port(), 51820);
         assert_eq!(p.dst_port(), 51820);
@@ -257,7 +252,7 @@ mod tests {
 
     #[test]
     fn verifies_and_reproduces_kernel_checksums() {
-        let bytes = hex(TUN_UDP_V4);
+        let bytes = datagram_v4();
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert!(p.verify_checksum_v4(V4_SRC, V4_DST));
         assert!(!p.verify_checksum_v4(V4_DST, Ipv4Addr::new(198, 18, 0, 3)));
@@ -268,7 +263,7 @@ mod tests {
         assert_eq!(copy, bytes);
 
         let (src, dst) = (v6("2001:2::1"), v6("2001:2::2"));
-        let bytes = hex(TUN_UDP_V6);
+        let bytes = datagram_v6();
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert!(p.verify_checksum_v6(&src, &dst));
         assert!(!p.verify_checksum_v6(&src, &v6("2001:2::3")));
@@ -281,7 +276,7 @@ mod tests {
 
     #[test]
     fn zero_checksum_means_none_over_ipv4_only() {
-        let mut bytes = hex(TUN_UDP_V4);
+        let mut bytes = datagram_v4();
         bytes[6..8].fill(0);
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert!(p.verify_checksum_v4(V4_SRC, V4_DST));
@@ -310,7 +305,7 @@ mod tests {
 
     #[test]
     fn checksum_ignores_bytes_past_the_length() {
-        let mut bytes = hex(TUN_UDP_V4);
+        let mut bytes = datagram_v4();
         bytes.extend_from_slice(&[0xee; 7]);
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert!(p.verify_checksum_v4(V4_SRC, V4_DST));
@@ -337,7 +332,7 @@ mod tests {
 
     #[test]
     fn rejects_what_it_must() {
-        let good = hex(TUN_UDP_V4);
+        let good = datagram_v4();
         let check = |edit: &dyn Fn(&mut Vec<u8>)| {
             let mut b = good.clone();
             edit(&mut b);
@@ -359,7 +354,7 @@ mod tests {
 
     #[test]
     fn no_length_panics() {
-        let mut bytes = hex(TUN_UDP_V4);
+        let mut bytes = datagram_v4();
         bytes.resize(40, 0xff);
         for len in 0..=bytes.len() {
             for claimed in [0u16, 7, 8, 18, 40, u16::MAX] {
@@ -377,7 +372,7 @@ mod tests {
 
     #[test]
     fn payload_and_checksum_stay_in_bounds_after_setters_lie() {
-        let mut bytes = hex(TUN_UDP_V4);
+        let mut bytes = datagram_v4();
         let mut p = Packet::new_checked(&mut bytes[..]).unwrap();
         p.set_length(u16::MAX);
         assert_eq!(p.payload().len(), 10);
@@ -410,7 +405,7 @@ mod tests {
 
     #[test]
     fn emit_writes_the_captured_header() {
-        let bytes = hex(TUN_UDP_V4);
+        let bytes = datagram_v4();
         let mut buf = bytes.clone();
         buf[..8].fill(0xaa);
         let repr = UdpRepr {

@@ -704,6 +704,7 @@ as_ref_impl!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::captures::{WG_GO_INITIATION, WG_GO_RESPONSE, WG_GO_TRANSPORT, hex};
     use std::vec::Vec;
 
     fn concat(parts: &[&[u8]]) -> Vec<u8> {
@@ -755,6 +756,65 @@ mod tests {
             &[0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01],
             &[0x7a; 16],
         ])
+    }
+
+    #[test]
+    fn reads_a_wireguard_go_handshake() {
+        let init = hex(WG_GO_INITIATION);
+        let Ok(Message::HandshakeInitiation(init)) = Message::parse(&init[..]) else {
+            panic!("not an initiation");
+        };
+        let resp = hex(WG_GO_RESPONSE);
+        let Ok(Message::HandshakeResponse(resp)) = Message::parse(&resp[..]) else {
+            panic!("not a response");
+        };
+        let data = hex(WG_GO_TRANSPORT);
+        let Ok(Message::TransportData(data)) = Message::parse(&data[..]) else {
+            panic!("not transport data");
+        };
+
+        assert_eq!(init.sender_index(), 0x2377_b990);
+        assert_eq!(resp.receiver_index(), init.sender_index());
+        assert_eq!(resp.sender_index(), 0xc8a4_bc81);
+        assert_eq!(data.receiver_index(), resp.sender_index());
+        assert_eq!(data.counter(), 0);
+
+        // Neither side held a cookie, so mac2 is zero (§5.4.4); mac1 is not.
+        assert_eq!(init.mac2(), &[0; MAC_LEN]);
+        assert_eq!(resp.mac2(), &[0; MAC_LEN]);
+        assert_ne!(init.mac1(), &[0; MAC_LEN]);
+        assert_ne!(resp.mac1(), &[0; MAC_LEN]);
+        assert_eq!(&init.mac2_covered()[116..], init.mac1());
+        assert_eq!(&resp.mac2_covered()[60..], resp.mac1());
+
+        // The 32-byte echo request needs no padding: 32 bytes and a tag.
+        let inner_len = 32usize;
+        assert_eq!(
+            data.payload().len(),
+            inner_len.next_multiple_of(PADDING_MULTIPLE) + AEAD_TAG_LEN
+        );
+        assert!(!data.is_keepalive());
+    }
+
+    #[test]
+    fn emit_reproduces_wireguard_go_headers() {
+        let init = hex(WG_GO_INITIATION);
+        let mut copy = init.clone();
+        copy[..8].fill(0xff);
+        HandshakeInitiation::emit(&mut copy[..], 0x2377_b990).unwrap();
+        assert_eq!(copy, init);
+
+        let resp = hex(WG_GO_RESPONSE);
+        let mut copy = resp.clone();
+        copy[..12].fill(0xff);
+        HandshakeResponse::emit(&mut copy[..], 0xc8a4_bc81, 0x2377_b990).unwrap();
+        assert_eq!(copy, resp);
+
+        let data = hex(WG_GO_TRANSPORT);
+        let mut copy = data.clone();
+        copy[..16].fill(0xff);
+        TransportData::emit(&mut copy[..], 0xc8a4_bc81, 0).unwrap();
+        assert_eq!(copy, data);
     }
 
     #[test]
