@@ -121,6 +121,27 @@ impl Arena {
         &mut self.mem
     }
 
+    /// Mutable views of several buffers at once, each from `offset` to the end less
+    /// the tail room, in the order of `handles` (which must be distinct): what a
+    /// driver reads a batch into.
+    pub fn rx_slices(&mut self, handles: &[Handle], offset: usize) -> Vec<&mut [u8]> {
+        let mut order: Vec<usize> = (0..handles.len()).collect();
+        order.sort_unstable_by_key(|&i| handles[i]);
+        let mut out: Vec<Option<&mut [u8]>> = (0..handles.len()).map(|_| None).collect();
+        let mut rest: &mut [u8] = &mut self.mem;
+        let mut base = 0usize;
+        for i in order {
+            let start = Self::base(handles[i]) + offset;
+            let tail = std::mem::take(&mut rest);
+            let (_, from) = tail.split_at_mut(start - base);
+            let (buf, after) = from.split_at_mut(FRAME_SIZE - offset - TAILROOM);
+            out[i] = Some(buf);
+            rest = after;
+            base = start + FRAME_SIZE - offset - TAILROOM;
+        }
+        out.into_iter().map(|b| b.expect("every handle filled")).collect()
+    }
+
     /// Copies `bytes` into a new buffer at the usual headroom.
     pub fn alloc_with(&mut self, bytes: &[u8]) -> Option<Handle> {
         if bytes.len() > FRAME_SIZE - HEADROOM - TAILROOM {
@@ -148,6 +169,21 @@ mod tests {
         a.free(x);
         assert_eq!(a.alloc(), Some(x));
         assert_eq!(a.available(), 0);
+    }
+
+    #[test]
+    fn rx_slices_are_the_right_buffers() {
+        let mut a = Arena::new(4);
+        let hs = [a.alloc().unwrap(), a.alloc().unwrap(), a.alloc().unwrap()];
+        let order = [hs[2], hs[0], hs[1]];
+        for (i, s) in a.rx_slices(&order, HEADROOM).into_iter().enumerate() {
+            assert_eq!(s.len(), FRAME_SIZE - HEADROOM - TAILROOM);
+            s[0] = i as u8 + 1;
+        }
+        for (i, &h) in order.iter().enumerate() {
+            a.meta_mut(h).len = 1;
+            assert_eq!(a.data(h), &[i as u8 + 1]);
+        }
     }
 
     #[test]

@@ -1,0 +1,324 @@
+//! The data-path thread of host mode: it owns the TUN, the outer UDP socket and the
+//! WireGuard graph, and is the only thread that touches them. Control requests from the
+//! UAPI thread arrive over a channel with an eventfd wake-up.
+
+use crate::uapi::{self, EADDRINUSE, EIO, SocketSettings};
+use dataplane::wg::WgGraph;
+use dataplane::{HEADROOM, Handle};
+use io::{Interest, PollFd, RecvBatch, RecvMeta, SendBatch, TunDevice, UdpSocket, Waker};
+use std::fmt::Write as _;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::{Duration, Instant};
+
+/// Batches read per readable socket before the loop looks at the others again.
+const BATCHES_PER_WAKE: usize = 8;
+/// Longest sleep: the loop also checks that the TUN and the UAPI socket still exist.
+const MAX_SLEEP: Duration = Duration::from_millis(500);
+
+pub struct Request {
+    pub text: String,
+    pub reply: SyncSender<String>,
+}
+
+/// The outer socket and its settings, as the UAPI sees them.
+pub struct Outer {
+    pub udp: UdpSocket,
+    pub fwmark: u32,
+    pub port: u16,
+}
+
+impl SocketSettings for Outer {
+    fn listen_port(&self) -> u16 {
+        self.port
+    }
+
+    fn set_listen_port(&mut self, port: u16) -> Result<(), i32> {
+        if port == self.port && port != 0 {
+            return Ok(());
+        }
+        let udp = UdpSocket::bind(port).map_err(|e| e.raw_os_error().unwrap_or(EADDRINUSE))?;
+        if self.fwmark != 0 {
+            udp.set_fwmark(self.fwmark)
+                .map_err(|e| e.raw_os_error().unwrap_or(EIO))?;
+        }
+        let _ = udp.set_buffer_sizes(4 << 20, 4 << 20);
+        self.port = udp.local_port();
+        self.udp = udp;
+        Ok(())
+    }
+
+    fn fwmark(&self) -> u32 {
+        self.fwmark
+    }
+
+    fn set_fwmark(&mut self, mark: u32) -> Result<(), i32> {
+        self.udp
+            .set_fwmark(mark)
+            .map_err(|e| e.raw_os_error().unwrap_or(EIO))?;
+        self.fwmark = mark;
+        Ok(())
+    }
+}
+
+/// Why the loop ended.
+#[derive(Debug)]
+pub enum Exit {
+    Signal,
+    TunGone,
+    SocketGone,
+    Fatal(String),
+}
+
+pub struct Worker {
+    pub tun: TunDevice,
+    pub outer: Outer,
+    pub wg: WgGraph,
+    pub requests: Receiver<Request>,
+    pub waker: Arc<Waker>,
+    pub stop: Arc<AtomicBool>,
+    /// Checked every loop: false once the UAPI socket file is gone.
+    pub socket_alive: Box<dyn Fn() -> bool + Send>,
+    rx: RecvBatch,
+    tx: SendBatch,
+    metas: Vec<RecvMeta>,
+    lens: Vec<usize>,
+    handles: Vec<Handle>,
+}
+
+impl Worker {
+    pub fn new(
+        tun: TunDevice,
+        outer: Outer,
+        wg: WgGraph,
+        requests: Receiver<Request>,
+        waker: Arc<Waker>,
+        stop: Arc<AtomicBool>,
+        socket_alive: Box<dyn Fn() -> bool + Send>,
+    ) -> Worker {
+        Worker {
+            tun,
+            outer,
+            wg,
+            requests,
+            waker,
+            stop,
+            socket_alive,
+            rx: RecvBatch::new(),
+            tx: SendBatch::new(),
+            metas: vec![RecvMeta::default(); io::MAX_BATCH],
+            lens: vec![0; io::MAX_BATCH],
+            handles: Vec::with_capacity(io::MAX_BATCH),
+        }
+    }
+
+    pub fn run(&mut self) -> Exit {
+        let mut last_check = Instant::now();
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Exit::Signal;
+            }
+            let now = Instant::now();
+            let sleep = self
+                .wg
+                .cx
+                .device
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(now))
+                .unwrap_or(MAX_SLEEP)
+                .min(MAX_SLEEP);
+            let mut fds = [
+                PollFd::new(self.tun.as_raw_fd(), Interest::READABLE),
+                PollFd::new(self.outer.udp.as_raw_fd(), Interest::READABLE),
+                PollFd::new(self.waker.as_raw_fd(), Interest::READABLE),
+            ];
+            if let Err(e) = io::poll(&mut fds, Some(sleep)) {
+                return Exit::Fatal(format!("poll: {e}"));
+            }
+            if fds[1].readable() {
+                self.read_udp();
+            }
+            if (fds[0].readable() || fds[0].error())
+                && let Err(e) = self.read_tun()
+            {
+                if io::is_gone(&e) {
+                    return Exit::TunGone;
+                }
+                return Exit::Fatal(format!("reading the TUN: {e}"));
+            }
+            if fds[2].readable() {
+                self.waker.drain();
+                while let Ok(req) = self.requests.try_recv() {
+                    let answer = self.answer(&req.text);
+                    let _ = req.reply.send(answer);
+                }
+            }
+            let now = Instant::now();
+            self.wg.tick(now);
+            self.wg.run(now);
+            self.drain();
+            if now.saturating_duration_since(last_check) >= MAX_SLEEP {
+                last_check = now;
+                if !self.tun.still_exists() {
+                    return Exit::TunGone;
+                }
+                if !(self.socket_alive)() {
+                    return Exit::SocketGone;
+                }
+            }
+        }
+    }
+
+    fn answer(&mut self, text: &str) -> String {
+        if text.starts_with("linerate-counters=1") {
+            return self.counters_text();
+        }
+        let now = Instant::now();
+        let out = uapi::handle(text, &mut self.wg.cx.device, &mut self.outer, now);
+        // A set may have asked for handshakes or keepalives.
+        self.wg.run(now);
+        self.drain();
+        out
+    }
+
+    /// Per-node counters, one `node.counter=value` line each, for `linerate show`.
+    pub fn counters_text(&self) -> String {
+        let mut out = String::new();
+        for (name, c) in self.wg.graph.counters() {
+            let _ = writeln!(
+                out,
+                "{name}.calls={}\n{name}.vectors={}\n{name}.packets={}\n{name}.clocks={}\n{name}.consumed={}",
+                c.calls, c.vectors, c.packets, c.clocks, c.consumed
+            );
+            for r in wireguard::DropReason::ALL {
+                let n = c.drops[r.index()];
+                if n > 0 {
+                    let _ = writeln!(out, "{name}.drop.{}={n}", r.name());
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "tun.truncated={}\ntun.dropped={}",
+            self.tun.truncated(),
+            self.tun.dropped()
+        );
+        out.push_str("errno=0\n\n");
+        out
+    }
+
+    fn alloc_batch(&mut self) -> usize {
+        self.handles.clear();
+        // Keep a reserve so that decrypted and staged packets always find a buffer.
+        let want = io::MAX_BATCH.min(self.wg.cx.arena.available().saturating_sub(64));
+        for _ in 0..want {
+            match self.wg.cx.arena.alloc() {
+                Some(h) => self.handles.push(h),
+                None => break,
+            }
+        }
+        self.handles.len()
+    }
+
+    fn read_udp(&mut self) {
+        for _ in 0..BATCHES_PER_WAKE {
+            if self.alloc_batch() == 0 {
+                return;
+            }
+            let n = {
+                let mut bufs = self.wg.cx.arena.rx_slices(&self.handles, HEADROOM);
+                self.outer
+                    .udp
+                    .recv_batch_with(&mut self.rx, &mut bufs, &mut self.metas)
+                    .unwrap_or(0)
+            };
+            let mut good = Vec::with_capacity(n);
+            for i in 0..n {
+                let h = self.handles[i];
+                let m = self.metas[i];
+                if m.truncated {
+                    self.wg.cx.arena.free(h);
+                    continue;
+                }
+                let meta = self.wg.cx.arena.meta_mut(h);
+                meta.len = m.len as u16;
+                meta.addr = m.src;
+                good.push(h);
+            }
+            for &h in &self.handles[n..] {
+                self.wg.cx.arena.free(h);
+            }
+            self.wg.from_udp(&good);
+            let now = Instant::now();
+            self.wg.run(now);
+            self.drain();
+            if n < io::MAX_BATCH {
+                return;
+            }
+        }
+    }
+
+    fn read_tun(&mut self) -> std::io::Result<()> {
+        for _ in 0..BATCHES_PER_WAKE {
+            if self.alloc_batch() == 0 {
+                return Ok(());
+            }
+            let res = {
+                let mut bufs = self.wg.cx.arena.rx_slices(&self.handles, HEADROOM);
+                self.tun.read_batch(&mut bufs, &mut self.lens)
+            };
+            let n = match res {
+                Ok(n) => n,
+                Err(e) => {
+                    for &h in &self.handles {
+                        self.wg.cx.arena.free(h);
+                    }
+                    return Err(e);
+                }
+            };
+            for i in 0..n {
+                self.wg.cx.arena.meta_mut(self.handles[i]).len = self.lens[i] as u16;
+            }
+            for &h in &self.handles[n..] {
+                self.wg.cx.arena.free(h);
+            }
+            let got: Vec<Handle> = self.handles[..n].to_vec();
+            self.wg.from_tun(&got);
+            let now = Instant::now();
+            self.wg.run(now);
+            self.drain();
+            if n < io::MAX_BATCH {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends what the graph queued: datagrams in one batch, inner packets to the TUN.
+    fn drain(&mut self) {
+        let cx = &mut self.wg.cx;
+        for (to, packet) in cx.tx_control.drain(..) {
+            let _ = self.outer.udp.send_to(&packet, to);
+        }
+        if !cx.tx_udp.is_empty() {
+            let pkts: Vec<(&[u8], std::net::SocketAddr)> = cx
+                .tx_udp
+                .iter()
+                .map(|&h| (cx.arena.data(h), cx.arena.meta(h).addr))
+                .collect();
+            self.outer.udp.send_batch_with(&mut self.tx, &pkts);
+            for h in cx.tx_udp.drain(..) {
+                cx.arena.free(h);
+            }
+        }
+        if !cx.tx_tun.is_empty() {
+            let pkts: Vec<&[u8]> = cx.tx_tun.iter().map(|&h| cx.arena.data(h)).collect();
+            self.tun.write_batch(&pkts);
+            for h in cx.tx_tun.drain(..) {
+                cx.arena.free(h);
+            }
+        }
+    }
+}
