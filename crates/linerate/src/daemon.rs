@@ -16,6 +16,7 @@ use std::sync::mpsc;
 use std::time::{Instant, SystemTime};
 
 pub const SOCKET_DIR: &str = "/var/run/wireguard";
+pub const DEFAULT_MTU: u32 = 1420;
 /// Packet buffers per worker: 8 MiB of arena.
 const ARENA_BUFFERS: usize = 4096;
 /// Live transport keys the registry holds: six per peer (three keypairs).
@@ -32,6 +33,9 @@ pub fn socket_path(ifname: &str) -> PathBuf {
 pub fn run(ifname: &str, ready: impl FnOnce()) -> Result<(), String> {
     let tun = TunDevice::create(ifname).map_err(|e| format!("creating TUN {ifname}: {e}"))?;
     let ifname = tun.name().to_string();
+    // The reference implementations' default: a 1420-byte inner packet plus 80 bytes
+    // of outer IPv6, UDP and WireGuard headers fills a 1500-byte underlay MTU.
+    tun.set_mtu(DEFAULT_MTU).map_err(|e| format!("setting the MTU of {ifname}: {e}"))?;
     let udp = UdpSocket::bind(0).map_err(|e| format!("binding the UDP socket: {e}"))?;
     let _ = udp.set_buffer_sizes(4 << 20, 4 << 20);
     let port = udp.local_port();
