@@ -139,7 +139,9 @@ impl Arena {
             rest = after;
             base = start + FRAME_SIZE - offset - TAILROOM;
         }
-        out.into_iter().map(|b| b.expect("every handle filled")).collect()
+        out.into_iter()
+            .map(|b| b.expect("every handle filled"))
+            .collect()
     }
 
     /// Copies `bytes` into a new buffer at the usual headroom.

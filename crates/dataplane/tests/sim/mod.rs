@@ -7,7 +7,9 @@ use crypto::x25519::PrivateKey;
 use crypto::{EngineSet, KeyRegistry};
 use dataplane::wg::WgGraph;
 use dataplane::{Arena, Handle};
+use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use wireguard::{Device, PeerId, Prefix};
@@ -27,6 +29,8 @@ pub struct Net {
     pub a: Site,
     pub b: Site,
     pub now: Instant,
+    /// The same time, shared with hooks that want to read it.
+    clock: Rc<Cell<Instant>>,
     /// Datagrams in flight: (to_b, bytes, from).
     pub wire: Vec<(bool, Vec<u8>, SocketAddr)>,
     /// Drop every datagram for which this returns true (loss injection).
@@ -89,9 +93,15 @@ impl Net {
             a,
             b,
             now,
+            clock: Rc::new(Cell::new(now)),
             wire: Vec::new(),
             lose: Box::new(|_, _| false),
         }
+    }
+
+    /// A handle on the virtual clock for hooks.
+    pub fn clock(&self) -> Rc<Cell<Instant>> {
+        self.clock.clone()
     }
 
     pub fn site(&mut self, b: bool) -> &mut Site {
@@ -131,6 +141,7 @@ impl Net {
 
     /// Delivers everything in flight (and what it provokes) until the wire is quiet.
     pub fn deliver(&mut self) {
+        self.clock.set(self.now);
         for _ in 0..100 {
             if self.wire.is_empty() {
                 return;
@@ -159,6 +170,7 @@ impl Net {
         let end = self.now + by;
         while self.now < end {
             self.now = (self.now + step).min(end);
+            self.clock.set(self.now);
             let now = self.now;
             for b in [false, true] {
                 let s = self.site(b);
