@@ -10,6 +10,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod netns;
+pub mod offload;
 pub mod poll;
 pub mod tun;
 pub mod udp;

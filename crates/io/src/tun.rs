@@ -10,8 +10,11 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::offload::{self, VNET_HDR_LEN, VnetHdr};
 use crate::poll::{Interest, wait_fd};
 use crate::{context, cvt, os_errno};
+use std::collections::VecDeque;
+use std::sync::Mutex;
 
 const TUN_PATH: &CStr = c"/dev/net/tun";
 
@@ -31,13 +34,43 @@ pub struct TunDevice {
     name: String,
     truncated: AtomicU64,
     dropped: AtomicU64,
+    /// Present when the device was made with offloads (see [`TunDevice::create_offload`]).
+    offload: Option<Mutex<OffloadState>>,
 }
+
+/// Buffers for reading offloaded bursts: the burst as read, one segment, and segments
+/// that did not fit the caller's batch (handed out first on the next call).
+#[derive(Debug)]
+struct OffloadState {
+    rx: Vec<u8>,
+    scratch: Vec<u8>,
+    pending: VecDeque<Vec<u8>>,
+}
+
+/// TUNSETOFFLOAD flags (include/uapi/linux/if_tun.h).
+const TUN_F_CSUM: libc::c_ulong = 0x01;
+const TUN_F_TSO4: libc::c_ulong = 0x02;
+const TUN_F_TSO6: libc::c_ulong = 0x04;
+/// The largest burst the kernel hands over with TSO: an IP packet of 64 KiB.
+const MAX_BURST: usize = 65536;
 
 impl TunDevice {
     /// Creates (or attaches to a persistent) TUN interface called `name`, in the calling
     /// thread's network namespace. `name` may be a pattern such as `"wg%d"`, or empty for
     /// the kernel's `tun%d`; [`name`](TunDevice::name) then gives the final name.
     pub fn create(name: &str) -> io::Result<TunDevice> {
+        Self::create_with(name, false)
+    }
+
+    /// Like [`create`](TunDevice::create), with TCP segmentation and checksum offload:
+    /// reads return TCP bursts already cut back into MTU-sized packets with complete
+    /// checksums, but far fewer read calls happen. Fails where the kernel lacks
+    /// `IFF_VNET_HDR` or `TUNSETOFFLOAD`; callers fall back to `create`.
+    pub fn create_offload(name: &str) -> io::Result<TunDevice> {
+        Self::create_with(name, true)
+    }
+
+    fn create_with(name: &str, offload: bool) -> io::Result<TunDevice> {
         if name.len() >= libc::IFNAMSIZ {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -70,7 +103,8 @@ impl TunDevice {
         // SAFETY: raw was just returned by open and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
 
-        ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+        let vnet = if offload { libc::IFF_VNET_HDR } else { 0 };
+        ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one struct ifreq, which ifr is.
         let ret = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) };
         cvt(ret).map_err(|e| {
@@ -89,6 +123,12 @@ impl TunDevice {
             context(e, format_args!("creating TUN {name:?}: {hint}"))
         })?;
         let name = name_of(&ifr);
+        if offload {
+            let flags = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
+            // SAFETY: TUNSETOFFLOAD takes its flags by value.
+            let ret = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETOFFLOAD, flags) };
+            cvt(ret).map_err(|e| context(e, format_args!("enabling offloads on TUN {name:?}")))?;
+        }
 
         // SAFETY: socket takes no pointers; it returns a new fd or -1.
         let ctl = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
@@ -102,7 +142,19 @@ impl TunDevice {
             name,
             truncated: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            offload: offload.then(|| {
+                Mutex::new(OffloadState {
+                    rx: vec![0; VNET_HDR_LEN + MAX_BURST],
+                    scratch: vec![0; MAX_BURST],
+                    pending: VecDeque::new(),
+                })
+            }),
         })
+    }
+
+    /// Whether reads and writes carry offload headers.
+    pub fn has_offload(&self) -> bool {
+        self.offload.is_some()
     }
 
     /// The interface name the kernel gave the device.
@@ -160,6 +212,10 @@ impl TunDevice {
     /// (its slot is reused) and counted in [`truncated`](TunDevice::truncated). An error is returned only when
     /// no packet was read; otherwise it comes back on the next call.
     pub fn read_batch(&self, bufs: &mut [&mut [u8]], lens: &mut [usize]) -> io::Result<usize> {
+        if let Some(state) = &self.offload {
+            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+            return self.read_batch_offload(&mut state, bufs, lens);
+        }
         let slots = bufs.len().min(lens.len());
         let mut n = 0;
         // Truncated packets use a read but no slot; bound the reads so a flood of
@@ -209,11 +265,96 @@ impl TunDevice {
         Ok(n)
     }
 
+    /// The offload flavour of [`read_batch`](TunDevice::read_batch): each read may
+    /// bring a burst that becomes many packets.
+    fn read_batch_offload(
+        &self,
+        state: &mut OffloadState,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+    ) -> io::Result<usize> {
+        let slots = bufs.len().min(lens.len());
+        let mut n = 0;
+        let mut place = |seg: &[u8], n: &mut usize, pending: &mut VecDeque<Vec<u8>>| {
+            if *n >= slots {
+                pending.push_back(seg.to_vec());
+            } else if seg.len() > bufs[*n].len() {
+                self.truncated.fetch_add(1, Ordering::Relaxed);
+            } else {
+                bufs[*n][..seg.len()].copy_from_slice(seg);
+                lens[*n] = seg.len();
+                *n += 1;
+            }
+        };
+        while n < slots {
+            let Some(seg) = state.pending.pop_front() else {
+                break;
+            };
+            place(&seg, &mut n, &mut state.pending);
+        }
+        let mut reads_left = slots;
+        while n < slots && reads_left > 0 {
+            reads_left -= 1;
+            // SAFETY: reads at most rx.len() bytes into rx, which is valid for writes.
+            let ret = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    state.rx.as_mut_ptr().cast(),
+                    state.rx.len(),
+                )
+            };
+            if ret < 0 {
+                let err = io::Error::last_os_error();
+                match err.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    io::ErrorKind::WouldBlock => break,
+                    _ if n > 0 => break,
+                    _ => return Err(err),
+                }
+            }
+            let len = ret as usize;
+            let Some(hdr) = VnetHdr::parse(&state.rx[..len]) else {
+                self.truncated.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let OffloadState {
+                rx,
+                scratch,
+                pending,
+            } = &mut *state;
+            let res = offload::split(&hdr, &mut rx[VNET_HDR_LEN..len], scratch, |seg| {
+                place(seg, &mut n, pending)
+            });
+            if res.is_err() {
+                self.truncated.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(n)
+    }
+
     /// Writes one packet (a whole IPv4 or IPv6 packet). `WouldBlock` when the fd is full.
     pub fn write(&self, pkt: &[u8]) -> io::Result<()> {
+        // With offloads every packet carries a header; all zeros says "nothing to do".
+        let hdr = [0u8; VNET_HDR_LEN];
+        let iov = [
+            libc::iovec {
+                iov_base: hdr.as_ptr() as *mut libc::c_void,
+                iov_len: if self.offload.is_some() {
+                    VNET_HDR_LEN
+                } else {
+                    0
+                },
+            },
+            libc::iovec {
+                iov_base: pkt.as_ptr() as *mut libc::c_void,
+                iov_len: pkt.len(),
+            },
+        ];
+        let want = iov[0].iov_len + pkt.len();
         loop {
-            // SAFETY: writes pkt.len() bytes from pkt, which is valid for reads.
-            let ret = unsafe { libc::write(self.fd.as_raw_fd(), pkt.as_ptr().cast(), pkt.len()) };
+            // SAFETY: both iovecs point at live memory valid for reads (writev only
+            // reads them) that outlives the call.
+            let ret = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
             if ret < 0 {
                 let err = io::Error::last_os_error();
                 if err.kind() == io::ErrorKind::Interrupted {
@@ -221,10 +362,10 @@ impl TunDevice {
                 }
                 return Err(err);
             }
-            if ret as usize != pkt.len() {
+            if ret as usize != want {
                 return Err(io::Error::new(
                     io::ErrorKind::WriteZero,
-                    format!("short TUN write: {ret} of {} bytes", pkt.len()),
+                    format!("short TUN write: {ret} of {want} bytes"),
                 ));
             }
             return Ok(());

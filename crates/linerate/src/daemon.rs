@@ -31,11 +31,22 @@ pub fn socket_path(ifname: &str) -> PathBuf {
 /// Everything host mode needs, made; `ready` is called once the interface and the
 /// socket exist (the parent of a backgrounded daemon waits for it).
 pub fn run(ifname: &str, ready: impl FnOnce()) -> Result<(), String> {
-    let tun = TunDevice::create(ifname).map_err(|e| format!("creating TUN {ifname}: {e}"))?;
+    // Offloads let one read bring a whole TCP burst; without them (old kernels, or
+    // LINERATE_TUN_OFFLOAD=0) every packet is its own read.
+    let offload = std::env::var("LINERATE_TUN_OFFLOAD").map_or(true, |v| v != "0");
+    let tun = match offload.then(|| TunDevice::create_offload(ifname)) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            eprintln!("linerate: TUN offloads unavailable ({e}); reading packet by packet");
+            TunDevice::create(ifname).map_err(|e| format!("creating TUN {ifname}: {e}"))?
+        }
+        None => TunDevice::create(ifname).map_err(|e| format!("creating TUN {ifname}: {e}"))?,
+    };
     let ifname = tun.name().to_string();
     // The reference implementations' default: a 1420-byte inner packet plus 80 bytes
     // of outer IPv6, UDP and WireGuard headers fills a 1500-byte underlay MTU.
-    tun.set_mtu(DEFAULT_MTU).map_err(|e| format!("setting the MTU of {ifname}: {e}"))?;
+    tun.set_mtu(DEFAULT_MTU)
+        .map_err(|e| format!("setting the MTU of {ifname}: {e}"))?;
     let udp = UdpSocket::bind(0).map_err(|e| format!("binding the UDP socket: {e}"))?;
     let _ = udp.set_buffer_sizes(4 << 20, 4 << 20);
     let port = udp.local_port();
