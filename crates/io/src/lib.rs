@@ -18,7 +18,7 @@ pub mod waker;
 
 pub use poll::{Interest, PollFd, poll};
 pub use tun::{TunDevice, is_gone};
-pub use udp::{MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
+pub use udp::{GsoSendBatch, MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
 pub use waker::Waker;
 
 use std::io;

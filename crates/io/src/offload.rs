@@ -171,6 +171,178 @@ fn split_tcp(
     Ok(count)
 }
 
+/// How a TCP packet written to the TUN may join a burst: its flow, where its payload
+/// starts and how long it is, its sequence number and flags.
+struct TcpSeg<'a> {
+    v4: bool,
+    /// Everything up to the payload except the fields that differ per segment.
+    headers: &'a [u8],
+    ip_len: usize,
+    seq: u32,
+    flags: u8,
+    payload_len: usize,
+}
+
+const TCP_ACK: u8 = 0x10;
+
+fn tcp_seg(p: &[u8]) -> Option<TcpSeg<'_>> {
+    let v4 = match p.first()? >> 4 {
+        4 => true,
+        6 => false,
+        _ => return None,
+    };
+    let ip_len = if v4 {
+        // No options, no fragments.
+        if p[0] & 0x0f != 5
+            || p.len() < 20
+            || p[9] != TCP
+            || u16::from_be_bytes([p[6], p[7]]) & 0x3fff != 0
+        {
+            return None;
+        }
+        if u16::from_be_bytes([p[2], p[3]]) as usize != p.len() {
+            return None;
+        }
+        20
+    } else {
+        if p.len() < 40 || p[6] != TCP || u16::from_be_bytes([p[4], p[5]]) as usize + 40 != p.len()
+        {
+            return None;
+        }
+        40
+    };
+    let tcp_len = ((*p.get(ip_len + 12)? >> 4) as usize) * 4;
+    if tcp_len < 20 || p.len() <= ip_len + tcp_len {
+        return None;
+    }
+    let flags = p[ip_len + 13];
+    // Only plain data segments join bursts (the kernel's GRO is as strict).
+    if flags & !(TCP_ACK | TCP_PSH) != 0 || flags & TCP_ACK == 0 {
+        return None;
+    }
+    Some(TcpSeg {
+        v4,
+        headers: &p[..ip_len + tcp_len],
+        ip_len,
+        seq: u32::from_be_bytes(p[ip_len + 4..ip_len + 8].try_into().ok()?),
+        flags,
+        payload_len: p.len() - ip_len - tcp_len,
+    })
+}
+
+/// Whether `b` continues the burst that `a` started: same flow and the same headers in
+/// every field that does not change from segment to segment.
+fn same_burst(a: &TcpSeg, b: &TcpSeg) -> bool {
+    if a.v4 != b.v4 || a.headers.len() != b.headers.len() {
+        return false;
+    }
+    let (x, y) = (a.headers, b.headers);
+    let ip_same = if a.v4 {
+        // version/IHL, TOS, flags, TTL, protocol, addresses; not length, ident, checksum
+        x[0..2] == y[0..2] && x[6..10] == y[6..10] && x[12..20] == y[12..20]
+    } else {
+        x[0..4] == y[0..4] && x[6..40] == y[6..40]
+    };
+    let t = a.ip_len;
+    // ports; ack number, header length, window; options (timestamps must match too)
+    ip_same
+        && x[t..t + 4] == y[t..t + 4]
+        && x[t + 8..t + 13] == y[t + 8..t + 13]
+        && x[t + 14..t + 16] == y[t + 14..t + 16]
+        && x[t + 20..] == y[t + 20..]
+}
+
+/// Groups `pkts` (in order) into runs that can be written as one burst: consecutive
+/// segments of one TCP flow, in sequence, all of one size but the last, with PSH at
+/// most on the last, at most 64 KiB together. Calls `run(first, count)` per run; a run
+/// of one is a packet written as it is.
+pub fn bursts(pkts: &[&[u8]], mut run: impl FnMut(usize, usize)) {
+    let mut i = 0;
+    while i < pkts.len() {
+        let Some(first) = tcp_seg(pkts[i]) else {
+            run(i, 1);
+            i += 1;
+            continue;
+        };
+        let mss = first.payload_len;
+        let mut total = pkts[i].len();
+        let mut next_seq = first.seq.wrapping_add(mss as u32);
+        let mut prev_flags = first.flags;
+        let mut j = i + 1;
+        while j < pkts.len() && prev_flags & TCP_PSH == 0 {
+            let Some(seg) = tcp_seg(pkts[j]) else { break };
+            if seg.seq != next_seq
+                || seg.payload_len > mss
+                || total + seg.payload_len > MAX_BURST_LEN
+                || !same_burst(&first, &seg)
+            {
+                break;
+            }
+            total += seg.payload_len;
+            next_seq = next_seq.wrapping_add(seg.payload_len as u32);
+            prev_flags = seg.flags;
+            j += 1;
+            if seg.payload_len < mss {
+                break;
+            }
+        }
+        run(i, j - i);
+        i = j;
+    }
+}
+
+/// The largest packet a burst may become.
+const MAX_BURST_LEN: usize = 65535;
+
+/// Builds the burst of `pkts` (one run from [`bursts`], more than one packet) into
+/// `out` behind a virtio-net header; returns the bytes to write.
+pub fn build_burst(pkts: &[&[u8]], out: &mut [u8]) -> usize {
+    let first = tcp_seg(pkts[0]).expect("bursts() checked it");
+    let headers = first.headers.len();
+    let ip_len = first.ip_len;
+    let mut len = VNET_HDR_LEN + headers;
+    let body = &mut out[VNET_HDR_LEN..];
+    body[..headers].copy_from_slice(&pkts[0][..headers]);
+    let mut at = headers;
+    let mut flags = 0u8;
+    for p in pkts {
+        let payload = &p[headers..];
+        body[at..at + payload.len()].copy_from_slice(payload);
+        at += payload.len();
+        flags |= p[ip_len + 13];
+    }
+    len += at - headers;
+    let pkt_len = at;
+    body[ip_len + 13] = flags; // PSH from the last segment
+    let tcp_total = pkt_len - ip_len;
+    let pseudo = if first.v4 {
+        body[2..4].copy_from_slice(&(pkt_len as u16).to_be_bytes());
+        body[10..12].fill(0);
+        let c = !sum(&body[..20]);
+        body[10..12].copy_from_slice(&c.to_be_bytes());
+        let src = Ipv4Addr::from(<[u8; 4]>::try_from(&body[12..16]).expect("4 bytes"));
+        let dst = Ipv4Addr::from(<[u8; 4]>::try_from(&body[16..20]).expect("4 bytes"));
+        pseudo_header_v4(src, dst, TCP, tcp_total as u16)
+    } else {
+        body[4..6].copy_from_slice(&((pkt_len - 40) as u16).to_be_bytes());
+        let src = Ipv6Addr::from(<[u8; 16]>::try_from(&body[8..24]).expect("16 bytes"));
+        let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&body[24..40]).expect("16 bytes"));
+        pseudo_header_v6(&src, &dst, TCP, tcp_total as u32)
+    };
+    // A partial checksum, as the kernel's own GSO packets carry: the pseudo-header sum
+    // in the field, the rest left to whoever segments or checks it.
+    body[ip_len + 16..ip_len + 18].copy_from_slice(&pseudo.to_be_bytes());
+    let mss = (pkts[0].len() - headers) as u16;
+    let hdr = &mut out[..VNET_HDR_LEN];
+    hdr[0] = F_NEEDS_CSUM;
+    hdr[1] = if first.v4 { GSO_TCPV4 } else { GSO_TCPV6 };
+    hdr[2..4].copy_from_slice(&(headers as u16).to_le_bytes());
+    hdr[4..6].copy_from_slice(&mss.to_le_bytes());
+    hdr[6..8].copy_from_slice(&(ip_len as u16).to_le_bytes());
+    hdr[8..10].copy_from_slice(&16u16.to_le_bytes());
+    len
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +435,41 @@ mod tests {
         let mut out = Vec::new();
         split(&hdr, &mut pkt, &mut [], |s| out = s.to_vec()).unwrap();
         assert!(tcp_checksum_ok(&out));
+    }
+
+    /// Segments of one flow come back together, and splitting the burst gives the
+    /// segments back byte for byte.
+    #[test]
+    fn bursts_round_trip_through_split() {
+        let mut big = tcp_v4(4000, TCP_PSH | TCP_ACK);
+        let hdr = VnetHdr {
+            gso_type: GSO_TCPV4,
+            gso_size: 1000,
+            ..Default::default()
+        };
+        let mut scratch = vec![0u8; 65536];
+        let mut segs = Vec::new();
+        split(&hdr, &mut big, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
+        let mut other = tcp_v4(10, TCP_ACK);
+        other[20] = 9; // another flow
+        let mut pkts: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
+        pkts.insert(2, &other);
+        let mut runs = Vec::new();
+        bursts(&pkts, |i, n| runs.push((i, n)));
+        assert_eq!(runs, vec![(0, 2), (2, 1), (3, 2)]);
+        let mut out = vec![0u8; 70000];
+        let n = build_burst(&pkts[3..5], &mut out);
+        let h = VnetHdr::parse(&out).unwrap();
+        assert_eq!(
+            (h.gso_type, h.gso_size, h.csum_start, h.csum_offset),
+            (GSO_TCPV4, 1000, 20, 16)
+        );
+        let mut again = Vec::new();
+        split(&h, &mut out[VNET_HDR_LEN..n], &mut scratch, |s| {
+            again.push(s.to_vec())
+        })
+        .unwrap();
+        assert_eq!(again, segs[2..4].to_vec());
     }
 
     #[test]

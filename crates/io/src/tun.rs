@@ -36,6 +36,8 @@ pub struct TunDevice {
     dropped: AtomicU64,
     /// Present when the device was made with offloads (see [`TunDevice::create_offload`]).
     offload: Option<Mutex<OffloadState>>,
+    /// With offloads: the buffer write bursts are built in.
+    burst: Mutex<Vec<u8>>,
 }
 
 /// Buffers for reading offloaded bursts: the burst as read, one segment, and segments
@@ -148,6 +150,11 @@ impl TunDevice {
                     scratch: vec![0; MAX_BURST],
                     pending: VecDeque::new(),
                 })
+            }),
+            burst: Mutex::new(if offload {
+                vec![0; VNET_HDR_LEN + MAX_BURST]
+            } else {
+                Vec::new()
             }),
         })
     }
@@ -336,14 +343,15 @@ impl TunDevice {
     pub fn write(&self, pkt: &[u8]) -> io::Result<()> {
         // With offloads every packet carries a header; all zeros says "nothing to do".
         let hdr = [0u8; VNET_HDR_LEN];
+        self.writev2(if self.offload.is_some() { &hdr } else { &[] }, pkt)
+    }
+
+    /// Writes `head` and `pkt` as one packet.
+    fn writev2(&self, head: &[u8], pkt: &[u8]) -> io::Result<()> {
         let iov = [
             libc::iovec {
-                iov_base: hdr.as_ptr() as *mut libc::c_void,
-                iov_len: if self.offload.is_some() {
-                    VNET_HDR_LEN
-                } else {
-                    0
-                },
+                iov_base: head.as_ptr() as *mut libc::c_void,
+                iov_len: head.len(),
             },
             libc::iovec {
                 iov_base: pkt.as_ptr() as *mut libc::c_void,
@@ -377,16 +385,35 @@ impl TunDevice {
     /// written — for that reason, because the kernel refused one (e.g. not IP), or
     /// because the device is down or gone — are counted in
     /// [`dropped`](TunDevice::dropped).
+    ///
+    /// With offloads, consecutive segments of one TCP flow go down as one burst (what
+    /// the kernel's GRO would have made of them), so the stack handles them once.
     pub fn write_batch(&self, pkts: &[&[u8]]) -> usize {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        if self.offload.is_some() {
+            offload::bursts(pkts, |i, n| runs.push((i, n)));
+        } else {
+            runs.extend((0..pkts.len()).map(|i| (i, 1)));
+        }
+        let mut burst = self.burst.lock().unwrap_or_else(|p| p.into_inner());
         let mut written = 0;
         let mut refused = 0;
         let mut deadline: Option<Instant> = None;
+        let mut r = 0;
         let mut i = 0;
-        while i < pkts.len() {
-            match self.write(pkts[i]) {
+        while r < runs.len() {
+            let (first, count) = runs[r];
+            let res = if count == 1 {
+                self.write(pkts[first])
+            } else {
+                let n = offload::build_burst(&pkts[first..first + count], &mut burst);
+                self.writev2(&[], &burst[..n])
+            };
+            match res {
                 Ok(()) => {
-                    written += 1;
-                    i += 1;
+                    written += count;
+                    i += count;
+                    r += 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let deadline = *deadline.get_or_insert_with(|| Instant::now() + WRITE_WAIT);
@@ -398,8 +425,9 @@ impl TunDevice {
                 // Gone, or down (EIO): every later write would fail the same way.
                 Err(e) if is_gone(&e) || e.raw_os_error() == Some(libc::EIO) => break,
                 Err(_) => {
-                    refused += 1;
-                    i += 1;
+                    refused += count;
+                    i += count;
+                    r += 1;
                 }
             }
         }

@@ -15,7 +15,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::poll::{Interest, wait_fd};
@@ -280,6 +280,8 @@ pub struct UdpSocket {
     /// errno of the last datagram the kernel refused, 0 for none; see
     /// [`UdpSocket::last_send_error`].
     last_send_errno: AtomicI32,
+    /// UDP segmentation offload works (cleared when the kernel refuses it once).
+    gso: AtomicBool,
 }
 
 impl UdpSocket {
@@ -332,6 +334,7 @@ impl UdpSocket {
         let port = bound.decode().map_or(port, |a| a.port());
 
         Ok(UdpSocket {
+            gso: AtomicBool::new(true),
             fd,
             v6,
             port,
@@ -658,6 +661,226 @@ fn getsockopt_int(fd: &OwnedFd, level: libc::c_int, name: libc::c_int) -> io::Re
     };
     cvt(ret)?;
     Ok(value)
+}
+
+/// Most segments one UDP GSO send may carry (the kernel's UDP_MAX_SEGMENTS).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// Most bytes one UDP GSO send may carry.
+const GSO_MAX_BYTES: usize = 65000;
+/// `UDP_SEGMENT` (include/uapi/linux/udp.h).
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// Scratch space for [`UdpSocket::send_gso_batch_with`].
+pub struct GsoSendBatch {
+    arrays: MsgArrays,
+    /// One control message (UDP_SEGMENT) per header; u64s keep it aligned.
+    cmsgs: Box<[[u64; 4]]>,
+    /// (first datagram, datagrams) of each header's run.
+    runs: Vec<(usize, usize)>,
+}
+
+impl GsoSendBatch {
+    /// Room for [`MAX_BATCH`] datagrams per syscall.
+    pub fn new() -> GsoSendBatch {
+        GsoSendBatch {
+            arrays: MsgArrays::new(MAX_BATCH),
+            cmsgs: vec![[0u64; 4]; MAX_BATCH].into_boxed_slice(),
+            runs: Vec::with_capacity(MAX_BATCH),
+        }
+    }
+}
+
+impl Default for GsoSendBatch {
+    fn default() -> GsoSendBatch {
+        GsoSendBatch::new()
+    }
+}
+
+impl UdpSocket {
+    /// Whether UDP segmentation offload is in use (see
+    /// [`send_gso_batch_with`](UdpSocket::send_gso_batch_with)).
+    pub fn gso_enabled(&self) -> bool {
+        self.gso.load(Ordering::Relaxed)
+    }
+
+    /// Turns UDP segmentation offload off (or back on, to be tried again).
+    pub fn set_gso(&self, on: bool) {
+        self.gso.store(on, Ordering::Relaxed);
+    }
+
+    /// Like [`send_batch_with`](UdpSocket::send_batch_with), but runs of datagrams to
+    /// one address, all of one size but a shorter last one, go down as one UDP GSO send
+    /// (`UDP_SEGMENT`): the stack then handles each run once instead of per datagram.
+    /// Falls back to plain sends, for good, if the kernel refuses GSO.
+    pub fn send_gso_batch_with(
+        &self,
+        scratch: &mut GsoSendBatch,
+        plain: &mut SendBatch,
+        pkts: &[(&[u8], SocketAddr)],
+    ) -> SendResult {
+        if !self.gso_enabled() {
+            return self.send_batch_with(plain, pkts);
+        }
+        let mut res = SendResult::default();
+        let mut start = 0;
+        while start < pkts.len() {
+            let end = (start + MAX_BATCH).min(pkts.len());
+            let chunk = &pkts[start..end];
+            let (sent, failed, refused_gso) = self.send_gso_chunk(scratch, chunk);
+            res.sent += sent;
+            res.failed += failed;
+            if let Some(from) = refused_gso {
+                self.set_gso(false);
+                let rest = self.send_batch_with(plain, &pkts[start + from..]);
+                res.sent += rest.sent;
+                res.failed += rest.failed;
+                return res;
+            }
+            start = end;
+        }
+        res
+    }
+
+    /// Sends up to MAX_BATCH datagrams; returns (sent, failed, Some(index) if the
+    /// kernel refused GSO at that datagram, which is then not counted).
+    fn send_gso_chunk(
+        &self,
+        scratch: &mut GsoSendBatch,
+        pkts: &[(&[u8], SocketAddr)],
+    ) -> (usize, usize, Option<usize>) {
+        let GsoSendBatch {
+            arrays,
+            cmsgs,
+            runs,
+        } = scratch;
+        runs.clear();
+        let mut failed = 0;
+        let mut i = 0;
+        let mut h = 0;
+        while i < pkts.len() {
+            let (first, addr) = pkts[i];
+            let Some((sa, namelen)) = SockAddr::encode(addr, self.v6) else {
+                self.last_send_errno
+                    .store(libc::EAFNOSUPPORT, Ordering::Relaxed);
+                failed += 1;
+                i += 1;
+                continue;
+            };
+            let size = first.len();
+            let mut j = i + 1;
+            let mut total = size;
+            while j < pkts.len()
+                && j - i < GSO_MAX_SEGMENTS
+                && pkts[j].1 == addr
+                && pkts[j].0.len() <= size
+                && total + pkts[j].0.len() <= GSO_MAX_BYTES
+                && size > 0
+            {
+                total += pkts[j].0.len();
+                j += 1;
+                if pkts[j - 1].0.len() < size {
+                    break;
+                }
+            }
+            for (iov, (pkt, _)) in arrays.iovs[i..j].iter_mut().zip(&pkts[i..j]) {
+                *iov = libc::iovec {
+                    // The kernel only reads through iov_base on send.
+                    iov_base: pkt.as_ptr().cast_mut().cast(),
+                    iov_len: pkt.len(),
+                };
+            }
+            arrays.addrs[h] = sa;
+            let iov: *mut libc::iovec = &mut arrays.iovs[i];
+            let name: *mut SockAddr = &mut arrays.addrs[h];
+            let hdr = &mut arrays.hdrs[h];
+            hdr.msg_hdr.msg_name = name.cast();
+            hdr.msg_hdr.msg_namelen = namelen;
+            hdr.msg_hdr.msg_iov = iov;
+            hdr.msg_hdr.msg_iovlen = j - i;
+            hdr.msg_hdr.msg_flags = 0;
+            hdr.msg_len = 0;
+            if j - i > 1 {
+                let buf = &mut cmsgs[h];
+                // SAFETY: CMSG_SPACE/CMSG_LEN are pure arithmetic.
+                let (space, len) = unsafe { (libc::CMSG_SPACE(2), libc::CMSG_LEN(2)) };
+                hdr.msg_hdr.msg_control = buf.as_mut_ptr().cast();
+                hdr.msg_hdr.msg_controllen = space as usize;
+                // SAFETY: the control buffer is 32 bytes, aligned for cmsghdr, and larger
+                // than CMSG_SPACE(2); CMSG_FIRSTHDR points into it.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(&hdr.msg_hdr);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = UDP_SEGMENT;
+                    (*c).cmsg_len = len as usize;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size as u16);
+                }
+            } else {
+                hdr.msg_hdr.msg_control = ptr::null_mut();
+                hdr.msg_hdr.msg_controllen = 0;
+            }
+            runs.push((i, j - i));
+            h += 1;
+            i = j;
+        }
+        let mut sent = 0;
+        let mut pos = 0;
+        let mut deadline: Option<Instant> = None;
+        while pos < h {
+            // SAFETY: headers pos..h point at iovecs over live caller payloads, address
+            // slots with `msg_namelen` valid bytes and control buffers set up above; all
+            // stay borrowed until the call returns.
+            let ret = unsafe {
+                libc::sendmmsg(
+                    self.fd.as_raw_fd(),
+                    arrays.hdrs.as_mut_ptr().add(pos),
+                    (h - pos) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if ret > 0 {
+                for _ in 0..ret {
+                    sent += runs[pos].1;
+                    pos += 1;
+                }
+                continue;
+            }
+            let err = if ret == 0 {
+                io::Error::from(io::ErrorKind::WouldBlock)
+            } else {
+                io::Error::last_os_error()
+            };
+            match err.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => {
+                    let deadline = *deadline.get_or_insert_with(|| Instant::now() + SEND_WAIT);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || !wait_fd(self.fd.as_raw_fd(), Interest::WRITABLE, left) {
+                        return (
+                            sent,
+                            failed + runs[pos..].iter().map(|r| r.1).sum::<usize>(),
+                            None,
+                        );
+                    }
+                }
+                _ if runs[pos].1 > 1
+                    && matches!(
+                        err.raw_os_error(),
+                        Some(libc::EINVAL) | Some(libc::EIO) | Some(libc::ENOPROTOOPT)
+                    ) =>
+                {
+                    // No UDP GSO here (old kernel, or a device path without it).
+                    return (sent, failed, Some(runs[pos].0));
+                }
+                _ => {
+                    self.last_send_errno
+                        .store(err.raw_os_error().unwrap_or(0), Ordering::Relaxed);
+                    failed += runs[pos].1;
+                    pos += 1;
+                }
+            }
+        }
+        (sent, failed, None)
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 use crate::uapi::{self, EADDRINUSE, EIO, SocketSettings};
 use dataplane::wg::WgGraph;
 use dataplane::{HEADROOM, Handle};
-use io::{Interest, PollFd, RecvBatch, RecvMeta, SendBatch, TunDevice, UdpSocket, Waker};
+use io::{
+    GsoSendBatch, Interest, PollFd, RecvBatch, RecvMeta, SendBatch, TunDevice, UdpSocket, Waker,
+};
 use std::fmt::Write as _;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -83,6 +85,7 @@ pub struct Worker {
     pub socket_alive: Box<dyn Fn() -> bool + Send>,
     rx: RecvBatch,
     tx: SendBatch,
+    tx_gso: GsoSendBatch,
     metas: Vec<RecvMeta>,
     lens: Vec<usize>,
     handles: Vec<Handle>,
@@ -108,6 +111,7 @@ impl Worker {
             socket_alive,
             rx: RecvBatch::new(),
             tx: SendBatch::new(),
+            tx_gso: GsoSendBatch::new(),
             metas: vec![RecvMeta::default(); io::MAX_BATCH],
             lens: vec![0; io::MAX_BATCH],
             handles: Vec::with_capacity(io::MAX_BATCH),
@@ -308,7 +312,9 @@ impl Worker {
                 .iter()
                 .map(|&h| (cx.arena.data(h), cx.arena.meta(h).addr))
                 .collect();
-            self.outer.udp.send_batch_with(&mut self.tx, &pkts);
+            self.outer
+                .udp
+                .send_gso_batch_with(&mut self.tx_gso, &mut self.tx, &pkts);
             for h in cx.tx_udp.drain(..) {
                 cx.arena.free(h);
             }
