@@ -2,7 +2,7 @@
 //! the TUN's removal, or the socket file's deletion ends it.
 
 use crate::worker::{Exit, Outer, Request, Worker};
-use crypto::{EngineSet, KeyRegistry};
+use crypto::KeyRegistry;
 use dataplane::Arena;
 use dataplane::wg::WgGraph;
 use io::{TunDevice, UdpSocket, Waker};
@@ -73,10 +73,7 @@ pub fn run(ifname: &str, ready: impl FnOnce()) -> Result<(), String> {
     {
         device.set_under_load_threshold(t);
     }
-    let engines = EngineSet::new(vec![
-        Box::new(crypto_ring::RingEngine::new()),
-        Box::new(crypto::reference::ReferenceEngine::new()),
-    ]);
+    let engines = crate::engines::engine_set(std::env::var("LINERATE_ENGINE").ok().as_deref())?;
     let wg = WgGraph::new(Arena::new(ARENA_BUFFERS), device, engines, now);
     let socket_path_check = path.clone();
     let socket_alive =

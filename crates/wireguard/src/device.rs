@@ -725,6 +725,28 @@ impl Device {
         self.actions.push_back(Action::Flush(id));
     }
 
+    /// Gives `id` a session that talks to itself: one key both ways and our own
+    /// receiver index as the remote one, so that what this device encrypts to the peer
+    /// it decrypts again. For benchmarks that push the whole data path through one
+    /// worker without a second party; never reachable from the network or the UAPI.
+    pub fn install_loopback_session(&mut self, id: PeerId, now: Instant) -> Result<(), DropReason> {
+        let mut key = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut key);
+        let keys = noise::SessionKeys {
+            send: key,
+            recv: key,
+        };
+        let index = self.new_index(id);
+        let keypair = Keypair::new(&self.keys, &keys, index, index, true, now)
+            .map_err(|_| DropReason::CryptoFailed)?;
+        let p = self.peer_mut(id).ok_or(DropReason::UnknownPeer)?;
+        let pushed_out = p.keypairs.install(keypair);
+        for old in pushed_out {
+            self.indices.remove(&old.local_index);
+        }
+        Ok(())
+    }
+
     // ---- timers --------------------------------------------------------------
 
     pub fn next_deadline(&self) -> Option<Instant> {

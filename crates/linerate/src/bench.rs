@@ -1,0 +1,333 @@
+//! `linerate bench`: the whole WireGuard graph in one process, no privileges, no
+//! network. Each worker builds a device with one peer on a loopback session (what it
+//! encrypts to the peer it decrypts again), generates inner IPv4/UDP packets of one
+//! size, and pushes every packet through wg-encrypt, then back through wg-input and
+//! wg-decrypt to a sink. Each packet is encrypted once and decrypted once, as on the
+//! published single-core DUT; throughput counts both operations times the inner size.
+
+use crate::engines;
+use dataplane::counters::clocks;
+use dataplane::wg::WgGraph;
+use dataplane::{Arena, HEADROOM, Handle};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use wireguard::{Device, Prefix};
+
+/// IMIX: 7:4:1 of 64, 570 and 1518-byte packets (the classic simple IMIX).
+pub const IMIX: [(usize, usize); 3] = [(64, 7), (570, 4), (1518, 1)];
+const FRAME: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    Fixed(usize),
+    Imix,
+}
+
+impl Size {
+    pub fn parse(s: &str) -> Result<Size, String> {
+        if s.eq_ignore_ascii_case("imix") {
+            return Ok(Size::Imix);
+        }
+        let n: usize = s.parse().map_err(|_| format!("{s:?}: not a packet size"))?;
+        if !(28..=1600).contains(&n) {
+            return Err(format!(
+                "{n}: sizes go from 28 (an empty IPv4/UDP packet) to 1600"
+            ));
+        }
+        Ok(Size::Fixed(n))
+    }
+
+    /// The size of packet `i` of a stream.
+    fn nth(self, i: usize) -> usize {
+        match self {
+            Size::Fixed(n) => n,
+            Size::Imix => {
+                let mut k = i % 12;
+                for (size, weight) in IMIX {
+                    if k < weight {
+                        return size;
+                    }
+                    k -= weight;
+                }
+                unreachable!("weights add up to 12")
+            }
+        }
+    }
+
+    pub fn label(self) -> String {
+        match self {
+            Size::Fixed(n) => n.to_string(),
+            Size::Imix => "imix".into(),
+        }
+    }
+}
+
+pub const DEFAULT_SIZES: &str = "64,128,256,512,1024,1280,1420,1514,imix";
+
+pub struct Options {
+    pub workers: usize,
+    pub engine: Option<String>,
+    pub seconds: f64,
+    pub sizes: Vec<Size>,
+}
+
+/// What one worker measured at one size.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    pub packets: u64,
+    pub bytes: u64,
+    pub clocks: u64,
+    pub elapsed: Duration,
+    /// (node, clocks per packet it handled)
+    pub nodes: Vec<(String, f64)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub size: Size,
+    /// Packet operations (encryptions plus decryptions) per second, millions.
+    pub mpps: f64,
+    pub gbps: f64,
+    /// TSC clocks per packet operation, all workers together.
+    pub clocks_per_packet: f64,
+    pub nodes: Vec<(String, f64)>,
+}
+
+fn inner_packet(buf: &mut [u8], len: usize, seq: u16) {
+    let p = &mut buf[..len];
+    p[..28].fill(0);
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[4..6].copy_from_slice(&seq.to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&[198, 19, 0, 2]);
+    p[16..20].copy_from_slice(&[198, 19, 0, 3]);
+    p[20..22].copy_from_slice(&9u16.to_be_bytes());
+    p[22..24].copy_from_slice(&9u16.to_be_bytes());
+    p[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
+}
+
+/// A worker's graph: a device whose only peer is itself, on a loopback session.
+fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
+    let now = Instant::now();
+    let keys = Arc::new(crypto::KeyRegistry::new(64));
+    let mut device = Device::new(keys, now, SystemTime::now());
+    device.set_private_key(Some(crypto::x25519::PrivateKey::generate()));
+    let peer = device
+        .add_peer(crypto::x25519::PrivateKey::generate().public_key())
+        .ok_or("adding the loopback peer")?;
+    // The endpoint is never used for I/O: datagrams go back into the graph.
+    device.set_endpoint(peer, "198.18.0.2:51820".parse().expect("literal"));
+    device.add_allowed_ip(peer, "198.19.0.0/24".parse::<Prefix>().expect("literal"));
+    device
+        .install_loopback_session(peer, now)
+        .map_err(|e| format!("loopback session: {}", e.name()))?;
+    let engines = engines::engine_set(engine)?;
+    Ok(WgGraph::new(
+        Arena::new(4 * FRAME + 64),
+        device,
+        engines,
+        now,
+    ))
+}
+
+/// Runs one size on one worker for `seconds`.
+pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measured, String> {
+    let mut wg = loopback_graph(engine)?;
+    let mut handles: Vec<Handle> = Vec::with_capacity(FRAME);
+    let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
+    let mut m = Measured::default();
+    let mut seq = 0usize;
+    let start = Instant::now();
+    let c0 = clocks();
+    let deadline = start + Duration::from_secs_f64(seconds);
+    let mut rounds = 0u64;
+    while rounds % 64 != 0 || Instant::now() < deadline {
+        rounds += 1;
+        handles.clear();
+        for _ in 0..FRAME {
+            let Some(h) = wg.cx.arena.alloc() else { break };
+            let len = size.nth(seq);
+            let buf = wg.cx.arena.buffer_mut(h);
+            inner_packet(&mut buf[HEADROOM..], len, seq as u16);
+            wg.cx.arena.meta_mut(h).len = len as u16;
+            m.bytes += len as u64;
+            seq += 1;
+            handles.push(h);
+        }
+        let now = Instant::now();
+        wg.from_tun(&handles);
+        wg.run(now);
+        wg.cx.tx_control.clear();
+        // Encrypted datagrams come straight back in, as if from the peer.
+        back.clear();
+        back.append(&mut wg.cx.tx_udp);
+        wg.from_udp(&back);
+        wg.run(now);
+        m.packets += wg.cx.tx_tun.len() as u64;
+        for h in wg.cx.tx_tun.drain(..) {
+            wg.cx.arena.free(h);
+        }
+    }
+    m.clocks = clocks().wrapping_sub(c0);
+    m.elapsed = start.elapsed();
+    let delivered = m.packets.max(1) as f64;
+    m.nodes = wg
+        .graph
+        .counters()
+        .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
+        .collect();
+    if m.packets == 0 {
+        return Err("no packet made it through the graph".into());
+    }
+    // Only delivered packets count; anything dropped would show in the counters.
+    let dropped: u64 = wg.graph.counters().map(|(_, c)| c.dropped()).sum();
+    if dropped > 0 {
+        return Err(format!("{dropped} packets dropped in the graph"));
+    }
+    Ok(m)
+}
+
+/// Runs every size on `workers` threads at once and sums them.
+pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for &size in &opts.sizes {
+        let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..opts.workers)
+                .map(|_| s.spawn(|| run_size(opts.engine.as_deref(), size, opts.seconds)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err("worker panicked".into())))
+                .collect()
+        });
+        let ms: Vec<Measured> = results.into_iter().collect::<Result<_, _>>()?;
+        let secs = ms
+            .iter()
+            .map(|m| m.elapsed.as_secs_f64())
+            .fold(0.0, f64::max);
+        let ops: u64 = ms.iter().map(|m| 2 * m.packets).sum();
+        let bytes: u64 = ms.iter().map(|m| 2 * m.bytes).sum();
+        let clocks: u64 = ms.iter().map(|m| m.clocks).sum();
+        let mut nodes = ms[0].nodes.clone();
+        for m in &ms[1..] {
+            for (a, b) in nodes.iter_mut().zip(&m.nodes) {
+                a.1 += b.1;
+            }
+        }
+        for n in nodes.iter_mut() {
+            n.1 /= ms.len() as f64 * 2.0; // per packet operation
+        }
+        rows.push(Row {
+            size,
+            mpps: ops as f64 / secs / 1e6,
+            gbps: bytes as f64 * 8.0 / secs / 1e9,
+            clocks_per_packet: clocks as f64 / ops as f64,
+            nodes,
+        });
+    }
+    Ok(rows)
+}
+
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let names: Vec<&str> = rows
+        .first()
+        .map(|r| r.nodes.iter().map(|n| n.0.as_str()).collect())
+        .unwrap_or_default();
+    let _ = write!(
+        out,
+        "{:>6} {:>9} {:>9} {:>11}",
+        "size", "Mpps", "Gbit/s", "clk/pkt"
+    );
+    for n in &names {
+        let _ = write!(out, " {:>11}", n);
+    }
+    out.push('\n');
+    for r in rows {
+        let _ = write!(
+            out,
+            "{:>6} {:>9.3} {:>9.3} {:>11.1}",
+            r.size.label(),
+            r.mpps,
+            r.gbps,
+            r.clocks_per_packet
+        );
+        for n in &r.nodes {
+            let _ = write!(out, " {:>11.1}", n.1);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imix_is_7_4_1() {
+        let mut c = std::collections::HashMap::new();
+        for i in 0..1200 {
+            *c.entry(Size::Imix.nth(i)).or_insert(0) += 1;
+        }
+        assert_eq!((c[&64], c[&570], c[&1518]), (700, 400, 100));
+    }
+
+    #[test]
+    fn a_short_run_delivers_everything() {
+        let m = run_size(None, Size::Fixed(200), 0.05).unwrap();
+        assert!(m.packets >= 64 * FRAME as u64 / 2);
+    }
+}
+
+/// CPU model and core count, for result files.
+pub fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    format!("{model}, {cores} cores")
+}
+
+pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
+    let results: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let size = match r.size {
+                Size::Fixed(n) => serde_json::json!(n),
+                Size::Imix => serde_json::json!("imix"),
+            };
+            let nodes: serde_json::Map<String, serde_json::Value> = r
+                .nodes
+                .iter()
+                .map(|(n, c)| (n.clone(), serde_json::json!(c)))
+                .collect();
+            serde_json::json!({
+                "size": size,
+                "mpps": r.mpps,
+                "gbps": r.gbps,
+                "clocks_per_packet": r.clocks_per_packet,
+                "node_clocks_per_packet": nodes,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "machine": machine(),
+        "engine": opts.engine.clone().unwrap_or_else(|| "default".into()),
+        "workers": opts.workers,
+        "seconds_per_size": opts.seconds,
+        "counted": "packet operations (encryptions plus decryptions) times the inner packet size",
+        "results": results,
+    })
+}
