@@ -144,7 +144,7 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
     let c0 = clocks();
     let deadline = start + Duration::from_secs_f64(seconds);
     let mut rounds = 0u64;
-    while rounds % 64 != 0 || Instant::now() < deadline {
+    while !rounds.is_multiple_of(64) || Instant::now() < deadline {
         rounds += 1;
         handles.clear();
         for _ in 0..FRAME {
@@ -263,26 +263,6 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn imix_is_7_4_1() {
-        let mut c = std::collections::HashMap::new();
-        for i in 0..1200 {
-            *c.entry(Size::Imix.nth(i)).or_insert(0) += 1;
-        }
-        assert_eq!((c[&64], c[&570], c[&1518]), (700, 400, 100));
-    }
-
-    #[test]
-    fn a_short_run_delivers_everything() {
-        let m = run_size(None, Size::Fixed(200), 0.05).unwrap();
-        assert!(m.packets >= 64 * FRAME as u64 / 2);
-    }
-}
-
 /// CPU model and core count, for result files.
 pub fn machine() -> String {
     let model = std::fs::read_to_string("/proc/cpuinfo")
@@ -330,4 +310,24 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
         "counted": "packet operations (encryptions plus decryptions) times the inner packet size",
         "results": results,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imix_is_7_4_1() {
+        let mut c = std::collections::HashMap::new();
+        for i in 0..1200 {
+            *c.entry(Size::Imix.nth(i)).or_insert(0) += 1;
+        }
+        assert_eq!((c[&64], c[&570], c[&1518]), (700, 400, 100));
+    }
+
+    #[test]
+    fn a_short_run_delivers_everything() {
+        let m = run_size(None, Size::Fixed(200), 0.05).unwrap();
+        assert!(m.packets >= 64 * FRAME as u64 / 2);
+    }
 }
