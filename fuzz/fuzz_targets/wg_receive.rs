@@ -1,0 +1,358 @@
+//! The receive path of the WireGuard graph: datagrams go in through `from_udp` and
+//! `run` on a graph whose device has a session with an in-process peer. It must
+//! never panic, and:
+//!
+//! - every buffer goes back to the arena once the output queues are drained;
+//! - every datagram is accounted for: dropped with a reason or consumed by
+//!   `wg-input` or `wg-decrypt`, or delivered to the TUN queue;
+//! - only what decrypted reaches the TUN queue: each delivered packet is the inner
+//!   packet of a datagram the harness sealed with the session's key (not one it
+//!   then corrupted), its source is the peer's one allowed address, and no more
+//!   packets are delivered than distinct counters were sealed.
+//!
+//! Receiver indices and keys are random per session, so raw bytes alone would never
+//! get past the index lookup. The input is therefore a list of records, each either
+//! a raw datagram or a datagram the harness seals with the peer's real key, with the
+//! counter, the inner packet and a corruption chosen by the fuzzer.
+//!
+//! Record: `kind, len, bytes[len]` (one byte of length: runs are slow, so libFuzzer
+//! grows inputs slowly, and short records reach more), where `kind` is
+//!   bits 0-1  0 raw datagram (the bytes), 1 sealed data (below), 2 sealed keepalive,
+//!             3 control (bits 2-3: 0 replay the last datagram, 1 advance the clock
+//!             by 4 s times the first byte and run the timers, 2 run the batch now,
+//!             3 run the timers without advancing the clock)
+//!   sealed data:
+//!   bit 2     the counter is the first 8 bytes (le), else the next counter in turn
+//!   bit 3     the harness writes an IPv4 header in front of the bytes
+//!   bit 4     ... with a source outside the peer's allowed IPs
+//!   bit 5     pad the plaintext to 16 bytes as senders do
+//!   bit 6     flip a bit of the tag after sealing
+//!   bit 7     (raw and sealed) the datagram comes from another address (roaming)
+#![no_main]
+
+use crypto::x25519::{PrivateKey, PublicKey};
+use crypto::{EngineSet, KeyRegistry};
+use dataplane::wg::WgGraph;
+use dataplane::{Arena, Handle};
+use libfuzzer_sys::fuzz_target;
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+use wireguard::cookie::CookieJar;
+use wireguard::noise::{self, INITIATION_LEN, Identity, InitiatorState, RESPONSE_LEN};
+use wireguard::tai64n::Tai64N;
+use wireguard::{Device, PeerId, Prefix};
+
+const OUR_KEY: [u8; 32] = [0x11; 32];
+const PEER_KEY: [u8; 32] = [0x22; 32];
+const PEER_ADDR: &str = "198.18.0.2:51820";
+const ROAMED_ADDR: &str = "198.18.0.3:40000";
+/// The peer's inner address, its one allowed IP, and ours.
+const PEER_INNER: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 2);
+const NOT_ALLOWED_INNER: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 99);
+const OUR_INNER: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
+/// Enough buffers for every datagram of one input plus what the device stages.
+const ARENA_BUFFERS: usize = 192;
+const MAX_DATAGRAMS: usize = 128;
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().expect("a literal address")
+}
+
+/// The peer's side of the session: what it needs to seal data to us.
+struct PeerSession {
+    key: [u8; 32],
+    receiver_index: u32,
+    next_counter: u64,
+}
+
+/// The peer's half of one initiation, made once: the keys are fixed, so every fresh
+/// device accepts the same initiation, and the peer's state can open every response
+/// to it. This keeps the scalar multiplications per run (slow under the sanitizers)
+/// to those our own device must do.
+struct PeerInitiation {
+    identity: Identity,
+    state: InitiatorState,
+    packet: Vec<u8>,
+}
+
+fn peer_initiation() -> &'static PeerInitiation {
+    static INIT: OnceLock<PeerInitiation> = OnceLock::new();
+    INIT.get_or_init(|| {
+        let identity = Identity::new(PrivateKey::from_bytes(PEER_KEY));
+        let mut packet = [0u8; INITIATION_LEN];
+        let state = noise::create_initiation(
+            &identity,
+            &our_public(),
+            0x5eed,
+            Tai64N::at(SystemTime::now()),
+            &mut packet,
+        )
+        .expect("the fixed keys make no zero DH");
+        CookieJar::new(&our_public()).stamp(&mut packet, Instant::now());
+        PeerInitiation {
+            identity,
+            state,
+            packet: packet.to_vec(),
+        }
+    })
+}
+
+fn our_public() -> PublicKey {
+    static PUBLIC: OnceLock<PublicKey> = OnceLock::new();
+    *PUBLIC.get_or_init(|| PrivateKey::from_bytes(OUR_KEY).public_key())
+}
+
+/// Our graph, with a session the peer initiated (our keypair waits in the "next"
+/// slot until the first data confirms it, which the fuzzer may or may not do).
+fn setup(now: Instant) -> (WgGraph, PeerId, PeerSession) {
+    let init = peer_initiation();
+    let keys = Arc::new(KeyRegistry::new(64));
+    let mut ours = Device::new(keys, now, SystemTime::now());
+    ours.set_private_key(Some(PrivateKey::from_bytes(OUR_KEY)));
+    let peer = ours
+        .add_peer(init.identity.public)
+        .expect("not our own key");
+    ours.add_allowed_ip(peer, "198.19.0.2/32".parse::<Prefix>().expect("a prefix"));
+    let engines = EngineSet::new(vec![Box::new(crypto_ring::RingEngine::new())]);
+    let mut g = WgGraph::new(Arena::new(ARENA_BUFFERS), ours, engines, now);
+
+    let h = g.cx.arena.alloc_with(&init.packet).expect("a free buffer");
+    g.cx.arena.meta_mut(h).addr = addr(PEER_ADDR);
+    g.from_udp(&[h]);
+    g.run(now);
+    let (_, response) = g.cx.tx_control.pop().expect("our device answered");
+    g.cx.tx_control.clear();
+    let response: &[u8; RESPONSE_LEN] = response[..].try_into().expect("a response");
+    let keys = noise::consume_response(&init.identity, &init.state, &[0; 32], response)
+        .expect("the peer accepts our response");
+    let session = PeerSession {
+        key: keys.send,
+        receiver_index: u32::from_le_bytes(response[4..8].try_into().expect("4 bytes")),
+        next_counter: 0,
+    };
+    (g, peer, session)
+}
+
+fn ipv4_header(src: Ipv4Addr, payload_len: usize) -> [u8; 20] {
+    let mut h = [0u8; 20];
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&((20 + payload_len).min(u16::MAX as usize) as u16).to_be_bytes());
+    h[8] = 64;
+    h[9] = 17;
+    h[12..16].copy_from_slice(&src.octets());
+    h[16..20].copy_from_slice(&OUR_INNER.octets());
+    h
+}
+
+fn seal(s: &PeerSession, counter: u64, plaintext: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; 16 + plaintext.len() + 16];
+    out[0] = 4;
+    out[4..8].copy_from_slice(&s.receiver_index.to_le_bytes());
+    out[8..16].copy_from_slice(&counter.to_le_bytes());
+    crypto::seal::seal(&s.key, counter, &[], plaintext, &mut out[16..]);
+    out
+}
+
+/// What the receiver would deliver for this plaintext, if it is an IP packet.
+fn deliverable(plaintext: &[u8]) -> Option<Vec<u8>> {
+    let ip = wire::IpPacket::parse(plaintext).ok()?;
+    (ip.total_len() <= plaintext.len()).then(|| plaintext[..ip.total_len()].to_vec())
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        let (a, b) = self.0.split_at(n.min(self.0.len()));
+        self.0 = b;
+        a
+    }
+}
+
+struct Harness {
+    g: WgGraph,
+    peer: PeerId,
+    now: Instant,
+    batch: Vec<(Vec<u8>, SocketAddr)>,
+    /// Datagrams that went into the graph (those that fit a buffer).
+    fed: u64,
+    delivered: u64,
+    /// Inner packets that may be delivered, and the counters they were sealed with.
+    expected: HashSet<Vec<u8>>,
+    good_counters: HashSet<u64>,
+}
+
+impl Harness {
+    fn run_batch(&mut self) {
+        let mut handles: Vec<Handle> = Vec::new();
+        for (bytes, from) in self.batch.drain(..) {
+            // Longer than a buffer: the driver would have truncated and dropped it.
+            let Some(h) = self.g.cx.arena.alloc_with(&bytes) else {
+                continue;
+            };
+            self.g.cx.arena.meta_mut(h).addr = from;
+            handles.push(h);
+        }
+        self.fed += handles.len() as u64;
+        self.g.from_udp(&handles);
+        self.g.run(self.now);
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        let cx = &mut self.g.cx;
+        for h in cx.tx_tun.drain(..) {
+            let data = cx.arena.data(h);
+            assert!(
+                self.expected.contains(data),
+                "delivered a packet that was never sealed: {data:02x?}"
+            );
+            let (src, _) = wire::ip::addrs(data).expect("an IP packet");
+            assert_eq!(src, IpAddr::V4(PEER_INNER), "delivered a disallowed source");
+            assert_eq!(cx.arena.meta(h).peer, self.peer.0);
+            self.delivered += 1;
+            cx.arena.free(h);
+        }
+        for h in cx.tx_udp.drain(..) {
+            cx.arena.free(h);
+        }
+        cx.tx_control.clear();
+    }
+
+    fn ticks(&mut self) {
+        self.g.tick(self.now);
+        self.g.run(self.now);
+        self.drain();
+    }
+}
+
+fn input_drops(g: &WgGraph) -> u64 {
+    g.graph
+        .counters()
+        .filter(|(n, _)| matches!(*n, "wg-input" | "wg-decrypt"))
+        .map(|(_, c)| c.dropped() + c.consumed)
+        .sum()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let now = Instant::now();
+    let (g, peer, mut session) = setup(now);
+    let available = g.cx.arena.available();
+    let accounted_before = input_drops(&g);
+    let mut h = Harness {
+        g,
+        peer,
+        now,
+        batch: Vec::new(),
+        fed: 0,
+        delivered: 0,
+        expected: HashSet::new(),
+        good_counters: HashSet::new(),
+    };
+    let mut last: Option<(Vec<u8>, SocketAddr)> = None;
+    let mut datagrams = 0usize;
+    let mut r = Reader(data);
+    while let Some(kind) = r.byte() {
+        let len = usize::from(r.byte().unwrap_or(0));
+        let mut bytes = r.take(len);
+        let from = addr(if kind & 0x80 != 0 {
+            ROAMED_ADDR
+        } else {
+            PEER_ADDR
+        });
+        let datagram = match kind & 0b11 {
+            0 => bytes.to_vec(),
+            1 => {
+                let counter = if kind & 0x04 != 0 && bytes.len() >= 8 {
+                    let (c, rest) = bytes.split_at(8);
+                    bytes = rest;
+                    u64::from_le_bytes(c.try_into().expect("8 bytes"))
+                } else {
+                    session.next_counter
+                };
+                session.next_counter = counter.wrapping_add(1);
+                let mut plaintext = Vec::with_capacity(bytes.len() + 36);
+                if kind & 0x08 != 0 {
+                    let src = if kind & 0x10 != 0 {
+                        NOT_ALLOWED_INNER
+                    } else {
+                        PEER_INNER
+                    };
+                    plaintext.extend_from_slice(&ipv4_header(src, bytes.len()));
+                }
+                plaintext.extend_from_slice(bytes);
+                if kind & 0x20 != 0 {
+                    plaintext.resize(plaintext.len().next_multiple_of(16), 0);
+                }
+                let mut d = seal(&session, counter, &plaintext);
+                if kind & 0x40 != 0 {
+                    *d.last_mut().expect("a tag") ^= 1;
+                } else if let Some(inner) = deliverable(&plaintext) {
+                    h.expected.insert(inner);
+                    h.good_counters.insert(counter);
+                }
+                d
+            }
+            2 => {
+                let counter = session.next_counter;
+                session.next_counter += 1;
+                seal(&session, counter, &[])
+            }
+            _ => {
+                match (kind >> 2) & 0b11 {
+                    0 => {
+                        if let Some(l) = last.clone()
+                            && datagrams < MAX_DATAGRAMS
+                        {
+                            datagrams += 1;
+                            h.batch.push(l);
+                        }
+                    }
+                    1 => {
+                        let step = u64::from(bytes.first().copied().unwrap_or(1));
+                        h.run_batch();
+                        h.now += Duration::from_secs(4 * step);
+                        h.ticks();
+                    }
+                    2 => h.run_batch(),
+                    _ => h.ticks(),
+                }
+                continue;
+            }
+        };
+        if datagrams >= MAX_DATAGRAMS {
+            break;
+        }
+        datagrams += 1;
+        last = Some((datagram.clone(), from));
+        h.batch.push((datagram, from));
+    }
+    h.run_batch();
+    h.ticks();
+
+    assert_eq!(h.g.graph.pending(), 0, "packets left inside the graph");
+    assert_eq!(
+        h.g.cx.arena.available(),
+        available,
+        "buffers did not return to the arena"
+    );
+    assert_eq!(
+        input_drops(&h.g) - accounted_before + h.delivered,
+        h.fed,
+        "datagrams neither dropped, consumed nor delivered"
+    );
+    assert!(
+        h.delivered <= h.good_counters.len() as u64,
+        "{} packets delivered from {} sealed counters: a replay got through",
+        h.delivered,
+        h.good_counters.len()
+    );
+});
