@@ -24,7 +24,7 @@ IMPL_B=${IMPL_B:-wireguard-go boringtun-cli}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}
 
 SCENARIOS=(a_initiates_v4 a_initiates_v6 b_initiates_v4 b_initiates_v6 tcp
-  roaming restart syncconf peer_remove wg_quick)
+  roaming restart syncconf peer_remove wg_quick lifecycle)
 
 # ---------------------------------------------------------------------------
 # Scenarios. Each runs in a fresh process: $IMPL_A and $IMPL_B are resolved
@@ -182,6 +182,29 @@ CONF
   pass "the daemon exited"
   wait_until 5 "the UAPI socket to go" eval "[ ! -e '$WG_SOCK_DIR/$iface.sock' ]"
   pass "the UAPI socket is gone"
+}
+
+# The ways side a's daemon is told to stop: SIGTERM, SIGINT, and its UAPI socket
+# file deleted. Each time it exits 0 within seconds, the interface goes, and the
+# socket file is removed.
+scenario_lifecycle() {
+  net_setup
+  local how rc
+  for how in TERM INT unlink; do
+    impl_start "$NS_A" "$IMPL_A" "$IF_A"
+    case $how in
+      unlink) rm -f -- "$WG_SOCK_DIR/$IF_A.sock" ;;
+      *) kill -"$how" "$IMPL_PID" ;;
+    esac
+    rc=0
+    timeout 5 tail --pid="$IMPL_PID" -f /dev/null || rc=$?
+    assert_eq "$how: the daemon exits within 5 s" 0 "$rc"
+    rc=0
+    wait "$IMPL_PID" || rc=$?
+    assert_eq "$how: exit status" 0 "$rc"
+    assert "$how: the interface is gone" eval "! ip -n '$NS_A' link show '$IF_A' 2>/dev/null"
+    assert "$how: the socket file is gone" test ! -e "$WG_SOCK_DIR/$IF_A.sock"
+  done
 }
 
 # ---------------------------------------------------------------------------

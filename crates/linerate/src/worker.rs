@@ -88,6 +88,10 @@ pub struct Worker {
     tx_gso: GsoSendBatch,
     metas: Vec<RecvMeta>,
     lens: Vec<usize>,
+    /// Datagrams longer than a buffer, dropped before the graph sees them.
+    udp_truncated: u64,
+    /// Datagrams the kernel refused or the full socket buffer turned away.
+    udp_send_failed: u64,
     handles: Vec<Handle>,
 }
 
@@ -114,6 +118,8 @@ impl Worker {
             tx_gso: GsoSendBatch::new(),
             metas: vec![RecvMeta::default(); io::MAX_BATCH],
             lens: vec![0; io::MAX_BATCH],
+            udp_truncated: 0,
+            udp_send_failed: 0,
             handles: Vec::with_capacity(io::MAX_BATCH),
         }
     }
@@ -209,6 +215,17 @@ impl Worker {
             self.tun.truncated(),
             self.tun.dropped()
         );
+        let _ = writeln!(
+            out,
+            "udp.truncated={}\nudp.send_failed={}",
+            self.udp_truncated, self.udp_send_failed
+        );
+        let glue = &self.wg.cx.glue_drops;
+        for r in wireguard::DropReason::ALL {
+            if glue[r.index()] > 0 {
+                let _ = writeln!(out, "staged.drop.{}={}", r.name(), glue[r.index()]);
+            }
+        }
         out.push_str("errno=0\n\n");
         out
     }
@@ -243,6 +260,8 @@ impl Worker {
                 let h = self.handles[i];
                 let m = self.metas[i];
                 if m.truncated {
+                    // No WireGuard message is this long; the graph never sees it.
+                    self.udp_truncated += 1;
                     self.wg.cx.arena.free(h);
                     continue;
                 }
@@ -304,7 +323,9 @@ impl Worker {
     fn drain(&mut self) {
         let cx = &mut self.wg.cx;
         for (to, packet) in cx.tx_control.drain(..) {
-            let _ = self.outer.udp.send_to(&packet, to);
+            if self.outer.udp.send_to(&packet, to).is_err() {
+                self.udp_send_failed += 1;
+            }
         }
         if !cx.tx_udp.is_empty() {
             let pkts: Vec<(&[u8], std::net::SocketAddr)> = cx

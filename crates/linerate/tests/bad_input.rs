@@ -1167,7 +1167,6 @@ fn under_load_asks_for_cookies_and_accepts_mac2() {
 /// moves, unlike the TUN side, which has `tun.truncated`. The brief's 65535-byte
 /// message cannot be sent over IPv4; 65507 bytes is the largest UDP payload.
 #[test]
-#[ignore = "daemon bug: datagrams longer than a buffer are dropped without any counter"]
 fn oversized_datagrams_are_counted() {
     let Some(mut rig) = Rig::start(None) else {
         return;
