@@ -115,7 +115,7 @@ fn setup(now: Instant) -> (WgGraph, PeerId, PeerSession) {
         .add_peer(init.identity.public)
         .expect("not our own key");
     ours.add_allowed_ip(peer, "198.19.0.2/32".parse::<Prefix>().expect("a prefix"));
-    let engines = EngineSet::new(vec![Box::new(crypto_ring::RingEngine::new())]);
+    let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
     let mut g = WgGraph::new(Arena::new(ARENA_BUFFERS), ours, engines, now);
 
     let h = g.cx.arena.alloc_with(&init.packet).expect("a free buffer");

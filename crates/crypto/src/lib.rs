@@ -9,7 +9,7 @@
 //!   the HKDF chain), [`x25519`], and the one-shot AEADs in [`seal`] (ChaCha20-Poly1305
 //!   for handshake fields, XChaCha20-Poly1305 for cookies).
 //!
-//! Engine crates (`crypto-ring`, later `crypto-ipsecmb`, `crypto-mb`) implement
+//! Engine crates (`crypto-awslc`, later `crypto-ipsecmb`, `crypto-mb`) implement
 //! [`Engine`] and run the shared [`conformance`] suite in their tests.
 #![forbid(unsafe_code)]
 

@@ -5,7 +5,7 @@ use crypto::{Algorithm, Engine, EngineSet};
 /// Every engine compiled in, fastest-expected first (the default choice order).
 pub fn all() -> Vec<Box<dyn Engine>> {
     vec![
-        Box::new(crypto_ring::RingEngine::new()),
+        Box::new(crypto_awslc::AwsLcEngine::new()),
         Box::new(crypto::reference::ReferenceEngine::new()),
     ]
 }

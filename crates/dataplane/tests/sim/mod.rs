@@ -66,7 +66,7 @@ fn site(
         device.set_endpoint(peer, a.parse().unwrap());
     }
     device.add_allowed_ip(peer, allowed.parse::<Prefix>().unwrap());
-    let engines = EngineSet::new(vec![Box::new(crypto_ring::RingEngine::new())]);
+    let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
     Site {
         graph: WgGraph::new(Arena::new(1024), device, engines, now),
         addr: addr.parse().unwrap(),

@@ -1,30 +1,35 @@
-//! The library engine: ring's ChaCha20-Poly1305 and AES-GCM, which are BoringSSL's
-//! assembly (AVX2 ChaCha20 and Poly1305, AES-NI/VAES with carry-less multiply for
-//! GCM). It runs one op at a time, each as wide as the CPU allows inside the packet.
+//! The library engine: AWS-LC's ChaCha20-Poly1305 and AES-GCM through aws-lc-rs
+//! (AVX2 ChaCha20 and Poly1305; AES-GCM with VAES and VPCLMULQDQ on AVX-512 CPUs).
+//! It runs one op at a time, each as wide as the CPU allows inside the packet.
 //!
-//! Expanded keys (ring's `LessSafeKey`) live in a per-engine cache keyed by handle.
-//! ring does not zero its key schedule on drop; the raw keys it was made from are
-//! zeroed by the registry.
+//! Chosen over ring by measurement on the development machine (AMD EPYC, AVX-512):
+//! ChaCha20-Poly1305 within 3% of ring at 64 to 1420 bytes (the same assembly
+//! lineage), AES-128/256-GCM 1.16x at 570 bytes and 1.35x at 1420 bytes (ring has no
+//! VAES-wide GCM).
+//!
+//! Expanded keys (`LessSafeKey`) live in a per-engine cache keyed by handle; AWS-LC
+//! cleanses its AEAD contexts when they are freed, and the raw keys they were made
+//! from are zeroed by the registry.
 
 use crypto::aead::{split_op, wipe_failed_output};
 use crypto::key::KeyCache;
 use crypto::{AeadOp, Algorithm, Direction, Engine, KeyRegistry, OpStatus};
-use ring::aead::{self, Aad, LessSafeKey, Nonce, Tag, UnboundKey};
+use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 
 #[derive(Default)]
-pub struct RingEngine {
+pub struct AwsLcEngine {
     keys: KeyCache<LessSafeKey>,
 }
 
-impl RingEngine {
-    pub const NAME: &'static str = "ring";
+impl AwsLcEngine {
+    pub const NAME: &'static str = "aws-lc";
 
-    pub fn new() -> RingEngine {
-        RingEngine::default()
+    pub fn new() -> AwsLcEngine {
+        AwsLcEngine::default()
     }
 }
 
-fn ring_algorithm(alg: Algorithm) -> &'static aead::Algorithm {
+fn library_algorithm(alg: Algorithm) -> &'static aead::Algorithm {
     match alg {
         Algorithm::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
         Algorithm::Aes128Gcm => &aead::AES_128_GCM,
@@ -32,7 +37,7 @@ fn ring_algorithm(alg: Algorithm) -> &'static aead::Algorithm {
     }
 }
 
-impl Engine for RingEngine {
+impl Engine for AwsLcEngine {
     fn name(&self) -> &'static str {
         Self::NAME
     }
@@ -49,13 +54,13 @@ impl Engine for RingEngine {
     }
 }
 
-impl RingEngine {
+impl AwsLcEngine {
     fn run(&mut self, keys: &KeyRegistry, mem: &mut [u8], op: &AeadOp) -> OpStatus {
         if let Err(status) = op.validate(mem.len()) {
             return status;
         }
         let Some(key) = self.keys.get_or_expand(keys, op.key, op.alg, |m| {
-            UnboundKey::new(ring_algorithm(m.alg), m.bytes())
+            UnboundKey::new(library_algorithm(m.alg), m.bytes())
                 .ok()
                 .map(LessSafeKey::new)
         }) else {
@@ -73,10 +78,7 @@ impl RingEngine {
                 Err(_) => OpStatus::BadRange,
             },
             Direction::Decrypt => {
-                let Ok(t) = Tag::try_from(&tag[..]) else {
-                    return OpStatus::BadRange;
-                };
-                match key.open_in_place_separate_tag(nonce, Aad::from(aad), t, text, 0..) {
+                match key.open_in_place_separate_tag(nonce, Aad::from(aad), tag, text) {
                     Ok(_) => OpStatus::Ok,
                     Err(_) => {
                         wipe_failed_output(mem, op);
@@ -93,7 +95,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ring_engine_conforms() {
-        crypto::conformance::run_all(&|| Box::new(RingEngine::new())).unwrap();
+    fn aws_lc_engine_conforms() {
+        crypto::conformance::run_all(&|| Box::new(AwsLcEngine::new())).unwrap();
     }
 }
