@@ -1,0 +1,143 @@
+//! Which code runs: the paths, what each needs from the CPU, runtime detection, and
+//! the table of kernels a vector path uses.
+
+use crate::lanes::{ChachaLanes, PolyLanes, Radix};
+
+/// One implementation of the engine. Every path gives the same bytes; they differ in
+/// speed and in what the CPU must have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Path {
+    /// Plain Rust, one op at a time. Runs anywhere.
+    Scalar,
+    /// 8 lanes: ChaCha20 on 32-bit lanes of ymm registers, Poly1305 in 26-bit limbs.
+    Avx2,
+    /// 16 lanes on zmm registers, Poly1305 in 26-bit limbs (AVX-512 F, BW and VL).
+    Avx512,
+    /// As `Avx512`, with Poly1305 in 44-bit limbs on the 52-bit multiply-add (IFMA).
+    Avx512Ifma,
+}
+
+impl Path {
+    pub const ALL: [Path; 4] = [Path::Scalar, Path::Avx2, Path::Avx512, Path::Avx512Ifma];
+
+    /// The name `LINERATE_MB_PATH` takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Path::Scalar => "scalar",
+            Path::Avx2 => "avx2",
+            Path::Avx512 => "avx512",
+            Path::Avx512Ifma => "avx512ifma",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Path> {
+        Path::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether this CPU can run the path.
+    pub fn available(self) -> bool {
+        match self {
+            Path::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => std::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512 => {
+                std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw")
+                    && std::is_x86_feature_detected!("avx512vl")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512Ifma => {
+                Path::Avx512.available() && std::is_x86_feature_detected!("avx512ifma")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// Every path this CPU runs, slowest first.
+    pub fn available_paths() -> Vec<Path> {
+        Path::ALL.into_iter().filter(|p| p.available()).collect()
+    }
+
+    /// The fastest path this CPU runs.
+    pub fn best() -> Path {
+        Path::ALL
+            .into_iter()
+            .rev()
+            .find(|p| p.available())
+            .unwrap_or(Path::Scalar)
+    }
+
+    /// The path `LINERATE_MB_PATH` names, if it names one this CPU runs; otherwise
+    /// the fastest available path below the one named (or the best, when unset or
+    /// unknown).
+    pub fn from_env() -> Path {
+        let wanted = std::env::var("LINERATE_MB_PATH")
+            .ok()
+            .and_then(|v| Path::from_name(v.trim()));
+        match wanted {
+            Some(w) => Path::ALL
+                .into_iter()
+                .rev()
+                .find(|p| *p <= w && p.available())
+                .unwrap_or(Path::Scalar),
+            None => Path::best(),
+        }
+    }
+}
+
+impl core::fmt::Display for Path {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kernels of one vector path.
+///
+/// Calling `chacha` or `poly` is sound only on a CPU that has the path's features
+/// (which [`Kernels::for_path`] checks before it hands out a table) and with every
+/// busy lane's pointers valid as [`ChachaLanes`] and [`PolyLanes`] describe.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernels {
+    pub lanes: usize,
+    pub radix: Radix,
+    pub chacha: unsafe fn(&mut ChachaLanes),
+    pub poly: unsafe fn(&mut PolyLanes, usize),
+}
+
+impl Kernels {
+    /// The table for `path`, or `None` for the scalar path or a path this CPU lacks.
+    pub fn for_path(path: Path) -> Option<Kernels> {
+        if !path.available() {
+            return None;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::kernels::*;
+            match path {
+                Path::Scalar => None,
+                Path::Avx2 => Some(Kernels {
+                    lanes: 8,
+                    radix: Radix::R26,
+                    chacha: chacha_avx2::step,
+                    poly: poly_avx2::steps,
+                }),
+                Path::Avx512 => Some(Kernels {
+                    lanes: 16,
+                    radix: Radix::R26,
+                    chacha: chacha_avx512::step,
+                    poly: poly_avx512::steps,
+                }),
+                Path::Avx512Ifma => Some(Kernels {
+                    lanes: 16,
+                    radix: Radix::R44,
+                    chacha: chacha_avx512::step,
+                    poly: poly_ifma::steps,
+                }),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        None
+    }
+}

@@ -1,0 +1,150 @@
+//! ChaCha20 for 8 lanes at once on AVX2: the AVX-512 kernel's layout on ymm
+//! registers (one register per state word, lane `l` in element `l`).
+//!
+//! AVX2 has no rotate: 16- and 8-bit rotations are byte shuffles, 12 and 7 are two
+//! shifts and an OR. It has no byte-masked store either, so a packet's partial last
+//! block is XORed through a copy of the keystream on the stack.
+
+use crate::lanes::ChachaLanes;
+use crate::scalar::SIGMA;
+use core::arch::x86_64::*;
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
+    _mm256_or_si256(_mm256_slli_epi32::<L>(x), _mm256_srli_epi32::<R>(x))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn quarter_round(x: &mut [__m256i; 16], a: usize, b: usize, c: usize, d: usize) {
+    // Byte shuffles that rotate each 32-bit word left by 16 and by 8.
+    let rot16 = _mm256_set_epi8(
+        13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5, 4,
+        7, 6, 1, 0, 3, 2,
+    );
+    let rot8 = _mm256_set_epi8(
+        14, 13, 12, 15, 10, 9, 8, 11, 6, 5, 4, 7, 2, 1, 0, 3, 14, 13, 12, 15, 10, 9, 8, 11, 6, 5,
+        4, 7, 2, 1, 0, 3,
+    );
+    x[a] = _mm256_add_epi32(x[a], x[b]);
+    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), rot16);
+    x[c] = _mm256_add_epi32(x[c], x[d]);
+    x[b] = rotl::<12, 20>(_mm256_xor_si256(x[b], x[c]));
+    x[a] = _mm256_add_epi32(x[a], x[b]);
+    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), rot8);
+    x[c] = _mm256_add_epi32(x[c], x[d]);
+    x[b] = rotl::<7, 25>(_mm256_xor_si256(x[b], x[c]));
+}
+
+/// 8x8 transpose of 32-bit words: in[w] holds word w of lanes 0..8, out[l] holds
+/// words 0..8 of lane l.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn transpose8(a: [__m256i; 8]) -> [__m256i; 8] {
+    let t = [
+        _mm256_unpacklo_epi32(a[0], a[1]),
+        _mm256_unpackhi_epi32(a[0], a[1]),
+        _mm256_unpacklo_epi32(a[2], a[3]),
+        _mm256_unpackhi_epi32(a[2], a[3]),
+        _mm256_unpacklo_epi32(a[4], a[5]),
+        _mm256_unpackhi_epi32(a[4], a[5]),
+        _mm256_unpacklo_epi32(a[6], a[7]),
+        _mm256_unpackhi_epi32(a[6], a[7]),
+    ];
+    // u[r] (r < 4): in 128-bit half j, words 0..4 of lane 4j + r; u[4 + r]: words 4..8.
+    let u = [
+        _mm256_unpacklo_epi64(t[0], t[2]),
+        _mm256_unpackhi_epi64(t[0], t[2]),
+        _mm256_unpacklo_epi64(t[1], t[3]),
+        _mm256_unpackhi_epi64(t[1], t[3]),
+        _mm256_unpacklo_epi64(t[4], t[6]),
+        _mm256_unpackhi_epi64(t[4], t[6]),
+        _mm256_unpacklo_epi64(t[5], t[7]),
+        _mm256_unpackhi_epi64(t[5], t[7]),
+    ];
+    let mut out = [_mm256_setzero_si256(); 8];
+    for r in 0..4 {
+        out[r] = _mm256_permute2x128_si256::<0x20>(u[r], u[4 + r]);
+        out[4 + r] = _mm256_permute2x128_si256::<0x31>(u[r], u[4 + r]);
+    }
+    out
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load8(a: &[u32; 16]) -> __m256i {
+    // SAFETY: the first 8 words of a 16-word array.
+    unsafe { _mm256_loadu_si256(a.as_ptr().cast()) }
+}
+
+/// One step of lanes 0..8: see [`ChachaLanes`].
+///
+/// # Safety
+/// The CPU has AVX2, and every lane with `rem > 0` has `ptr` valid for reading and
+/// writing `min(rem, 64)` bytes.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn step(st: &mut ChachaLanes) {
+    let init = [
+        _mm256_set1_epi32(SIGMA[0] as i32),
+        _mm256_set1_epi32(SIGMA[1] as i32),
+        _mm256_set1_epi32(SIGMA[2] as i32),
+        _mm256_set1_epi32(SIGMA[3] as i32),
+        load8(&st.key[0]),
+        load8(&st.key[1]),
+        load8(&st.key[2]),
+        load8(&st.key[3]),
+        load8(&st.key[4]),
+        load8(&st.key[5]),
+        load8(&st.key[6]),
+        load8(&st.key[7]),
+        load8(&st.ctr),
+        load8(&st.nonce[0]),
+        load8(&st.nonce[1]),
+        load8(&st.nonce[2]),
+    ];
+    let mut x = init;
+    for _ in 0..10 {
+        quarter_round(&mut x, 0, 4, 8, 12);
+        quarter_round(&mut x, 1, 5, 9, 13);
+        quarter_round(&mut x, 2, 6, 10, 14);
+        quarter_round(&mut x, 3, 7, 11, 15);
+        quarter_round(&mut x, 0, 5, 10, 15);
+        quarter_round(&mut x, 1, 6, 11, 12);
+        quarter_round(&mut x, 2, 7, 8, 13);
+        quarter_round(&mut x, 3, 4, 9, 14);
+    }
+    for (w, i) in x.iter_mut().zip(init) {
+        *w = _mm256_add_epi32(*w, i);
+    }
+    let low = transpose8([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]]);
+    let high = transpose8([x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15]]);
+    for l in 0..8 {
+        let (p, rem) = (st.ptr[l], st.rem[l]);
+        if rem >= 64 {
+            // SAFETY: the caller guarantees 64 valid bytes at `p`.
+            unsafe {
+                let d0 = _mm256_loadu_si256(p.cast());
+                let d1 = _mm256_loadu_si256(p.add(32).cast());
+                _mm256_storeu_si256(p.cast(), _mm256_xor_si256(d0, low[l]));
+                _mm256_storeu_si256(p.add(32).cast(), _mm256_xor_si256(d1, high[l]));
+            }
+        } else if rem > 0 {
+            let mut ks = [0u8; 64];
+            // SAFETY: `ks` is 64 bytes; the caller guarantees `rem` valid bytes at `p`,
+            // and only those are touched.
+            unsafe {
+                _mm256_storeu_si256(ks.as_mut_ptr().cast(), low[l]);
+                _mm256_storeu_si256(ks.as_mut_ptr().add(32).cast(), high[l]);
+                for (i, k) in ks.iter().enumerate().take(rem) {
+                    *p.add(i) ^= k;
+                }
+            }
+        }
+        st.ptr[l] = p.wrapping_add(st.stride);
+        st.rem[l] = rem.saturating_sub(st.stride);
+    }
+    let ctr = _mm256_add_epi32(init[12], _mm256_set1_epi32(st.ctr_step as i32));
+    // SAFETY: the first 8 words of the 16-word counter array.
+    unsafe { _mm256_storeu_si256(st.ctr.as_mut_ptr().cast(), ctr) };
+}

@@ -1,0 +1,152 @@
+//! The state the vector kernels work on: one slot per lane, stored as arrays of
+//! words ("structure of arrays") so that a kernel loads one vector per state word
+//! and lane `l` of that vector is packet `l`'s word.
+//!
+//! The drivers (lane path, block path) fill and refill the slots in scalar code; a
+//! kernel call runs every lane, and lanes with nothing to do cost work but touch no
+//! memory: a ChaCha lane with `rem == 0` reads and writes nothing, an idle Poly1305
+//! lane reads a zero block with multiplier 0 and no 2^128 bit, so it stays 0.
+
+use crate::field::Limbs;
+
+/// The widest kernels (AVX-512) run 16 lanes; AVX2 kernels use the first 8 slots.
+pub(crate) const MAX_LANES: usize = 16;
+
+/// A block of zeros for idle Poly1305 lanes to read.
+pub(crate) static ZERO_BLOCK: [u8; 16] = [0; 16];
+
+/// ChaCha20 lanes: key, nonce and block counter per lane, and where each lane's
+/// keystream goes.
+///
+/// One kernel step makes one keystream block per lane, XORs its first
+/// `min(rem, 64)` bytes into `ptr`, then moves `ptr` on by `stride`, `rem` down by
+/// `stride` (to 0 at most) and the counter up by `ctr_step`. The lane path keeps
+/// stride 64 and step 1 (one packet per lane); the block path puts consecutive blocks
+/// of one packet in the lanes, with stride 64 * lanes and step = lanes.
+#[repr(C, align(64))]
+pub(crate) struct ChachaLanes {
+    pub key: [[u32; MAX_LANES]; 8],
+    pub nonce: [[u32; MAX_LANES]; 3],
+    pub ctr: [u32; MAX_LANES],
+    pub ptr: [*mut u8; MAX_LANES],
+    pub rem: [usize; MAX_LANES],
+    pub stride: usize,
+    pub ctr_step: u32,
+}
+
+impl ChachaLanes {
+    /// All lanes idle, pointing at `idle` (never touched while `rem` is 0).
+    pub fn idle(idle: *mut u8, stride: usize, ctr_step: u32) -> ChachaLanes {
+        ChachaLanes {
+            key: [[0; MAX_LANES]; 8],
+            nonce: [[0; MAX_LANES]; 3],
+            ctr: [0; MAX_LANES],
+            ptr: [idle; MAX_LANES],
+            rem: [0; MAX_LANES],
+            stride,
+            ctr_step,
+        }
+    }
+
+    pub fn load(
+        &mut self,
+        lane: usize,
+        key: &[u32; 8],
+        nonce: &[u32; 3],
+        ctr: u32,
+        ptr: *mut u8,
+        rem: usize,
+    ) {
+        for (w, k) in key.iter().enumerate() {
+            self.key[w][lane] = *k;
+        }
+        for (w, n) in nonce.iter().enumerate() {
+            self.nonce[w][lane] = *n;
+        }
+        self.ctr[lane] = ctr;
+        self.ptr[lane] = ptr;
+        self.rem[lane] = rem;
+    }
+}
+
+/// How a Poly1305 kernel splits 130-bit numbers into 64-bit lanes' limbs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Radix {
+    /// Three limbs of 44/44/42 bits, for 52-bit multipliers (AVX-512 IFMA).
+    R44,
+    /// Five limbs of 26 bits, for 32x32-bit multipliers (AVX-512F, AVX2).
+    R26,
+}
+
+/// Poly1305 lanes: accumulator `h` and multiplier `r` per lane, in the kernel's radix.
+///
+/// One kernel step reads a 16-byte block at each lane's `ptr`, adds it (with
+/// `hibit`, 2^128 in limb form, or 0) to `h`, multiplies by `r` modulo 2^130 - 5 and
+/// moves `ptr` on by the lane's `stride`. With `r` = r^lanes and stride 16 * lanes
+/// this is the block path's multi-block Horner scheme.
+#[repr(C, align(64))]
+pub(crate) struct PolyLanes {
+    pub h: [[u64; MAX_LANES]; 5],
+    pub r: [[u64; MAX_LANES]; 5],
+    pub hibit: [u64; MAX_LANES],
+    pub ptr: [*const u8; MAX_LANES],
+    pub stride: [usize; MAX_LANES],
+    pub radix: Radix,
+}
+
+impl PolyLanes {
+    /// All lanes idle: zero blocks, no 2^128 bit, h = r = 0.
+    pub fn idle(radix: Radix) -> PolyLanes {
+        PolyLanes {
+            h: [[0; MAX_LANES]; 5],
+            r: [[0; MAX_LANES]; 5],
+            hibit: [0; MAX_LANES],
+            ptr: [ZERO_BLOCK.as_ptr(); MAX_LANES],
+            stride: [0; MAX_LANES],
+            radix,
+        }
+    }
+
+    fn put(limbs: &mut [[u64; MAX_LANES]; 5], radix: Radix, lane: usize, v: Limbs) {
+        match radix {
+            Radix::R44 => (0..3).for_each(|i| limbs[i][lane] = v.0[i]),
+            Radix::R26 => {
+                let l = v.to_radix26();
+                (0..5).for_each(|i| limbs[i][lane] = l[i]);
+            }
+        }
+    }
+
+    pub fn set_h(&mut self, lane: usize, v: Limbs) {
+        Self::put(&mut self.h, self.radix, lane, v);
+    }
+
+    /// `r` must be below 2^130 (clamped keys and reduced powers are).
+    pub fn set_r(&mut self, lane: usize, v: Limbs) {
+        Self::put(&mut self.r, self.radix, lane, v);
+    }
+
+    pub fn get_h(&self, lane: usize) -> Limbs {
+        match self.radix {
+            Radix::R44 => Limbs([self.h[0][lane], self.h[1][lane], self.h[2][lane]]),
+            Radix::R26 => Limbs::from_radix26(core::array::from_fn(|i| self.h[i][lane])),
+        }
+    }
+
+    pub fn set_hibit(&mut self, lane: usize, on: bool) {
+        let bit = match self.radix {
+            Radix::R44 => 1 << 40, // 2^128 = 2^88 * 2^40
+            Radix::R26 => 1 << 24, // 2^128 = 2^104 * 2^24
+        };
+        self.hibit[lane] = if on { bit } else { 0 };
+    }
+
+    /// Makes `lane` idle (see the type's docs).
+    pub fn park(&mut self, lane: usize) {
+        self.set_h(lane, Limbs::ZERO);
+        self.set_r(lane, Limbs::ZERO);
+        self.set_hibit(lane, false);
+        self.ptr[lane] = ZERO_BLOCK.as_ptr();
+        self.stride[lane] = 0;
+    }
+}

@@ -1,0 +1,206 @@
+//! linerate's own multi-buffer ChaCha20-Poly1305 engine: many packets per SIMD
+//! instruction.
+//!
+//! Library engines run one packet at a time, wide inside the packet; a 64-byte
+//! packet is one ChaCha20 block and five Poly1305 blocks, which leaves most of a
+//! 512-bit register idle. This engine instead puts a different packet in each lane:
+//! 16 ChaCha20 states side by side (one zmm register per state word), 16 Poly1305
+//! accumulators side by side. Long packets, for which the lanes would wait on each
+//! other, go the other way: one packet across all lanes.
+//!
+//! - [`dispatch`]: the paths (`scalar`, `avx2`, `avx512`, `avx512ifma`), runtime CPU
+//!   detection and the kernel table;
+//! - `kernels/`: the SIMD kernels, ChaCha20 and Poly1305 per instruction set;
+//! - `lane_path`, `block_path`: the two ways of feeding lanes;
+//! - `scheduler`: a whole op vector, pass by pass;
+//! - `scalar`, `field`: the portable path and Poly1305's field arithmetic.
+//!
+//! Ops of one vector must not overlap each other's memory (each op's own ranges are
+//! checked by [`AeadOp::validate`]); the engine processes them in passes, not one
+//! after another.
+
+mod block_path;
+pub mod dispatch;
+pub mod field;
+mod job;
+#[cfg(target_arch = "x86_64")]
+mod kernels;
+mod lane_path;
+mod lanes;
+pub mod scalar;
+mod scheduler;
+
+pub use dispatch::Path;
+
+use crypto::key::KeyCache;
+use crypto::{AeadOp, Algorithm, Direction, Engine, KeyMaterial, KeyRegistry, OpStatus};
+use dispatch::Kernels;
+use job::{Job, Scratch};
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+/// Ops at least this long go through the block path on a 16-lane path. Measured on
+/// an AMD EPYC (Zen 5) with `cargo run --release -p crypto-mb --example crossover`:
+/// see that example for how.
+pub const BLOCK_THRESHOLD_16: usize = 4096;
+/// The same for the 8-lane AVX2 path.
+pub const BLOCK_THRESHOLD_8: usize = 4096;
+
+/// A ChaCha20 key as state words, zeroed when the cache drops it.
+#[derive(Zeroize, ZeroizeOnDrop)]
+struct ChachaKey([u32; 8]);
+
+impl ChachaKey {
+    fn expand(m: &KeyMaterial) -> Option<ChachaKey> {
+        (m.alg == Algorithm::ChaCha20Poly1305).then(|| ChachaKey(scalar::key_words(m.bytes())))
+    }
+}
+
+pub struct MbEngine {
+    path: Path,
+    kernels: Option<Kernels>,
+    block_threshold: usize,
+    keys: KeyCache<ChachaKey>,
+    jobs: Vec<Job>,
+    scratch: Scratch,
+    lists: scheduler::Lists,
+}
+
+impl Default for MbEngine {
+    fn default() -> Self {
+        MbEngine::new()
+    }
+}
+
+impl MbEngine {
+    pub const NAME: &'static str = "mb";
+
+    /// The path `LINERATE_MB_PATH` asks for, else the fastest this CPU runs
+    /// (see [`Path::from_env`]).
+    pub fn new() -> MbEngine {
+        MbEngine::with_path(Path::from_env())
+    }
+
+    /// An engine on `path`. Panics if this CPU cannot run it (see
+    /// [`Path::available`]); running it anyway would be undefined behaviour.
+    pub fn with_path(path: Path) -> MbEngine {
+        assert!(path.available(), "this CPU cannot run the {path} path");
+        let kernels = Kernels::for_path(path);
+        let block_threshold = match kernels.map(|k| k.lanes) {
+            Some(16) => BLOCK_THRESHOLD_16,
+            Some(_) => BLOCK_THRESHOLD_8,
+            None => usize::MAX,
+        };
+        MbEngine {
+            path,
+            kernels,
+            block_threshold,
+            keys: KeyCache::default(),
+            jobs: Vec::new(),
+            scratch: Scratch::default(),
+            lists: scheduler::Lists::default(),
+        }
+    }
+
+    /// Sends ops of `bytes` or more through the block path, the rest through the
+    /// lanes (`usize::MAX`: lanes only; 0: block path only). For measurements.
+    pub fn with_block_threshold(mut self, bytes: usize) -> MbEngine {
+        self.block_threshold = bytes;
+        self
+    }
+
+    pub fn path(&self) -> Path {
+        self.path
+    }
+
+    pub fn block_threshold(&self) -> usize {
+        self.block_threshold
+    }
+}
+
+impl Engine for MbEngine {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn supports(&self, alg: Algorithm) -> bool {
+        alg == Algorithm::ChaCha20Poly1305
+    }
+
+    fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+        self.keys.sync(keys);
+        self.jobs.clear();
+        for (i, op) in ops.iter_mut().enumerate() {
+            if op.status != OpStatus::Pending {
+                continue;
+            }
+            if op.alg != Algorithm::ChaCha20Poly1305 {
+                op.status = OpStatus::Unsupported;
+                continue;
+            }
+            if let Err(status) = op.validate(mem.len()) {
+                op.status = status;
+                continue;
+            }
+            let Some(key) = self
+                .keys
+                .get_or_expand(keys, op.key, op.alg, ChachaKey::expand)
+            else {
+                op.status = OpStatus::BadKey;
+                continue;
+            };
+            if op.src != op.dst {
+                mem.copy_within(op.src_span().range(), op.dst as usize);
+            }
+            self.jobs.push(Job {
+                op: i,
+                key: key.0,
+                nonce: scalar::nonce_words(&op.nonce),
+                text: op.dst as usize,
+                len: op.len as usize,
+                aad: op.aad.offset as usize,
+                aad_len: op.aad.len as usize,
+                tag: op.tag as usize,
+                decrypt: op.direction == Direction::Decrypt,
+            });
+        }
+        match &self.kernels {
+            None => scheduler::run_scalar(&self.jobs, mem, ops),
+            Some(k) => scheduler::run_vector(
+                k,
+                self.block_threshold,
+                &self.jobs,
+                &mut self.scratch,
+                &mut self.lists,
+                mem,
+                ops,
+            ),
+        }
+        self.scratch.wipe();
+        self.jobs.iter_mut().for_each(|j| j.key.zeroize());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_available_path_conforms() {
+        let paths = Path::available_paths();
+        eprintln!("paths: {paths:?}");
+        for path in paths {
+            // The default split, all lanes, and all block path.
+            for threshold in [None, Some(usize::MAX), Some(0)] {
+                let make = || {
+                    let e = MbEngine::with_path(path);
+                    Box::new(match threshold {
+                        Some(t) => e.with_block_threshold(t),
+                        None => e,
+                    }) as Box<dyn Engine>
+                };
+                crypto::conformance::run_all(&make)
+                    .unwrap_or_else(|e| panic!("{path} threshold {threshold:?}: {e}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Takes a whole vector of ops and runs it: validates each op, sends each down the
+//! path that suits its size, and orders the passes so that a decryption's tag is
+//! checked before any of its plaintext exists.
+//!
+//! The passes, for the vector paths:
+//! 1. keystream block 0 of every op (the Poly1305 one-time keys), 16 ops per step;
+//! 2. Poly1305 over the ciphertext of every decryption, then the constant-time tag
+//!    comparison;
+//! 3. ChaCha20 over every encryption and every decryption that verified;
+//! 4. Poly1305 over the ciphertext of every encryption, written as its tag;
+//! 5. failed decryptions get their output zeroed.
+//!
+//! Ops of `block_threshold` bytes or more go through the block path (one packet
+//! across all lanes), shorter ones through the lanes, longest first.
+
+use crate::dispatch::Kernels;
+use crate::job::{Job, Scratch};
+use crate::lane_path::Target;
+use crate::{block_path, lane_path, scalar};
+use crypto::{AeadOp, OpStatus};
+use subtle::ConstantTimeEq;
+
+/// Lists of job indices, kept between calls so that a steady state allocates nothing.
+#[derive(Default)]
+pub(crate) struct Lists {
+    all: Vec<u32>,
+    lane: Vec<u32>,
+    block: Vec<u32>,
+    pick: Vec<u32>,
+}
+
+/// The verdict on a decryption's tag, as a status.
+fn verdict(mac: &[u8; 16], tag: &[u8]) -> OpStatus {
+    if bool::from(mac.ct_eq(tag)) {
+        OpStatus::Ok
+    } else {
+        OpStatus::BadTag
+    }
+}
+
+/// The scalar path: each job start to end.
+pub(crate) fn run_scalar(jobs: &[Job], mem: &mut [u8], ops: &mut [AeadOp]) {
+    for j in jobs {
+        let otk = scalar::block(&j.key, 0, &j.nonce);
+        let text = j.text..j.text + j.len;
+        let aad = j.aad..j.aad + j.aad_len;
+        let status = if j.decrypt {
+            let mac = scalar::aead_tag(&otk, &mem[aad], &mem[text.clone()]);
+            let status = verdict(&mac, &mem[j.tag..j.tag + 16]);
+            if status == OpStatus::Ok {
+                scalar::xor_keystream(&j.key, &j.nonce, 1, &mut mem[text]);
+            } else {
+                mem[text].fill(0);
+            }
+            status
+        } else {
+            scalar::xor_keystream(&j.key, &j.nonce, 1, &mut mem[text.clone()]);
+            let mac = scalar::aead_tag(&otk, &mem[aad], &mem[text]);
+            mem[j.tag..j.tag + 16].copy_from_slice(&mac);
+            OpStatus::Ok
+        };
+        ops[j.op].status = status;
+    }
+}
+
+/// The vector paths.
+pub(crate) fn run_vector(
+    k: &Kernels,
+    block_threshold: usize,
+    jobs: &[Job],
+    scratch: &mut Scratch,
+    lists: &mut Lists,
+    mem: &mut [u8],
+    ops: &mut [AeadOp],
+) {
+    scratch.reset(jobs.len());
+    lists.all.clear();
+    lists.all.extend(0..jobs.len() as u32);
+    lists.lane.clear();
+    lists.block.clear();
+    for (i, j) in jobs.iter().enumerate() {
+        if j.len >= block_threshold {
+            lists.block.push(i as u32);
+        } else {
+            lists.lane.push(i as u32);
+        }
+    }
+    // Longest first: the lanes drain on the shortest packets (see lane_path).
+    lists
+        .lane
+        .sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i as usize].len));
+
+    // SAFETY (every unsafe block below): `k` came from `Kernels::for_path`, which
+    // checked the CPU; every job was validated against `mem` (its ranges lie inside,
+    // its output overlaps neither its aad nor its tag); the raw pointers come from
+    // `mem` and `scratch` just before each pass, and neither is otherwise used until
+    // the pass returns. Slots of `scratch` exist for every job index (reset above).
+
+    // 1. One-time keys.
+    let otk = scratch.otk.as_mut_ptr();
+    unsafe { lane_path::chacha(k, jobs, &lists.all, Target::OneTimeKey(otk)) };
+
+    // 2. Tags of decryptions, checked before any of their plaintext is made.
+    mac_pass(k, jobs, lists, scratch, mem, true);
+    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| j.decrypt) {
+        ops[j.op].status = verdict(&scratch.mac[i], &mem[j.tag..j.tag + 16]);
+    }
+
+    // 3. ChaCha20 over encryptions and decryptions that verified.
+    let wanted = |j: &Job| !j.decrypt || ops[j.op].status == OpStatus::Ok;
+    lists.pick.clear();
+    lists
+        .pick
+        .extend(lists.lane.iter().filter(|&&i| wanted(&jobs[i as usize])));
+    let base = mem.as_mut_ptr();
+    unsafe { lane_path::chacha(k, jobs, &lists.pick, Target::Text(base)) };
+    for &i in &lists.block {
+        let j = &jobs[i as usize];
+        if wanted(j) {
+            unsafe { block_path::chacha(k, j, base) };
+        }
+    }
+
+    // 4. Tags of encryptions.
+    mac_pass(k, jobs, lists, scratch, mem, false);
+    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.decrypt) {
+        mem[j.tag..j.tag + 16].copy_from_slice(&scratch.mac[i]);
+        ops[j.op].status = OpStatus::Ok;
+    }
+
+    // 5. No unauthenticated output: a failed decryption leaves zeros.
+    for j in jobs.iter().filter(|j| j.decrypt) {
+        if ops[j.op].status != OpStatus::Ok {
+            mem[j.text..j.text + j.len].fill(0);
+        }
+    }
+}
+
+/// Poly1305 over the jobs of one direction, lanes and block path, into `scratch.mac`.
+fn mac_pass(
+    k: &Kernels,
+    jobs: &[Job],
+    lists: &mut Lists,
+    scratch: &mut Scratch,
+    mem: &mut [u8],
+    decrypt: bool,
+) {
+    lists.pick.clear();
+    lists.pick.extend(
+        lists
+            .lane
+            .iter()
+            .filter(|&&i| jobs[i as usize].decrypt == decrypt),
+    );
+    let base = mem.as_ptr();
+    let (otk, tail) = (scratch.otk.as_ptr(), scratch.tail.as_mut_ptr());
+    // SAFETY: as in `run_vector`; this pass only reads packet memory.
+    unsafe { lane_path::poly(k, jobs, &lists.pick, base, otk, tail, &mut scratch.mac) };
+    for &i in &lists.block {
+        let (i, j) = (i as usize, &jobs[i as usize]);
+        if j.decrypt == decrypt {
+            // SAFETY: as above.
+            scratch.mac[i] =
+                unsafe { block_path::poly(k, j, base, &scratch.otk[i], &mut scratch.tail[i]) };
+        }
+    }
+}
