@@ -59,6 +59,12 @@ impl EngineSet {
         self.engines.iter().map(|e| e.as_ref())
     }
 
+    pub fn engines_mut(&mut self) -> impl Iterator<Item = &mut dyn Engine> {
+        self.engines
+            .iter_mut()
+            .map(|e| e.as_mut() as &mut dyn Engine)
+    }
+
     /// Runs a vector of ops. The common case (every op of one algorithm, as in a
     /// WireGuard frame) is one engine call; mixed vectors cost one call per algorithm.
     pub fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {

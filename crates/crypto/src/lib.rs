@@ -15,6 +15,7 @@
 
 pub mod aead;
 pub mod blake2s;
+pub mod calibrate;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod engine;

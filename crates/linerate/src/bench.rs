@@ -124,7 +124,7 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
     device
         .install_loopback_session(peer, now)
         .map_err(|e| format!("loopback session: {}", e.name()))?;
-    let engines = engines::engine_set(engine)?;
+    let (engines, _) = engines::configured_set(engine, std::time::Duration::from_millis(10))?;
     Ok(WgGraph::new(
         Arena::new(4 * FRAME + 64),
         device,

@@ -21,6 +21,8 @@ pub const DEFAULT_MTU: u32 = 1420;
 const ARENA_BUFFERS: usize = 4096;
 /// Live transport keys the registry holds: six per peer (three keypairs).
 const KEY_CAPACITY: usize = 6 * 65536;
+/// Time per engine, algorithm and size class of the start-up calibration.
+const CALIBRATION_TIME: std::time::Duration = std::time::Duration::from_millis(20);
 /// Largest UAPI request accepted: a full `wg syncconf` of many peers fits easily.
 const MAX_REQUEST: usize = 16 << 20;
 
@@ -30,7 +32,7 @@ pub fn socket_path(ifname: &str) -> PathBuf {
 
 /// Everything host mode needs, made; `ready` is called once the interface and the
 /// socket exist (the parent of a backgrounded daemon waits for it).
-pub fn run(ifname: &str, ready: impl FnOnce()) -> Result<(), String> {
+pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<(), String> {
     // Offloads let one read bring a whole TCP burst; without them (old kernels, or
     // LINERATE_TUN_OFFLOAD=0) every packet is its own read.
     let offload = std::env::var("LINERATE_TUN_OFFLOAD").map_or(true, |v| v != "0");
@@ -73,7 +75,10 @@ pub fn run(ifname: &str, ready: impl FnOnce()) -> Result<(), String> {
     {
         device.set_under_load_threshold(t);
     }
-    let engines = crate::engines::engine_set(std::env::var("LINERATE_ENGINE").ok().as_deref())?;
+    let (engines, choices) = crate::engines::configured_set(engines, CALIBRATION_TIME)?;
+    for line in choices {
+        eprintln!("linerate: engine for {line}");
+    }
     let wg = WgGraph::new(Arena::new(ARENA_BUFFERS), device, engines, now);
     let socket_path_check = path.clone();
     let socket_alive =

@@ -2,34 +2,100 @@
 
 use crypto::{Algorithm, Engine, EngineSet};
 
-/// Every engine compiled in, fastest-expected first (the default choice order).
+/// Every engine compiled in that works on this machine, in the order they are
+/// preferred when a measurement cannot tell them apart. An engine whose probe fails
+/// (no library, a CPU without the instructions it needs) is left out.
 pub fn all() -> Vec<Box<dyn Engine>> {
-    vec![
-        Box::new(crypto_awslc::AwsLcEngine::new()),
-        Box::new(crypto::reference::ReferenceEngine::new()),
-    ]
+    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    if let Ok(e) = crypto_ipsecmb::IpsecMbEngine::new() {
+        engines.push(Box::new(e));
+    }
+    engines.push(Box::new(crypto_awslc::AwsLcEngine::new()));
+    engines.push(Box::new(crypto::reference::ReferenceEngine::new()));
+    engines
+}
+
+/// Engines that could not start here, and why.
+pub fn unavailable() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Err(e) = crypto_ipsecmb::IpsecMbEngine::new() {
+        out.push(("ipsecmb", e));
+    }
+    out
 }
 
 pub fn names() -> Vec<&'static str> {
     all().iter().map(|e| e.name()).collect()
 }
 
-/// All engines, with every algorithm it serves routed to `force` when given.
-pub fn engine_set(force: Option<&str>) -> Result<EngineSet, String> {
+/// Parses an engine choice: `NAME` (every algorithm it serves) or a list of
+/// `ALG=NAME` separated by commas, e.g. `chacha20-poly1305=mb,aes-128-gcm=ipsecmb`.
+pub fn parse_choice(spec: &str) -> Result<Vec<(Option<Algorithm>, String)>, String> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once('=') {
+            Some((alg, name)) => {
+                let alg = Algorithm::from_name(alg.trim()).ok_or_else(|| {
+                    let all: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                    format!("{alg:?}: unknown algorithm (have: {})", all.join(", "))
+                })?;
+                Ok((Some(alg), name.trim().to_string()))
+            }
+            None => Ok((None, item.to_string())),
+        })
+        .collect()
+}
+
+/// The engine set of a worker: algorithms named in `spec` go where it says; the rest
+/// go to the engine a short calibration finds cheapest for an IMIX mix. Returns the
+/// set and a line per algorithm saying what was chosen and why.
+pub fn configured_set(
+    spec: Option<&str>,
+    calibration: std::time::Duration,
+) -> Result<(EngineSet, Vec<String>), String> {
     let mut set = EngineSet::new(all());
-    if let Some(name) = force {
-        let mut any = false;
-        for alg in Algorithm::ALL {
-            if set.choose(alg, name).is_ok() {
-                any = true;
+    let mut pinned = Vec::new();
+    for (alg, name) in parse_choice(spec.unwrap_or(""))? {
+        match alg {
+            Some(a) => {
+                set.choose(a, &name)?;
+                pinned.push(a);
+            }
+            None => {
+                let mut any = false;
+                for a in Algorithm::ALL {
+                    if set.choose(a, &name).is_ok() {
+                        pinned.push(a);
+                        any = true;
+                    }
+                }
+                if !any {
+                    return Err(format!(
+                        "no engine named {name:?} (have: {})",
+                        names().join(", ")
+                    ));
+                }
             }
         }
-        if !any {
-            return Err(format!(
-                "no engine named {name:?} (have: {})",
-                names().join(", ")
-            ));
-        }
     }
-    Ok(set)
+    let measured = crypto::calibrate::calibrate(&mut set, calibration, &pinned);
+    let lines = Algorithm::ALL
+        .iter()
+        .map(|&a| {
+            let chosen = set.chosen(a).unwrap_or("none");
+            let how = if pinned.contains(&a) {
+                "configured"
+            } else {
+                "measured"
+            };
+            let figures: Vec<String> = measured
+                .iter()
+                .filter(|m| m.alg == a && m.engine == chosen)
+                .map(|m| format!("{} B {:.2} Gbit/s", m.size, m.gbps))
+                .collect();
+            format!("{a}: {chosen} ({how}; {})", figures.join(", "))
+        })
+        .collect();
+    Ok((set, lines))
 }

@@ -1,0 +1,163 @@
+//! `linerate bench crypto`: raw AEAD throughput of every engine, one core, batches of
+//! one graph frame, and `openssl speed -evp` at the same sizes in the same run when
+//! openssl is installed (a baseline measured beside ours, not a published figure).
+
+use crate::bench::{IMIX, Size, machine};
+use crate::engines;
+use crypto::Algorithm;
+use crypto::calibrate::{Measurement, measure};
+use std::fmt::Write as _;
+use std::process::Command;
+use std::time::Duration;
+
+pub const DEFAULT_SIZES: &str = "64,128,256,512,1024,1280,1420,1514,imix";
+
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub engine: String,
+    pub alg: Algorithm,
+    pub size: Size,
+    pub mpps: f64,
+    pub gbps: f64,
+}
+
+/// IMIX from fixed-size measurements: the time for 7+4+1 packets of 64/570/1518.
+fn imix_row(engine: &mut dyn crypto::Engine, alg: Algorithm, time: Duration) -> Option<(f64, f64)> {
+    let mut secs = 0.0;
+    let mut bytes = 0.0;
+    let mut count = 0.0;
+    for (size, weight) in IMIX {
+        let m: Measurement = measure(engine, alg, size, time)?;
+        secs += weight as f64 / (m.mpps * 1e6);
+        bytes += (weight * size) as f64;
+        count += weight as f64;
+    }
+    Some((count / secs / 1e6, bytes * 8.0 / secs / 1e9))
+}
+
+pub fn run(engine_filter: Option<&str>, sizes: &[Size], seconds: f64) -> Result<Vec<Row>, String> {
+    let time = Duration::from_secs_f64(seconds);
+    let mut rows = Vec::new();
+    let mut any = false;
+    for mut engine in engines::all() {
+        if engine_filter.is_some_and(|f| f != engine.name()) {
+            continue;
+        }
+        any = true;
+        for alg in Algorithm::ALL {
+            if !engine.supports(alg) {
+                continue;
+            }
+            for &size in sizes {
+                let got = match size {
+                    Size::Fixed(n) => {
+                        measure(engine.as_mut(), alg, n, time).map(|m| (m.mpps, m.gbps))
+                    }
+                    Size::Imix => imix_row(engine.as_mut(), alg, time / 3),
+                };
+                let (mpps, gbps) = got.ok_or_else(|| {
+                    format!("{} failed on {alg} at {}", engine.name(), size.label())
+                })?;
+                rows.push(Row {
+                    engine: engine.name().to_string(),
+                    alg,
+                    size,
+                    mpps,
+                    gbps,
+                });
+            }
+        }
+    }
+    if !any {
+        return Err(format!(
+            "no engine named {:?} (have: {})",
+            engine_filter.unwrap_or(""),
+            engines::names().join(", ")
+        ));
+    }
+    Ok(rows)
+}
+
+/// `openssl speed -evp ALG -bytes N` for each fixed size, if openssl runs here.
+pub fn openssl(sizes: &[Size], seconds: f64) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let secs = seconds.ceil().max(1.0) as u32;
+    for alg in Algorithm::ALL {
+        for &size in sizes {
+            let Size::Fixed(n) = size else { continue };
+            let out = Command::new("openssl")
+                .args([
+                    "speed",
+                    "-evp",
+                    alg.name(),
+                    "-bytes",
+                    &n.to_string(),
+                    "-seconds",
+                    &secs.to_string(),
+                ])
+                .output();
+            let Ok(out) = out else { return rows };
+            // The last line reads: "<alg> <N>k" in 1000s of bytes per second.
+            let text = String::from_utf8_lossy(&out.stdout);
+            let Some(kbps) = text
+                .lines()
+                .rev()
+                .find(|l| l.to_lowercase().starts_with(alg.name()))
+                .and_then(|l| l.split_whitespace().last())
+                .and_then(|v| v.trim_end_matches('k').parse::<f64>().ok())
+            else {
+                continue;
+            };
+            let bps = kbps * 1000.0;
+            rows.push(Row {
+                engine: "openssl".into(),
+                alg,
+                size,
+                mpps: bps / n as f64 / 1e6,
+                gbps: bps * 8.0 / 1e9,
+            });
+        }
+    }
+    rows
+}
+
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<10} {:<18} {:>6} {:>9} {:>9}",
+        "engine", "algorithm", "size", "Mpps", "Gbit/s"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<10} {:<18} {:>6} {:>9.3} {:>9.3}",
+            r.engine,
+            r.alg.name(),
+            r.size.label(),
+            r.mpps,
+            r.gbps
+        );
+    }
+    out
+}
+
+pub fn json(rows: &[Row], seconds: f64) -> serde_json::Value {
+    let results: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let size = match r.size {
+                Size::Fixed(n) => serde_json::json!(n),
+                Size::Imix => serde_json::json!("imix"),
+            };
+            serde_json::json!({"engine": r.engine, "alg": r.alg.name(), "size": size, "mpps": r.mpps, "gbps": r.gbps})
+        })
+        .collect();
+    serde_json::json!({
+        "machine": machine(),
+        "cores_used": 1,
+        "seconds_per_point": seconds,
+        "counted": "in-place encryptions of one size, batches of 256 ops; imix is 7:4:1 of 64, 570, 1518 bytes",
+        "results": results,
+    })
+}
