@@ -10,33 +10,44 @@ use crate::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
+use std::sync::Arc;
+
+/// Makes an engine that will be given keys from the registry it is made with (most
+/// engines ignore it; an engine with threads of its own keeps it).
+pub type MakeEngine<'a> = &'a dyn Fn(&Arc<KeyRegistry>) -> Box<dyn Engine>;
 
 /// Runs the whole suite on engines made by `make`, for every algorithm they serve.
 pub fn run_all(make: &dyn Fn() -> Box<dyn Engine>) -> Result<(), String> {
-    let engine = make();
+    run_all_with_registry(&|_| make())
+}
+
+/// [`run_all`] for engines bound to one key registry.
+pub fn run_all_with_registry(make: MakeEngine) -> Result<(), String> {
+    let engine = make(&Arc::new(KeyRegistry::new(1)));
     for alg in Algorithm::ALL {
         if !engine.supports(alg) {
             continue;
         }
-        wycheproof_vectors(make(), alg)?;
+        wycheproof_vectors(make, alg)?;
         for seed in 0..4 {
-            random_batches(make(), alg, seed, 1 + (seed as usize * 97) % 300, 9000)?;
+            random_batches(make, alg, seed, 1 + (seed as usize * 97) % 300, 9000)?;
         }
-        flipped_bits(make(), alg, 11)?;
-        stale_keys_and_bad_ranges(make(), alg)?;
+        flipped_bits(make, alg, 11)?;
+        stale_keys_and_bad_ranges(make, alg)?;
     }
     Ok(())
 }
 
 /// Every Wycheproof vector with a 12-byte nonce and 16-byte tag for `alg`.
-pub fn wycheproof_vectors(mut engine: Box<dyn Engine>, alg: Algorithm) -> Result<(), String> {
+pub fn wycheproof_vectors(make: MakeEngine, alg: Algorithm) -> Result<(), String> {
     use wycheproof::aead::{TestName, TestSet};
     let name = match alg {
         Algorithm::ChaCha20Poly1305 => TestName::ChaCha20Poly1305,
         Algorithm::Aes128Gcm | Algorithm::Aes256Gcm => TestName::AesGcm,
     };
     let set = TestSet::load(name).map_err(|e| format!("loading vectors: {e:?}"))?;
-    let keys = KeyRegistry::new(16);
+    let keys = Arc::new(KeyRegistry::new(16));
+    let mut engine = make(&keys);
     let mut ran = 0;
     for group in &set.test_groups {
         if group.key_size != alg.key_len() * 8 || group.nonce_size != 96 || group.tag_size != 128 {
@@ -168,14 +179,15 @@ fn fresh_keys(rng: &mut StdRng, reg: &KeyRegistry, alg: Algorithm, n: usize) -> 
 /// Encrypts a random batch with the engine and the reference, compares every byte of
 /// memory, then decrypts the engine's output and compares with the plaintext.
 pub fn random_batches(
-    mut engine: Box<dyn Engine>,
+    make: MakeEngine,
     alg: Algorithm,
     seed: u64,
     count: usize,
     max_len: usize,
 ) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x6c69_6e65_7261_7465);
-    let reg = KeyRegistry::new(64);
+    let reg = Arc::new(KeyRegistry::new(64));
+    let mut engine = make(&reg);
     let keys = fresh_keys(&mut rng, &reg, alg, 5);
     let mut reference = ReferenceEngine::new();
     let Batch {
@@ -240,9 +252,10 @@ pub fn random_batches(
 
 /// Flips one random bit of ciphertext, tag or aad in one op of a batch; exactly that op
 /// must fail, its output must not hold the plaintext, and all others must pass.
-pub fn flipped_bits(mut engine: Box<dyn Engine>, alg: Algorithm, seed: u64) -> Result<(), String> {
+pub fn flipped_bits(make: MakeEngine, alg: Algorithm, seed: u64) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let reg = KeyRegistry::new(64);
+    let reg = Arc::new(KeyRegistry::new(64));
+    let mut engine = make(&reg);
     let keys = fresh_keys(&mut rng, &reg, alg, 3);
     for round in 0..40 {
         let count = rng.gen_range(1..=40);
@@ -289,12 +302,10 @@ pub fn flipped_bits(mut engine: Box<dyn Engine>, alg: Algorithm, seed: u64) -> R
 
 /// Removed keys, unknown handles and out-of-range ops fail with their own status and
 /// leave the rest of the batch alone.
-pub fn stale_keys_and_bad_ranges(
-    mut engine: Box<dyn Engine>,
-    alg: Algorithm,
-) -> Result<(), String> {
+pub fn stale_keys_and_bad_ranges(make: MakeEngine, alg: Algorithm) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(99);
-    let reg = KeyRegistry::new(64);
+    let reg = Arc::new(KeyRegistry::new(64));
+    let mut engine = make(&reg);
     let keys = fresh_keys(&mut rng, &reg, alg, 2);
     let Batch { mut mem, mut ops } = random_batch(&mut rng, alg, &keys[..1], 6, 100);
     engine.process(&reg, &mut mem, &mut ops); // warm the engine's key cache
