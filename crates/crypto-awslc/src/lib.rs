@@ -7,9 +7,11 @@
 //! lineage), AES-128/256-GCM 1.16x at 570 bytes and 1.35x at 1420 bytes (ring has no
 //! VAES-wide GCM).
 //!
-//! Expanded keys (`LessSafeKey`) live in a per-engine cache keyed by handle; AWS-LC
-//! cleanses its AEAD contexts when they are freed, and the raw keys they were made
-//! from are zeroed by the registry.
+//! Expanded keys (`LessSafeKey`) live in a per-engine cache keyed by handle and are
+//! dropped at the first batch after their key leaves the registry. AWS-LC does not
+//! zero an AEAD context's key schedule when it frees it (EVP_AEAD_CTX_cleanup only
+//! releases it); the raw keys are zeroed by the registry. Engines that must leave no
+//! key schedule behind are the ones that own theirs (ipsecmb, mb).
 
 use crypto::aead::{split_op, wipe_failed_output};
 use crypto::key::KeyCache;
