@@ -92,6 +92,21 @@ pub struct Row {
     /// TSC clocks per packet operation, all workers together.
     pub clocks_per_packet: f64,
     pub nodes: Vec<(String, f64)>,
+    /// The process's peak resident memory after this size (VmHWM), KiB.
+    pub peak_rss_kib: u64,
+}
+
+/// The process's peak resident set size so far, from /proc (0 where there is none).
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn inner_packet(buf: &mut [u8], len: usize, seq: u16) {
@@ -226,6 +241,7 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
             gbps: bytes as f64 * 8.0 / secs / 1e9,
             clocks_per_packet: clocks as f64 / ops as f64,
             nodes,
+            peak_rss_kib: peak_rss_kib(),
         });
     }
     Ok(rows)
@@ -239,8 +255,8 @@ pub fn table(rows: &[Row]) -> String {
         .unwrap_or_default();
     let _ = write!(
         out,
-        "{:>6} {:>9} {:>9} {:>11}",
-        "size", "Mpps", "Gbit/s", "clk/pkt"
+        "{:>6} {:>9} {:>9} {:>11} {:>9}",
+        "size", "Mpps", "Gbit/s", "clk/pkt", "peak MiB"
     );
     for n in &names {
         let _ = write!(out, " {:>11}", n);
@@ -249,11 +265,12 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = write!(
             out,
-            "{:>6} {:>9.3} {:>9.3} {:>11.1}",
+            "{:>6} {:>9.3} {:>9.3} {:>11.1} {:>9.1}",
             r.size.label(),
             r.mpps,
             r.gbps,
-            r.clocks_per_packet
+            r.clocks_per_packet,
+            r.peak_rss_kib as f64 / 1024.0
         );
         for n in &r.nodes {
             let _ = write!(out, " {:>11.1}", n.1);
@@ -299,6 +316,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
                 "gbps": r.gbps,
                 "clocks_per_packet": r.clocks_per_packet,
                 "node_clocks_per_packet": nodes,
+                "peak_rss_kib": r.peak_rss_kib,
             })
         })
         .collect();
