@@ -71,3 +71,28 @@ fn duplicates_dropped_reorder_delivered() {
     assert_eq!(net.b.delivered.len() - before, 5, "each delivered once");
     assert_eq!(net.counter(true, "wg-decrypt", DropReason::Replay), 5);
 }
+
+/// A pool too small for what waits on a handshake drops the excess with a counter;
+/// the pool never grows and every buffer comes back.
+#[test]
+fn a_full_pool_drops_with_a_counter() {
+    let mut net = Net::with_buffers(8);
+    // Twenty packets wait for the handshake (staged as copies, outside the pool).
+    for i in 0..20u8 {
+        net.send(false, &inner_v4([198, 19, 0, 1], [198, 19, 0, 2], &[i; 10]));
+    }
+    net.deliver();
+    let a = &net.a.graph.cx;
+    assert_eq!(a.arena.capacity(), 8);
+    assert_eq!(a.arena.available(), 8, "every buffer back in the pool");
+    let dropped = a.glue_drops[DropReason::NoBuffer.index()];
+    assert!(
+        dropped >= 12,
+        "only 8 buffers for 20 staged packets, {dropped} dropped"
+    );
+    assert_eq!(
+        net.b.delivered.len() as u64 + dropped,
+        20,
+        "each packet delivered or counted"
+    );
+}

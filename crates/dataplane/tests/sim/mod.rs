@@ -57,6 +57,7 @@ fn site(
     peer_addr: Option<&str>,
     allowed: &str,
     now: Instant,
+    buffers: usize,
 ) -> Site {
     let keys = Arc::new(KeyRegistry::new(1024));
     let mut device = Device::new(keys, now, SystemTime::now());
@@ -68,7 +69,7 @@ fn site(
     device.add_allowed_ip(peer, allowed.parse::<Prefix>().unwrap());
     let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
     Site {
-        graph: WgGraph::new(Arena::new(1024), device, engines, now),
+        graph: WgGraph::new(Arena::new(buffers), device, engines, now),
         addr: addr.parse().unwrap(),
         peer,
         delivered: Vec::new(),
@@ -78,6 +79,11 @@ fn site(
 impl Net {
     /// Site A (198.19.0.1) knows B's endpoint; B learns A's from the handshake.
     pub fn new() -> Net {
+        Net::with_buffers(1024)
+    }
+
+    /// Both sites with arenas of `buffers` packet buffers.
+    pub fn with_buffers(buffers: usize) -> Net {
         let now = Instant::now();
         let (ka, kb) = (PrivateKey::generate(), PrivateKey::generate());
         let a = site(
@@ -87,8 +93,17 @@ impl Net {
             Some("198.18.0.2:51820"),
             "198.19.0.2/32",
             now,
+            buffers,
         );
-        let b = site(&kb, &ka, "198.18.0.2:51820", None, "198.19.0.1/32", now);
+        let b = site(
+            &kb,
+            &ka,
+            "198.18.0.2:51820",
+            None,
+            "198.19.0.1/32",
+            now,
+            buffers,
+        );
         Net {
             a,
             b,
