@@ -205,3 +205,43 @@ fn simultaneous_initiation_ends_in_one_working_session() {
         "staged packets delivered"
     );
 }
+
+#[test]
+fn persistent_keepalive_every_interval_without_traffic() {
+    let mut net = Net::new();
+    assert!(net.ping_a_to_b(0));
+    let peer = net.a.peer;
+    let now = net.now;
+    net.a
+        .graph
+        .cx
+        .device
+        .set_persistent_keepalive(peer, 25, now);
+    let log = watch(&mut net, |_, _| false);
+    // Turning it on sends one at once; after that the link is never quiet for
+    // longer than the interval (any authenticated packet, either way, restarts it:
+    // here B's own keepalive at 10 s, answering the ping).
+    net.advance(Duration::from_secs(76), 500 * MS);
+    let from_a: Vec<Duration> = log
+        .borrow()
+        .iter()
+        .filter(|e| e.1 && e.2 == 4)
+        .map(|e| e.0)
+        .collect();
+    let either: Vec<Duration> = log
+        .borrow()
+        .iter()
+        .filter(|e| e.2 == 4)
+        .map(|e| e.0)
+        .collect();
+    assert!(from_a.len() >= 3, "A keeps the link alive: {from_a:?}");
+    assert!(from_a[0] <= S, "one at once: {from_a:?}");
+    for w in either.windows(2) {
+        assert!(
+            w[1] - w[0] <= 25 * S + 500 * MS,
+            "quiet for {:?}: {either:?}",
+            w[1] - w[0]
+        );
+    }
+    assert!(76 * S - *either.last().unwrap() <= 25 * S + 500 * MS);
+}
