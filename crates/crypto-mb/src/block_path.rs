@@ -34,8 +34,7 @@ pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8) {
         let ctr = 1 + lane as u32;
         st.load(
             lane,
-            &j.key,
-            &j.nonce,
+            &j.row,
             ctr,
             text.wrapping_add(at),
             j.len.saturating_sub(at),

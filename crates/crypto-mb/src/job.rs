@@ -2,14 +2,15 @@
 //! in place: the scheduler has copied an out-of-place input to its output range),
 //! the expanded key and nonce, and the per-op scratch the passes share.
 
-use zeroize::Zeroize;
+use crate::lanes::Row;
 
 #[derive(Clone, Copy)]
+#[repr(C)]
 pub(crate) struct Job {
+    /// ChaCha20's initial state for this op: key and nonce (the lanes read it).
+    pub row: Row,
     /// The op's index in the caller's vector.
     pub op: usize,
-    pub key: [u32; 8],
-    pub nonce: [u32; 3],
     /// Text (plaintext or ciphertext) at `text..text + len`, in place.
     pub text: usize,
     pub len: usize,
@@ -17,6 +18,19 @@ pub(crate) struct Job {
     pub aad_len: usize,
     pub tag: usize,
     pub decrypt: bool,
+}
+
+impl Job {
+    pub const EMPTY: Job = Job {
+        row: crate::lanes::ZERO_ROW,
+        op: 0,
+        text: 0,
+        len: 0,
+        aad: 0,
+        aad_len: 0,
+        tag: 0,
+        decrypt: false,
+    };
 }
 
 /// Per-op scratch, indexed like the jobs, kept in separate vectors so that kernels
@@ -30,20 +44,32 @@ pub(crate) struct Scratch {
     pub tail: Vec<[u8; 48]>,
     /// The tag each op computed.
     pub mac: Vec<[u8; 16]>,
+    /// Each op's Poly1305 accumulator as the lanes left it, in the kernels' radix
+    /// and before the final reduction: tags are finished in a separate loop, whose
+    /// iterations overlap.
+    pub acc: Vec<[u64; 5]>,
 }
 
 impl Scratch {
+    /// Slots for `jobs` jobs. One-time-key slots are zero at rest (the kernels XOR
+    /// keystream into them, and `wipe` zeroes them again); the others are written
+    /// before they are read, so growing is all there is to do.
     pub fn reset(&mut self, jobs: usize) {
-        self.otk.clear();
-        self.otk.resize(jobs, [0; 64]);
-        self.tail.clear();
-        self.tail.resize(jobs, [0; 48]);
-        self.mac.clear();
-        self.mac.resize(jobs, [0; 16]);
+        if self.otk.len() < jobs {
+            self.otk.resize(jobs, [0; 64]);
+            self.tail.resize(jobs, [0; 48]);
+            self.mac.resize(jobs, [0; 16]);
+            self.acc.resize(jobs, [0; 5]);
+        }
     }
 
-    /// One-time keys are secrets: gone before `process` returns.
-    pub fn wipe(&mut self) {
-        self.otk.iter_mut().for_each(|k| k.zeroize());
+    /// One-time keys are secrets: gone before `process` returns, and the slots are
+    /// zero for the next call. (A plain fill: the vector outlives the call, so the
+    /// stores cannot be dropped as dead, and `black_box` makes sure of it; byte-wise
+    /// volatile writes cost a tenth of the time of a 64-byte packet.)
+    pub fn wipe(&mut self, jobs: usize) {
+        let used = jobs.min(self.otk.len());
+        self.otk[..used].fill([0; 64]);
+        core::hint::black_box(&mut self.otk);
     }
 }

@@ -6,48 +6,52 @@
 use crate::dispatch::Kernels;
 use crate::field::Limbs;
 use crate::job::Job;
-use crate::lanes::{ChachaLanes, MAX_LANES, PolyLanes};
-
-/// Where a ChaCha20 pass puts its keystream.
-#[derive(Clone, Copy)]
-pub(crate) enum Target {
-    /// Block 0 of each listed op into its one-time-key slot (`otk[job]`, zeroed).
-    OneTimeKey(*mut [u8; 64]),
-    /// Blocks 1.. of each listed op XORed over its text in packet memory (`base`).
-    Text(*mut u8),
-}
+use crate::lanes::{ChachaLanes, MAX_LANES, PolyLanes, Radix};
 
 /// Runs ChaCha20 for the jobs in `order` through the lanes.
 ///
+/// With `text` false, each job's keystream block 0 goes into its one-time-key slot
+/// `otk[job]` (zeroed before). With `text` true, blocks 1.. are XORed over each
+/// job's text, and an encryption first puts block 0 into its slot in the same lane
+/// (its counter runs on from 0), which saves the lane a refill.
+///
 /// # Safety
-/// `k`'s kernels run on this CPU. For `Text(base)`, every listed job's text range
-/// lies in the memory at `base`; for `OneTimeKey(otk)`, `otk` has a slot for every
-/// listed job index. Nothing else reads or writes those bytes during the call.
-pub(crate) unsafe fn chacha(k: &Kernels, jobs: &[Job], order: &[u32], target: Target) {
+/// `k`'s kernels run on this CPU; every listed job's text range lies in the memory at
+/// `base`; `otk` has a slot for every listed job. Nothing else reads or writes those
+/// bytes during the call.
+pub(crate) unsafe fn chacha(
+    k: &Kernels,
+    jobs: &[Job],
+    order: &[u32],
+    otk: *mut [u8; 64],
+    base: *mut u8,
+    text: bool,
+) {
     let mut idle = [0u8; 64];
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
+    // A lane's second stretch: the text after the one-time key.
+    let mut then: [Option<(*mut u8, usize)>; MAX_LANES] = [None; MAX_LANES];
     let mut next = 0;
     loop {
         let mut busy = false;
-        for lane in 0..k.lanes {
-            while st.rem[lane] == 0 && next < order.len() {
-                let i = order[next] as usize;
+        for (lane, then) in then.iter_mut().enumerate().take(k.lanes) {
+            while st.rem[lane] == 0 {
+                if let Some((p, n)) = then.take() {
+                    st.ptr[lane] = p;
+                    st.rem[lane] = n;
+                    break;
+                }
+                let Some(&i) = order.get(next) else { break };
                 next += 1;
-                let j = &jobs[i];
-                match target {
-                    // SAFETY: the caller guarantees slot i exists.
-                    Target::OneTimeKey(otk) => {
-                        st.load(lane, &j.key, &j.nonce, 0, unsafe { otk.add(i) }.cast(), 64)
-                    }
-                    // SAFETY: the caller guarantees the text range is in the memory.
-                    Target::Text(base) => st.load(
-                        lane,
-                        &j.key,
-                        &j.nonce,
-                        1,
-                        unsafe { base.add(j.text) },
-                        j.len,
-                    ),
+                let (i, j) = (i as usize, &jobs[i as usize]);
+                // SAFETY: the text range is in the memory (caller).
+                let body = (text && j.len > 0).then(|| (unsafe { base.add(j.text) }, j.len));
+                if !text || !j.decrypt {
+                    // SAFETY: slot i exists (caller).
+                    st.load(lane, &j.row, 0, unsafe { otk.add(i) }.cast(), 64);
+                    *then = body;
+                } else if let Some((p, n)) = body {
+                    st.load(lane, &j.row, 1, p, n);
                 }
             }
             busy |= st.rem[lane] != 0;
@@ -55,15 +59,17 @@ pub(crate) unsafe fn chacha(k: &Kernels, jobs: &[Job], order: &[u32], target: Ta
         if !busy {
             return;
         }
-        // SAFETY: busy lanes point at `rem` valid bytes (above); idle ones touch nothing.
+        // SAFETY: busy lanes point at `rem` valid bytes (above); idle ones touch nothing;
+        // every row pointer is a listed job's row or the idle row.
         unsafe { (k.chacha)(&mut st) };
     }
 }
 
 /// The MAC input of one job as up to four runs of whole blocks: aad, its padded
 /// tail, text, then the padded text tail and the lengths (from `tail`).
-fn segments(j: &Job, base: *const u8, tail: *const u8) -> ([(*const u8, usize); 4], usize) {
-    let mut s = [(core::ptr::null(), 0); 4];
+/// Written in place: building an array and returning it made the copy wait on a
+/// store-to-load forward that fails for the variable-index stores.
+fn segments(j: &Job, base: *const u8, tail: *const u8, s: &mut [(*const u8, usize); 4]) -> usize {
     let mut n = 0;
     let mut push = |p: *const u8, blocks: usize| {
         if blocks > 0 {
@@ -79,7 +85,7 @@ fn segments(j: &Job, base: *const u8, tail: *const u8) -> ([(*const u8, usize); 
     } else {
         push(tail.wrapping_add(32), 1);
     }
-    (s, n)
+    n
 }
 
 /// Writes the MAC input blocks that are not in packet memory into `tail`.
@@ -87,19 +93,34 @@ fn segments(j: &Job, base: *const u8, tail: *const u8) -> ([(*const u8, usize); 
 /// # Safety
 /// The job's aad and text ranges lie in the memory at `base`.
 pub(crate) unsafe fn fill_tail(j: &Job, base: *const u8, tail: &mut [u8; 48]) {
-    *tail = [0; 48];
     let (a, t) = (j.aad_len % 16, j.len % 16);
-    // SAFETY: both copies read the last partial block of a range inside the memory
-    // and write into the 48-byte tail (at most 15 bytes at 0 and at 16).
-    unsafe {
-        core::ptr::copy_nonoverlapping(base.add(j.aad + j.aad_len - a), tail.as_mut_ptr(), a);
-        core::ptr::copy_nonoverlapping(base.add(j.text + j.len - t), tail.as_mut_ptr().add(16), t);
+    // Only what the segments will read: WireGuard pads its plaintext to 16 bytes and
+    // has no aad, so usually just the lengths.
+    if a != 0 {
+        tail[..16].fill(0);
+        // SAFETY: the aad's last partial block is inside the memory; at most 15 bytes
+        // go to the tail's first block.
+        unsafe {
+            core::ptr::copy_nonoverlapping(base.add(j.aad + j.aad_len - a), tail.as_mut_ptr(), a)
+        };
+    }
+    if t != 0 {
+        tail[16..32].fill(0);
+        // SAFETY: as above, for the text's last partial block into the second block.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                base.add(j.text + j.len - t),
+                tail.as_mut_ptr().add(16),
+                t,
+            )
+        };
     }
     tail[32..40].copy_from_slice(&(j.aad_len as u64).to_le_bytes());
     tail[40..].copy_from_slice(&(j.len as u64).to_le_bytes());
 }
 
-/// Computes the tag of every job in `order` into `mac[job]`.
+/// Runs Poly1305 over the MAC input of every job in `order` and leaves each
+/// accumulator, not yet reduced, in `acc[job]` (see `finish`).
 ///
 /// # Safety
 /// `k`'s kernels run on this CPU; every listed job's aad and text lie in the memory
@@ -112,7 +133,7 @@ pub(crate) unsafe fn poly(
     base: *const u8,
     otk: *const [u8; 64],
     tail: *mut [u8; 48],
-    mac: &mut [[u8; 16]],
+    acc: &mut [[u64; 5]],
 ) {
     const NONE: usize = usize::MAX;
     let mut st = PolyLanes::idle(k.radix);
@@ -134,12 +155,12 @@ pub(crate) unsafe fn poly(
                     continue;
                 }
                 if job[lane] != NONE {
-                    let i = job[lane];
-                    // SAFETY: slot i exists (caller).
-                    let key = unsafe { &*otk.add(i) };
-                    mac[i] = st
-                        .get_h(lane)
-                        .tag(key[16..32].try_into().expect("16 bytes"));
+                    // Limb by limb from the kernel's arrays: a `Limbs` built on the
+                    // stack and copied in stalled on store-to-load forwarding.
+                    let a = &mut acc[job[lane]];
+                    for (a, h) in a.iter_mut().zip(&st.h) {
+                        *a = h[lane];
+                    }
                     job[lane] = NONE;
                 }
                 if next == order.len() {
@@ -153,7 +174,7 @@ pub(crate) unsafe fn poly(
                 // SAFETY: slots i exist and the job's ranges are in the memory (caller).
                 let (key, t) = unsafe { (&*otk.add(i), &mut *tail.add(i)) };
                 unsafe { fill_tail(j, base, t) };
-                segs[lane] = segments(j, base, t.as_ptr());
+                segs[lane].1 = segments(j, base, t.as_ptr(), &mut segs[lane].0);
                 seg[lane] = 0;
                 st.set_h(lane, Limbs::ZERO);
                 st.set_r(
@@ -179,5 +200,24 @@ pub(crate) unsafe fn poly(
         for l in left[..k.lanes].iter_mut().filter(|l| **l != usize::MAX) {
             *l -= run;
         }
+    }
+}
+
+/// The tags of the jobs in `order` from their accumulators (limbs in `radix`) and
+/// one-time keys.
+pub(crate) fn finish(
+    radix: Radix,
+    order: &[u32],
+    acc: &[[u64; 5]],
+    otk: &[[u8; 64]],
+    mac: &mut [[u8; 16]],
+) {
+    for &i in order {
+        let (i, a) = (i as usize, &acc[i as usize]);
+        let h = match radix {
+            Radix::R44 => Limbs([a[0], a[1], a[2]]),
+            Radix::R26 => Limbs::from_radix26(*a),
+        };
+        mac[i] = h.tag(otk[i][16..32].try_into().expect("16 bytes"));
     }
 }

@@ -15,8 +15,38 @@ pub(crate) const MAX_LANES: usize = 16;
 /// A block of zeros for idle Poly1305 lanes to read.
 pub(crate) static ZERO_BLOCK: [u8; 16] = [0; 16];
 
-/// ChaCha20 lanes: key, nonce and block counter per lane, and where each lane's
-/// keystream goes.
+/// An all-zero ChaCha20 state row.
+pub(crate) const ZERO_ROW: Row = Row([0; 16]);
+/// The row idle lanes load.
+pub(crate) static IDLE_ROW: Row = ZERO_ROW;
+
+/// A ChaCha20 initial state (section 2.3): constants, key, counter, nonce. The
+/// counter word is not used by the kernels, which take counters from the lanes.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Row(pub [u32; 16]);
+
+impl Row {
+    pub fn new(key: &[u32; 8], nonce: &[u32; 3]) -> Row {
+        let mut w = [0u32; 16];
+        w[..4].copy_from_slice(&crate::scalar::SIGMA);
+        w[4..12].copy_from_slice(key);
+        w[13..].copy_from_slice(nonce);
+        Row(w)
+    }
+
+    pub fn key(&self) -> [u32; 8] {
+        self.0[4..12].try_into().expect("8 words")
+    }
+
+    pub fn nonce(&self) -> [u32; 3] {
+        self.0[13..].try_into().expect("3 words")
+    }
+}
+
+/// ChaCha20 lanes: each lane's initial state row (by pointer: a kernel loads the 16
+/// rows and transposes them in registers, cheaper than scattering 12 words per lane
+/// refill), its block counter, and where its keystream goes.
 ///
 /// One kernel step makes one keystream block per lane, XORs its first
 /// `min(rem, 64)` bytes into `ptr`, then moves `ptr` on by `stride`, `rem` down by
@@ -25,9 +55,8 @@ pub(crate) static ZERO_BLOCK: [u8; 16] = [0; 16];
 /// of one packet in the lanes, with stride 64 * lanes and step = lanes.
 #[repr(C, align(64))]
 pub(crate) struct ChachaLanes {
-    pub key: [[u32; MAX_LANES]; 8],
-    pub nonce: [[u32; MAX_LANES]; 3],
     pub ctr: [u32; MAX_LANES],
+    pub row: [*const Row; MAX_LANES],
     pub ptr: [*mut u8; MAX_LANES],
     pub rem: [usize; MAX_LANES],
     pub stride: usize,
@@ -35,12 +64,11 @@ pub(crate) struct ChachaLanes {
 }
 
 impl ChachaLanes {
-    /// All lanes idle, pointing at `idle` (never touched while `rem` is 0).
+    /// All lanes idle: the idle row, `ptr` at `idle` (never touched while `rem` is 0).
     pub fn idle(idle: *mut u8, stride: usize, ctr_step: u32) -> ChachaLanes {
         ChachaLanes {
-            key: [[0; MAX_LANES]; 8],
-            nonce: [[0; MAX_LANES]; 3],
             ctr: [0; MAX_LANES],
+            row: [&IDLE_ROW; MAX_LANES],
             ptr: [idle; MAX_LANES],
             rem: [0; MAX_LANES],
             stride,
@@ -48,21 +76,9 @@ impl ChachaLanes {
         }
     }
 
-    pub fn load(
-        &mut self,
-        lane: usize,
-        key: &[u32; 8],
-        nonce: &[u32; 3],
-        ctr: u32,
-        ptr: *mut u8,
-        rem: usize,
-    ) {
-        for (w, k) in key.iter().enumerate() {
-            self.key[w][lane] = *k;
-        }
-        for (w, n) in nonce.iter().enumerate() {
-            self.nonce[w][lane] = *n;
-        }
+    /// Points `lane` at a new stream. `row` must stay valid while the lanes are used.
+    pub fn load(&mut self, lane: usize, row: &Row, ctr: u32, ptr: *mut u8, rem: usize) {
+        self.row[lane] = row;
         self.ctr[lane] = ctr;
         self.ptr[lane] = ptr;
         self.rem[lane] = rem;

@@ -36,7 +36,7 @@ use crypto::key::KeyCache;
 use crypto::{AeadOp, Algorithm, Direction, Engine, KeyMaterial, KeyRegistry, OpStatus};
 use dispatch::Kernels;
 use job::{Job, Scratch};
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::Zeroize;
 
 /// Ops at least this long go through the block path on a 16-lane path. Measured on
 /// an AMD EPYC (Zen 5) with `cargo run --release -p crypto-mb --example crossover`:
@@ -45,13 +45,20 @@ pub const BLOCK_THRESHOLD_16: usize = 4096;
 /// The same for the 8-lane AVX2 path.
 pub const BLOCK_THRESHOLD_8: usize = 4096;
 
-/// A ChaCha20 key as state words, zeroed when the cache drops it.
-#[derive(Zeroize, ZeroizeOnDrop)]
-struct ChachaKey([u32; 8]);
+/// A ChaCha20 key as an initial state row with counter and nonce 0: an op's row is
+/// a copy with its nonce written in. Zeroed when the cache drops it.
+struct ChachaKey(lanes::Row);
 
 impl ChachaKey {
     fn expand(m: &KeyMaterial) -> Option<ChachaKey> {
-        (m.alg == Algorithm::ChaCha20Poly1305).then(|| ChachaKey(scalar::key_words(m.bytes())))
+        (m.alg == Algorithm::ChaCha20Poly1305)
+            .then(|| ChachaKey(lanes::Row::new(&scalar::key_words(m.bytes()), &[0; 3])))
+    }
+}
+
+impl Drop for ChachaKey {
+    fn drop(&mut self) {
+        self.0.0.zeroize();
     }
 }
 
@@ -128,7 +135,12 @@ impl Engine for MbEngine {
 
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
         self.keys.sync(keys);
-        self.jobs.clear();
+        // Jobs are written in place, field by field: building one on the stack and
+        // moving it in made every push wait on failed store-to-load forwarding.
+        if self.jobs.len() < ops.len() {
+            self.jobs.resize(ops.len(), Job::EMPTY);
+        }
+        let mut n = 0;
         for (i, op) in ops.iter_mut().enumerate() {
             if op.status != OpStatus::Pending {
                 continue;
@@ -151,32 +163,35 @@ impl Engine for MbEngine {
             if op.src != op.dst {
                 mem.copy_within(op.src_span().range(), op.dst as usize);
             }
-            self.jobs.push(Job {
-                op: i,
-                key: key.0,
-                nonce: scalar::nonce_words(&op.nonce),
-                text: op.dst as usize,
-                len: op.len as usize,
-                aad: op.aad.offset as usize,
-                aad_len: op.aad.len as usize,
-                tag: op.tag as usize,
-                decrypt: op.direction == Direction::Decrypt,
-            });
+            let j = &mut self.jobs[n];
+            j.row = key.0;
+            j.row.0[13..].copy_from_slice(&scalar::nonce_words(&op.nonce));
+            j.op = i;
+            j.text = op.dst as usize;
+            j.len = op.len as usize;
+            j.aad = op.aad.offset as usize;
+            j.aad_len = op.aad.len as usize;
+            j.tag = op.tag as usize;
+            j.decrypt = op.direction == Direction::Decrypt;
+            n += 1;
         }
+        let jobs = &mut self.jobs[..n];
         match &self.kernels {
-            None => scheduler::run_scalar(&self.jobs, mem, ops),
+            None => scheduler::run_scalar(jobs, mem, ops),
             Some(k) => scheduler::run_vector(
                 k,
                 self.block_threshold,
-                &self.jobs,
+                jobs,
                 &mut self.scratch,
                 &mut self.lists,
                 mem,
                 ops,
             ),
         }
-        self.scratch.wipe();
-        self.jobs.iter_mut().for_each(|j| j.key.zeroize());
+        // Keys and one-time keys do not outlive the call in scratch (see `Scratch::wipe`).
+        self.scratch.wipe(n);
+        jobs.iter_mut().for_each(|j| j.row = lanes::ZERO_ROW);
+        core::hint::black_box(jobs);
     }
 }
 

@@ -15,7 +15,6 @@
 
 use crate::dispatch::Kernels;
 use crate::job::{Job, Scratch};
-use crate::lane_path::Target;
 use crate::{block_path, lane_path, scalar};
 use crypto::{AeadOp, OpStatus};
 use subtle::ConstantTimeEq;
@@ -23,7 +22,6 @@ use subtle::ConstantTimeEq;
 /// Lists of job indices, kept between calls so that a steady state allocates nothing.
 #[derive(Default)]
 pub(crate) struct Lists {
-    all: Vec<u32>,
     lane: Vec<u32>,
     block: Vec<u32>,
     pick: Vec<u32>,
@@ -41,20 +39,21 @@ fn verdict(mac: &[u8; 16], tag: &[u8]) -> OpStatus {
 /// The scalar path: each job start to end.
 pub(crate) fn run_scalar(jobs: &[Job], mem: &mut [u8], ops: &mut [AeadOp]) {
     for j in jobs {
-        let otk = scalar::block(&j.key, 0, &j.nonce);
+        let (key, nonce) = (j.row.key(), j.row.nonce());
+        let otk = scalar::block(&key, 0, &nonce);
         let text = j.text..j.text + j.len;
         let aad = j.aad..j.aad + j.aad_len;
         let status = if j.decrypt {
             let mac = scalar::aead_tag(&otk, &mem[aad], &mem[text.clone()]);
             let status = verdict(&mac, &mem[j.tag..j.tag + 16]);
             if status == OpStatus::Ok {
-                scalar::xor_keystream(&j.key, &j.nonce, 1, &mut mem[text]);
+                scalar::xor_keystream(&key, &nonce, 1, &mut mem[text]);
             } else {
                 mem[text].fill(0);
             }
             status
         } else {
-            scalar::xor_keystream(&j.key, &j.nonce, 1, &mut mem[text.clone()]);
+            scalar::xor_keystream(&key, &nonce, 1, &mut mem[text.clone()]);
             let mac = scalar::aead_tag(&otk, &mem[aad], &mem[text]);
             mem[j.tag..j.tag + 16].copy_from_slice(&mac);
             OpStatus::Ok
@@ -74,8 +73,6 @@ pub(crate) fn run_vector(
     ops: &mut [AeadOp],
 ) {
     scratch.reset(jobs.len());
-    lists.all.clear();
-    lists.all.extend(0..jobs.len() as u32);
     lists.lane.clear();
     lists.block.clear();
     for (i, j) in jobs.iter().enumerate() {
@@ -96,9 +93,17 @@ pub(crate) fn run_vector(
     // `mem` and `scratch` just before each pass, and neither is otherwise used until
     // the pass returns. Slots of `scratch` exist for every job index (reset above).
 
-    // 1. One-time keys.
+    // 1. One-time keys of decryptions (needed first) and of block-path encryptions;
+    // lane-path encryptions make theirs in pass 3.
+    lists.pick.clear();
+    let block = |j: &Job| j.len >= block_threshold;
+    lists.pick.extend((0..jobs.len() as u32).filter(|&i| {
+        let j = &jobs[i as usize];
+        j.decrypt || block(j)
+    }));
     let otk = scratch.otk.as_mut_ptr();
-    unsafe { lane_path::chacha(k, jobs, &lists.all, Target::OneTimeKey(otk)) };
+    let base = mem.as_mut_ptr();
+    unsafe { lane_path::chacha(k, jobs, &lists.pick, otk, base, false) };
 
     // 2. Tags of decryptions, checked before any of their plaintext is made.
     mac_pass(k, jobs, lists, scratch, mem, true);
@@ -112,8 +117,9 @@ pub(crate) fn run_vector(
     lists
         .pick
         .extend(lists.lane.iter().filter(|&&i| wanted(&jobs[i as usize])));
+    let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
-    unsafe { lane_path::chacha(k, jobs, &lists.pick, Target::Text(base)) };
+    unsafe { lane_path::chacha(k, jobs, &lists.pick, otk, base, true) };
     for &i in &lists.block {
         let j = &jobs[i as usize];
         if wanted(j) {
@@ -155,7 +161,14 @@ fn mac_pass(
     let base = mem.as_ptr();
     let (otk, tail) = (scratch.otk.as_ptr(), scratch.tail.as_mut_ptr());
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
-    unsafe { lane_path::poly(k, jobs, &lists.pick, base, otk, tail, &mut scratch.mac) };
+    unsafe { lane_path::poly(k, jobs, &lists.pick, base, otk, tail, &mut scratch.acc) };
+    lane_path::finish(
+        k.radix,
+        &lists.pick,
+        &scratch.acc,
+        &scratch.otk,
+        &mut scratch.mac,
+    );
     for &i in &lists.block {
         let (i, j) = (i as usize, &jobs[i as usize]);
         if j.decrypt == decrypt {

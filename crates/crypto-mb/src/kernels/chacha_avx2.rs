@@ -6,7 +6,6 @@
 //! block is XORed through a copy of the keystream on the stack.
 
 use crate::lanes::ChachaLanes;
-use crate::scalar::SIGMA;
 use core::arch::x86_64::*;
 
 #[inline]
@@ -38,7 +37,7 @@ fn quarter_round(x: &mut [__m256i; 16], a: usize, b: usize, c: usize, d: usize) 
 }
 
 /// 8x8 transpose of 32-bit words: in[w] holds word w of lanes 0..8, out[l] holds
-/// words 0..8 of lane l.
+/// words 0..8 of lane l (and the other way round: the transpose is its own inverse).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn transpose8(a: [__m256i; 8]) -> [__m256i; 8] {
@@ -71,38 +70,27 @@ fn transpose8(a: [__m256i; 8]) -> [__m256i; 8] {
     out
 }
 
-#[inline]
-#[target_feature(enable = "avx2")]
-fn load8(a: &[u32; 16]) -> __m256i {
-    // SAFETY: the first 8 words of a 16-word array.
-    unsafe { _mm256_loadu_si256(a.as_ptr().cast()) }
-}
-
 /// One step of lanes 0..8: see [`ChachaLanes`].
 ///
 /// # Safety
-/// The CPU has AVX2, and every lane with `rem > 0` has `ptr` valid for reading and
-/// writing `min(rem, 64)` bytes.
+/// The CPU has AVX2; lanes 0..8 have `row` pointing at a live row, and those with
+/// `rem > 0` have `ptr` valid for reading and writing `min(rem, 64)` bytes.
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn step(st: &mut ChachaLanes) {
-    let init = [
-        _mm256_set1_epi32(SIGMA[0] as i32),
-        _mm256_set1_epi32(SIGMA[1] as i32),
-        _mm256_set1_epi32(SIGMA[2] as i32),
-        _mm256_set1_epi32(SIGMA[3] as i32),
-        load8(&st.key[0]),
-        load8(&st.key[1]),
-        load8(&st.key[2]),
-        load8(&st.key[3]),
-        load8(&st.key[4]),
-        load8(&st.key[5]),
-        load8(&st.key[6]),
-        load8(&st.key[7]),
-        load8(&st.ctr),
-        load8(&st.nonce[0]),
-        load8(&st.nonce[1]),
-        load8(&st.nonce[2]),
-    ];
+    // SAFETY: every lane's row pointer is valid (a job's row or IDLE_ROW), a row is
+    // 64 bytes; the first 8 counters are 32 bytes.
+    let (low, high, ctr) = unsafe {
+        let row = |l: usize, half: usize| _mm256_load_si256(st.row[l].cast::<__m256i>().add(half));
+        (
+            core::array::from_fn(|l| row(l, 0)),
+            core::array::from_fn(|l| row(l, 1)),
+            _mm256_loadu_si256(st.ctr.as_ptr().cast()),
+        )
+    };
+    // Rows in, words out: words 0..8 from the rows' first halves, 8..16 from the second.
+    let (w0, w1) = (transpose8(low), transpose8(high));
+    let mut init: [__m256i; 16] = core::array::from_fn(|w| if w < 8 { w0[w] } else { w1[w - 8] });
+    init[12] = ctr;
     let mut x = init;
     for _ in 0..10 {
         quarter_round(&mut x, 0, 4, 8, 12);
@@ -144,7 +132,7 @@ pub(crate) unsafe fn step(st: &mut ChachaLanes) {
         st.ptr[l] = p.wrapping_add(st.stride);
         st.rem[l] = rem.saturating_sub(st.stride);
     }
-    let ctr = _mm256_add_epi32(init[12], _mm256_set1_epi32(st.ctr_step as i32));
+    let ctr = _mm256_add_epi32(ctr, _mm256_set1_epi32(st.ctr_step as i32));
     // SAFETY: the first 8 words of the 16-word counter array.
     unsafe { _mm256_storeu_si256(st.ctr.as_mut_ptr().cast(), ctr) };
 }

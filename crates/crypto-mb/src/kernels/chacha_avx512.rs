@@ -8,18 +8,23 @@
 //! bytes, so nothing past the packet is read or written.
 
 use crate::lanes::ChachaLanes;
-use crate::scalar::SIGMA;
+#[cfg(doc)]
+use crate::lanes::Row;
 use core::arch::x86_64::*;
 
 #[inline]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw")]
 fn quarter_round(x: &mut [__m512i; 16], a: usize, b: usize, c: usize, d: usize) {
+    // Rotations by 16 and 8 bits as byte shuffles: they issue on other execution
+    // ports than `vprold`, which alone would cap the rounds at one rotate per cycle.
+    let rot16 = _mm512_set4_epi32(0x0d0c_0f0e, 0x0908_0b0a, 0x0504_0706, 0x0100_0302);
+    let rot8 = _mm512_set4_epi32(0x0e0d_0c0f, 0x0a09_080b, 0x0605_0407, 0x0201_0003);
     x[a] = _mm512_add_epi32(x[a], x[b]);
-    x[d] = _mm512_rol_epi32::<16>(_mm512_xor_si512(x[d], x[a]));
+    x[d] = _mm512_shuffle_epi8(_mm512_xor_si512(x[d], x[a]), rot16);
     x[c] = _mm512_add_epi32(x[c], x[d]);
     x[b] = _mm512_rol_epi32::<12>(_mm512_xor_si512(x[b], x[c]));
     x[a] = _mm512_add_epi32(x[a], x[b]);
-    x[d] = _mm512_rol_epi32::<8>(_mm512_xor_si512(x[d], x[a]));
+    x[d] = _mm512_shuffle_epi8(_mm512_xor_si512(x[d], x[a]), rot8);
     x[c] = _mm512_add_epi32(x[c], x[d]);
     x[b] = _mm512_rol_epi32::<7>(_mm512_xor_si512(x[b], x[c]));
 }
@@ -64,39 +69,26 @@ fn transpose(x: [__m512i; 16]) -> [__m512i; 16] {
     rows
 }
 
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn load16(a: &[u32; 16]) -> __m512i {
-    // SAFETY: the array is 64 bytes, exactly one unaligned zmm load.
-    unsafe { _mm512_loadu_si512(a.as_ptr().cast()) }
-}
-
 /// One step of every lane: see [`ChachaLanes`].
 ///
 /// # Safety
-/// The CPU has AVX-512F and AVX-512BW, and every lane with `rem > 0` has `ptr` valid
-/// for reading and writing `min(rem, 64)` bytes.
+/// The CPU has AVX-512F and AVX-512BW; every lane's `row` points at a live [`Row`];
+/// every lane with `rem > 0` has `ptr` valid for reading and writing `min(rem, 64)`
+/// bytes.
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(crate) unsafe fn step(st: &mut ChachaLanes) {
-    let load = load16;
-    let init = [
-        _mm512_set1_epi32(SIGMA[0] as i32),
-        _mm512_set1_epi32(SIGMA[1] as i32),
-        _mm512_set1_epi32(SIGMA[2] as i32),
-        _mm512_set1_epi32(SIGMA[3] as i32),
-        load(&st.key[0]),
-        load(&st.key[1]),
-        load(&st.key[2]),
-        load(&st.key[3]),
-        load(&st.key[4]),
-        load(&st.key[5]),
-        load(&st.key[6]),
-        load(&st.key[7]),
-        load(&st.ctr),
-        load(&st.nonce[0]),
-        load(&st.nonce[1]),
-        load(&st.nonce[2]),
-    ];
+    // SAFETY: every lane's row pointer is valid (the type keeps it so: a job's row
+    // or IDLE_ROW), and a row is 64 bytes; the counter array is 64 bytes.
+    let (rows, ctr) = unsafe {
+        (
+            core::array::from_fn(|l| _mm512_load_si512(st.row[l].cast())),
+            _mm512_loadu_si512(st.ctr.as_ptr().cast()),
+        )
+    };
+    // Row l of the input is lane l's state; transposed, register w is word w of every
+    // lane, the layout the rounds work on.
+    let mut init = transpose(rows);
+    init[12] = ctr;
     let mut x = init;
     for _ in 0..10 {
         quarter_round(&mut x, 0, 4, 8, 12);
@@ -132,7 +124,7 @@ pub(crate) unsafe fn step(st: &mut ChachaLanes) {
         st.ptr[l] = p.wrapping_add(st.stride);
         st.rem[l] = rem.saturating_sub(st.stride);
     }
-    let ctr = _mm512_add_epi32(init[12], _mm512_set1_epi32(st.ctr_step as i32));
+    let ctr = _mm512_add_epi32(ctr, _mm512_set1_epi32(st.ctr_step as i32));
     // SAFETY: `st.ctr` is 64 bytes.
     unsafe { _mm512_storeu_si512(st.ctr.as_mut_ptr().cast(), ctr) };
 }
