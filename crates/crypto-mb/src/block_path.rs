@@ -15,7 +15,7 @@ use crate::dispatch::Kernels;
 use crate::field::{self, Limbs};
 use crate::job::Job;
 use crate::lane_path::fill_tail;
-use crate::lanes::{ChachaLanes, PolyLanes, ZERO_BLOCK};
+use crate::lanes::{ChachaLanes, PolyLanes, Row, ZERO_BLOCK};
 
 /// ChaCha20 blocks 1.. of one job over its text.
 ///
@@ -23,31 +23,39 @@ use crate::lanes::{ChachaLanes, PolyLanes, ZERO_BLOCK};
 /// `k`'s kernels run on this CPU; the job's text lies in the memory at `base` and
 /// nothing else touches it during the call.
 pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8) {
+    // SAFETY: the text is in the memory (caller).
+    unsafe { chacha_run(k, &j.row, 1, base.add(j.text), j.len) };
+}
+
+/// The keystream of `row` from block `counter` on, XORed over `len` bytes at `text`.
+///
+/// # Safety
+/// `k`'s kernels run on this CPU; `text` is valid for reading and writing `len`
+/// bytes, which nothing else touches during the call.
+pub(crate) unsafe fn chacha_run(k: &Kernels, row: &Row, counter: u32, text: *mut u8, len: usize) {
     let mut idle = [0u8; 64];
     let stride = 64 * k.lanes;
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.lanes as u32);
-    // SAFETY: the text start is in the memory (caller); lane offsets past its end are
-    // only formed (wrapping), never used, as their `rem` is 0.
-    let text = unsafe { base.add(j.text) };
     for lane in 0..k.lanes {
+        // Lane offsets past the end are only formed (wrapping), never used: `rem` is 0.
         let at = 64 * lane;
-        let ctr = 1 + lane as u32;
+        let ctr = counter.wrapping_add(lane as u32);
         st.load(
             lane,
-            &j.row,
+            row,
             ctr,
             text.wrapping_add(at),
-            j.len.saturating_sub(at),
+            len.saturating_sub(at),
         );
     }
-    for _ in 0..j.len.div_ceil(stride) {
+    for _ in 0..len.div_ceil(stride) {
         // SAFETY: each lane's `rem` counts bytes of the text from its pointer on.
         unsafe { (k.chacha)(&mut st) };
     }
 }
 
 /// r^1..=r^lanes, fully reduced (the kernels need multipliers below 2^130).
-fn powers(r: Limbs, lanes: usize) -> [Limbs; 17] {
+pub(crate) fn powers(r: Limbs, lanes: usize) -> [Limbs; 17] {
     let mut pw = [Limbs::ZERO; 17];
     pw[1] = r;
     for i in 2..=lanes {
@@ -61,7 +69,13 @@ fn powers(r: Limbs, lanes: usize) -> [Limbs; 17] {
 /// # Safety
 /// `k`'s kernels run on this CPU; `p` is valid for reading `16 * blocks` bytes;
 /// `blocks >= 1`.
-unsafe fn horner(k: &Kernels, h: Limbs, p: *const u8, blocks: usize, pw: &[Limbs; 17]) -> Limbs {
+pub(crate) unsafe fn horner(
+    k: &Kernels,
+    h: Limbs,
+    p: *const u8,
+    blocks: usize,
+    pw: &[Limbs; 17],
+) -> Limbs {
     let n = k.lanes;
     let pad = (n - blocks % n) % n;
     let steps = (blocks + pad) / n;

@@ -8,26 +8,28 @@
 //! accumulators side by side. Long packets, for which the lanes would wait on each
 //! other, go the other way: one packet across all lanes.
 //!
-//! - [`dispatch`]: the paths (`scalar`, `avx2`, `avx512`, `avx512ifma`), runtime CPU
+//! - `dispatch`: the paths (`scalar`, `avx2`, `avx512`, `avx512ifma`), runtime CPU
 //!   detection and the kernel table;
 //! - `kernels/`: the SIMD kernels, ChaCha20 and Poly1305 per instruction set;
 //! - `lane_path`, `block_path`: the two ways of feeding lanes;
 //! - `scheduler`: a whole op vector, pass by pass;
-//! - `scalar`, `field`: the portable path and Poly1305's field arithmetic.
+//! - `scalar`, `field`: the portable path and Poly1305's field arithmetic;
+//! - [`raw`]: the primitives alone on a chosen path, for known-answer tests.
 //!
 //! Ops of one vector must not overlap each other's memory (each op's own ranges are
 //! checked by [`AeadOp::validate`]); the engine processes them in passes, not one
 //! after another.
 
 mod block_path;
-pub mod dispatch;
-pub mod field;
+mod dispatch;
+mod field;
 mod job;
 #[cfg(target_arch = "x86_64")]
 mod kernels;
 mod lane_path;
 mod lanes;
-pub mod scalar;
+pub mod raw;
+mod scalar;
 mod scheduler;
 
 pub use dispatch::Path;
