@@ -17,14 +17,48 @@ use crate::job::Job;
 use crate::lane_path::fill_tail;
 use crate::lanes::{ChachaLanes, PolyLanes, Row, ZERO_BLOCK};
 
-/// ChaCha20 blocks 1.. of one job over its text.
+/// ChaCha20 over one job's text; for an encryption, keystream block 0 goes to the
+/// job's one-time-key slot `otk` in the same pass (lane 0 of the first step), so a
+/// lone packet does not pay a whole step of lanes for one block.
 ///
 /// # Safety
 /// `k`'s kernels run on this CPU; the job's text lies in the memory at `base` and
-/// nothing else touches it during the call.
-pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8) {
+/// nothing else touches it during the call; `otk`, when given, is valid for 64 bytes.
+pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8, otk: Option<*mut u8>) {
     // SAFETY: the text is in the memory (caller).
-    unsafe { chacha_run(k, &j.row, 1, base.add(j.text), j.len) };
+    let text = unsafe { base.add(j.text) };
+    let Some(otk) = otk else {
+        // SAFETY: as above.
+        return unsafe { chacha_run(k, &j.row, 1, text, j.len) };
+    };
+    let mut idle = [0u8; 64];
+    let stride = 64 * k.lanes;
+    let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.lanes as u32);
+    // Block b of the stream is lane b % lanes in step b / lanes; block 0 is the key,
+    // block b > 0 is text bytes 64 (b - 1)...
+    st.load(0, &j.row, 0, otk, 64);
+    for lane in 1..k.lanes {
+        let at = 64 * (lane - 1);
+        st.load(
+            lane,
+            &j.row,
+            lane as u32,
+            text.wrapping_add(at),
+            j.len.saturating_sub(at),
+        );
+    }
+    let blocks = 1 + j.len.div_ceil(64);
+    for step in 0..blocks.div_ceil(k.lanes) {
+        // SAFETY: every lane's `rem` counts bytes of the text (or the key slot) from
+        // its pointer on; pointers past the end are formed, never used.
+        unsafe { (k.chacha)(&mut st) };
+        if step == 0 {
+            // ... so after the first step lane 0 goes on at block `lanes`.
+            let at = 64 * (k.lanes - 1);
+            st.ptr[0] = text.wrapping_add(at);
+            st.rem[0] = j.len.saturating_sub(at);
+        }
+    }
 }
 
 /// The keystream of `row` from block `counter` on, XORed over `len` bytes at `text`.
@@ -54,12 +88,19 @@ pub(crate) unsafe fn chacha_run(k: &Kernels, row: &Row, counter: u32, text: *mut
     }
 }
 
-/// r^1..=r^lanes, fully reduced (the kernels need multipliers below 2^130).
+/// r^1..=r^lanes (index i holds r^i), partially reduced: each limb within a few
+/// bits of its width, which is all the kernels' bounds ask of a multiplier. Built as
+/// a tree (r^(a+b) = r^a r^b with a the largest power of two below the exponent), so
+/// the chain of dependent multiplications is 5 long rather than 15.
 pub(crate) fn powers(r: Limbs, lanes: usize) -> [Limbs; 17] {
     let mut pw = [Limbs::ZERO; 17];
     pw[1] = r;
-    for i in 2..=lanes {
-        pw[i] = pw[i - 1].mul(r).reduce();
+    let mut half = 1;
+    while half < lanes {
+        for i in half + 1..=(2 * half).min(lanes) {
+            pw[i] = pw[half].mul(pw[i - half]);
+        }
+        half *= 2;
     }
     pw
 }

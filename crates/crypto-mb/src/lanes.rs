@@ -137,7 +137,7 @@ impl PolyLanes {
         Self::put(&mut self.h, self.radix, lane, v);
     }
 
-    /// `r` must be below 2^130 (clamped keys and reduced powers are).
+    /// `r` must be partially reduced (clamped keys and `Limbs::mul` results are).
     pub fn set_r(&mut self, lane: usize, v: Limbs) {
         Self::put(&mut self.r, self.radix, lane, v);
     }

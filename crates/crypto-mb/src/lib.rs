@@ -40,12 +40,14 @@ use dispatch::Kernels;
 use job::{Job, Scratch};
 use zeroize::Zeroize;
 
-/// Ops at least this long go through the block path on a 16-lane path. Measured on
-/// an AMD EPYC (Zen 5) with `cargo run --release -p crypto-mb --example crossover`:
-/// see that example for how.
-pub const BLOCK_THRESHOLD_16: usize = 4096;
+/// The shortest op the scheduler sends through the block path, on 16 lanes: below
+/// it the lanes are faster even when a vector has only four such ops. Measured on
+/// an AMD EPYC (Zen 5) with `cargo run --release -p crypto-mb --example crossover`;
+/// that example says how. (Longer ops take the block path only when they would
+/// keep a lane busy after the others drained; see `scheduler::Split`.)
+pub const BLOCK_MIN_LEN_16: usize = 1024;
 /// The same for the 8-lane AVX2 path.
-pub const BLOCK_THRESHOLD_8: usize = 4096;
+pub const BLOCK_MIN_LEN_8: usize = 1024;
 
 /// A ChaCha20 key as an initial state row with counter and nonce 0: an op's row is
 /// a copy with its nonce written in. Zeroed when the cache drops it.
@@ -67,7 +69,7 @@ impl Drop for ChachaKey {
 pub struct MbEngine {
     path: Path,
     kernels: Option<Kernels>,
-    block_threshold: usize,
+    split: scheduler::Split,
     keys: KeyCache<ChachaKey>,
     jobs: Vec<Job>,
     scratch: Scratch,
@@ -94,15 +96,14 @@ impl MbEngine {
     pub fn with_path(path: Path) -> MbEngine {
         assert!(path.available(), "this CPU cannot run the {path} path");
         let kernels = Kernels::for_path(path);
-        let block_threshold = match kernels.map(|k| k.lanes) {
-            Some(16) => BLOCK_THRESHOLD_16,
-            Some(_) => BLOCK_THRESHOLD_8,
-            None => usize::MAX,
+        let min_len = match kernels.map(|k| k.lanes) {
+            Some(16) => BLOCK_MIN_LEN_16,
+            _ => BLOCK_MIN_LEN_8,
         };
         MbEngine {
             path,
             kernels,
-            block_threshold,
+            split: scheduler::Split::Adaptive { min_len },
             keys: KeyCache::default(),
             jobs: Vec::new(),
             scratch: Scratch::default(),
@@ -110,10 +111,11 @@ impl MbEngine {
         }
     }
 
-    /// Sends ops of `bytes` or more through the block path, the rest through the
-    /// lanes (`usize::MAX`: lanes only; 0: block path only). For measurements.
+    /// Replaces the scheduler's choice with a plain size threshold: ops of `bytes`
+    /// or more through the block path, the rest through the lanes (`usize::MAX`:
+    /// lanes only; 0: block path only). For tests and measurements.
     pub fn with_block_threshold(mut self, bytes: usize) -> MbEngine {
-        self.block_threshold = bytes;
+        self.split = scheduler::Split::Threshold(bytes);
         self
     }
 
@@ -121,8 +123,12 @@ impl MbEngine {
         self.path
     }
 
-    pub fn block_threshold(&self) -> usize {
-        self.block_threshold
+    /// The fixed threshold set by [`MbEngine::with_block_threshold`], if any.
+    pub fn block_threshold(&self) -> Option<usize> {
+        match self.split {
+            scheduler::Split::Threshold(t) => Some(t),
+            scheduler::Split::Adaptive { .. } => None,
+        }
     }
 }
 
@@ -182,7 +188,7 @@ impl Engine for MbEngine {
             None => scheduler::run_scalar(jobs, mem, ops),
             Some(k) => scheduler::run_vector(
                 k,
-                self.block_threshold,
+                self.split,
                 jobs,
                 &mut self.scratch,
                 &mut self.lists,

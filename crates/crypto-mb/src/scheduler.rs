@@ -10,8 +10,9 @@
 //! 4. Poly1305 over the ciphertext of every encryption, written as its tag;
 //! 5. failed decryptions get their output zeroed.
 //!
-//! Ops of `block_threshold` bytes or more go through the block path (one packet
-//! across all lanes), shorter ones through the lanes, longest first.
+//! Long ops that would hold a lane busy after the others drained go through the
+//! block path (one packet across all lanes), the rest through the lanes, longest
+//! first (see [`Split`]).
 
 use crate::dispatch::Kernels;
 use crate::job::{Job, Scratch};
@@ -62,10 +63,60 @@ pub(crate) fn run_scalar(jobs: &[Job], mem: &mut [u8], ops: &mut [AeadOp]) {
     }
 }
 
+/// How ops are split between the lane-parallel and the block-parallel path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// An op goes through the block path when it is at least `min_len` bytes and
+    /// longer (in ChaCha20 blocks) than the average lane's share of the vector with
+    /// it: in the lanes it would keep one lane busy after the others drained.
+    /// Checked longest first, each op that leaves taking its share with it.
+    Adaptive { min_len: usize },
+    /// Ops of at least this many bytes go through the block path (for measurements:
+    /// `usize::MAX` is lanes only, 0 block path only).
+    Threshold(usize),
+}
+
+/// ChaCha20 blocks of a job, one-time key included.
+fn blocks(j: &Job) -> usize {
+    1 + j.len.div_ceil(64)
+}
+
+/// Fills `lists.lane` (longest first) and `lists.block`.
+fn split(k: &Kernels, how: Split, jobs: &[Job], lists: &mut Lists) {
+    lists.lane.clear();
+    lists.block.clear();
+    lists.lane.extend(0..jobs.len() as u32);
+    // Longest first: the lanes drain on the shortest packets (see lane_path). Equal
+    // lengths, the common case, are sorted already.
+    let longer_first = |a: &u32, b: &u32| jobs[*a as usize].len >= jobs[*b as usize].len;
+    if !lists.lane.is_sorted_by(longer_first) {
+        lists
+            .lane
+            .sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i as usize].len));
+    }
+    let cut = match how {
+        Split::Threshold(t) => lists.lane.partition_point(|&i| jobs[i as usize].len >= t),
+        Split::Adaptive { min_len } => {
+            let mut rest: usize = jobs.iter().map(blocks).sum();
+            let mut cut = 0;
+            for &i in &lists.lane {
+                let j = &jobs[i as usize];
+                if j.len < min_len || blocks(j) * k.lanes <= rest {
+                    break;
+                }
+                rest -= blocks(j);
+                cut += 1;
+            }
+            cut
+        }
+    };
+    lists.block.extend(lists.lane.drain(..cut));
+}
+
 /// The vector paths.
 pub(crate) fn run_vector(
     k: &Kernels,
-    block_threshold: usize,
+    how: Split,
     jobs: &[Job],
     scratch: &mut Scratch,
     lists: &mut Lists,
@@ -73,19 +124,7 @@ pub(crate) fn run_vector(
     ops: &mut [AeadOp],
 ) {
     scratch.reset(jobs.len());
-    lists.lane.clear();
-    lists.block.clear();
-    for (i, j) in jobs.iter().enumerate() {
-        if j.len >= block_threshold {
-            lists.block.push(i as u32);
-        } else {
-            lists.lane.push(i as u32);
-        }
-    }
-    // Longest first: the lanes drain on the shortest packets (see lane_path).
-    lists
-        .lane
-        .sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i as usize].len));
+    split(k, how, jobs, lists);
 
     // SAFETY (every unsafe block below): `k` came from `Kernels::for_path`, which
     // checked the CPU; every job was validated against `mem` (its ranges lie inside,
@@ -93,14 +132,12 @@ pub(crate) fn run_vector(
     // `mem` and `scratch` just before each pass, and neither is otherwise used until
     // the pass returns. Slots of `scratch` exist for every job index (reset above).
 
-    // 1. One-time keys of decryptions (needed first) and of block-path encryptions;
-    // lane-path encryptions make theirs in pass 3.
+    // 1. One-time keys of decryptions, needed first; encryptions make theirs in the
+    // same pass as their text (pass 3).
     lists.pick.clear();
-    let block = |j: &Job| j.len >= block_threshold;
-    lists.pick.extend((0..jobs.len() as u32).filter(|&i| {
-        let j = &jobs[i as usize];
-        j.decrypt || block(j)
-    }));
+    lists
+        .pick
+        .extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
     let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
     unsafe { lane_path::chacha(k, jobs, &lists.pick, otk, base, false) };
@@ -123,7 +160,9 @@ pub(crate) fn run_vector(
     for &i in &lists.block {
         let j = &jobs[i as usize];
         if wanted(j) {
-            unsafe { block_path::chacha(k, j, base) };
+            // SAFETY: as above; slot i exists.
+            let key = (!j.decrypt).then(|| unsafe { otk.add(i as usize) }.cast());
+            unsafe { block_path::chacha(k, j, base, key) };
         }
     }
 

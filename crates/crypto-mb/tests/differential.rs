@@ -125,7 +125,10 @@ fn random_vectors_match_the_reference() {
             let mut ours = engine(path, round % 4, &mut rng);
             let count =
                 [1, 2, 15, 16, 17, 300][round % 6].max(rng.gen_range(1..=300) * (round / 6));
-            let what = format!("{path} threshold {} round {round}", ours.block_threshold());
+            let what = format!(
+                "{path} threshold {:?} round {round}",
+                ours.block_threshold()
+            );
             let Batch { mem, ops } = random_batch(&mut rng, &keys, count.min(300));
             let (sealed, mut ops) = same_as_reference(&what, &reg, &mut ours, &mem, &ops);
             // A mixed vector: some ops open what was sealed (out of place ones back into
@@ -156,7 +159,10 @@ fn one_flipped_bit_fails_exactly_that_op() {
         let keys = keys(&mut rng, &reg);
         for round in 0..40 {
             let mut ours = engine(path, round % 4, &mut rng);
-            let what = format!("{path} threshold {} round {round}", ours.block_threshold());
+            let what = format!(
+                "{path} threshold {:?} round {round}",
+                ours.block_threshold()
+            );
             let count = rng.gen_range(1..=64);
             let Batch { mut mem, mut ops } = random_batch(&mut rng, &keys, count);
             ReferenceEngine::new().process(&reg, &mut mem, &mut ops);

@@ -132,7 +132,7 @@ fn aead_vectors_on_every_path() {
                     r.hex("ciphertext"),
                     r.hex("tag"),
                 );
-                let what = format!("{path} threshold {} {}", engine.block_threshold(), r.name);
+                let what = format!("{path} threshold {:?} {}", engine.block_threshold(), r.name);
                 let (a, n) = (aad.len() as u32, pt.len() as u32);
                 // memory: aad | text | tag | second text (out-of-place output)
                 let mut mem = [aad.clone(), pt.clone(), vec![0; 16], vec![0; pt.len()]].concat();

@@ -75,7 +75,8 @@ fn mul(h: [__m256i; 5], r: &[__m256i; 5], s: &[__m256i; 5]) -> [__m256i; 5] {
 ///
 /// # Safety
 /// The CPU has AVX2; every lane's `ptr + k * stride` (lanes 0..8) is valid for
-/// reading 16 bytes for each k < n; `r` of every lane is below 2^130.
+/// reading 16 bytes for each k < n; `r` of every lane is partially reduced (limbs
+/// within a few bits of their widths, as `Limbs::mul` leaves them).
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
     let m26 = _mm256_set1_epi64x((1 << 26) - 1);

@@ -66,7 +66,8 @@ fn mul(h: [__m512i; 5], r: &[__m512i; 5], s: &[__m512i; 5]) -> [__m512i; 5] {
 ///
 /// # Safety
 /// The CPU has AVX-512F; every lane's `ptr + k * stride` is valid for reading 16
-/// bytes for each k < n; `r` of every lane is below 2^130.
+/// bytes for each k < n; `r` of every lane is partially reduced (limbs within a
+/// few bits of their widths, as `Limbs::mul` leaves them).
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
     let m26 = _mm512_set1_epi64((1 << 26) - 1);

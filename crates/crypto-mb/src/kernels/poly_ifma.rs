@@ -58,7 +58,8 @@ fn times20(x: __m512i) -> __m512i {
 ///
 /// # Safety
 /// The CPU has AVX-512F and IFMA; every lane's `ptr + k * stride` is valid for
-/// reading 16 bytes for each k < n; `r` of every lane is below 2^130.
+/// reading 16 bytes for each k < n; `r` of every lane is partially reduced (limbs
+/// within a few bits of their widths, as `Limbs::mul` leaves them).
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
     let m44 = _mm512_set1_epi64((1 << 44) - 1);
