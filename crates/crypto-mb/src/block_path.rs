@@ -32,12 +32,12 @@ pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8, otk: Option<*mu
         return unsafe { chacha_run(k, &j.row, 1, text, j.len) };
     };
     let mut idle = [0u8; 64];
-    let stride = 64 * k.lanes;
-    let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.lanes as u32);
+    let stride = 64 * k.chacha_lanes;
+    let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.chacha_lanes as u32);
     // Block b of the stream is lane b % lanes in step b / lanes; block 0 is the key,
     // block b > 0 is text bytes 64 (b - 1)...
     st.load(0, &j.row, 0, otk, 64);
-    for lane in 1..k.lanes {
+    for lane in 1..k.chacha_lanes {
         let at = 64 * (lane - 1);
         st.load(
             lane,
@@ -48,13 +48,13 @@ pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8, otk: Option<*mu
         );
     }
     let blocks = 1 + j.len.div_ceil(64);
-    for step in 0..blocks.div_ceil(k.lanes) {
+    for step in 0..blocks.div_ceil(k.chacha_lanes) {
         // SAFETY: every lane's `rem` counts bytes of the text (or the key slot) from
         // its pointer on; pointers past the end are formed, never used.
         unsafe { (k.chacha)(&mut st) };
         if step == 0 {
             // ... so after the first step lane 0 goes on at block `lanes`.
-            let at = 64 * (k.lanes - 1);
+            let at = 64 * (k.chacha_lanes - 1);
             st.ptr[0] = text.wrapping_add(at);
             st.rem[0] = j.len.saturating_sub(at);
         }
@@ -68,9 +68,9 @@ pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8, otk: Option<*mu
 /// bytes, which nothing else touches during the call.
 pub(crate) unsafe fn chacha_run(k: &Kernels, row: &Row, counter: u32, text: *mut u8, len: usize) {
     let mut idle = [0u8; 64];
-    let stride = 64 * k.lanes;
-    let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.lanes as u32);
-    for lane in 0..k.lanes {
+    let stride = 64 * k.chacha_lanes;
+    let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.chacha_lanes as u32);
+    for lane in 0..k.chacha_lanes {
         // Lane offsets past the end are only formed (wrapping), never used: `rem` is 0.
         let at = 64 * lane;
         let ctr = counter.wrapping_add(lane as u32);

@@ -11,7 +11,8 @@ pub enum Path {
     Scalar,
     /// 8 lanes: ChaCha20 on 32-bit lanes of ymm registers, Poly1305 in 26-bit limbs.
     Avx2,
-    /// 16 lanes on zmm registers, Poly1305 in 26-bit limbs (AVX-512 F, BW and VL).
+    /// 16 lanes on zmm registers (32 for ChaCha20, two interleaved groups),
+    /// Poly1305 in 26-bit limbs (AVX-512 F, BW and VL).
     Avx512,
     /// As `Avx512`, with Poly1305 in 44-bit limbs on the 52-bit multiply-add (IFMA).
     Avx512Ifma,
@@ -100,6 +101,9 @@ impl core::fmt::Display for Path {
 /// busy lane's pointers valid as [`ChachaLanes`] and [`PolyLanes`] describe.
 #[derive(Clone, Copy)]
 pub(crate) struct Kernels {
+    /// Lanes of the ChaCha20 kernel.
+    pub chacha_lanes: usize,
+    /// Lanes of the Poly1305 kernel.
     pub lanes: usize,
     pub radix: Radix,
     pub chacha: unsafe fn(&mut ChachaLanes),
@@ -118,18 +122,21 @@ impl Kernels {
             match path {
                 Path::Scalar => None,
                 Path::Avx2 => Some(Kernels {
+                    chacha_lanes: 8,
                     lanes: 8,
                     radix: Radix::R26,
                     chacha: chacha_avx2::step,
                     poly: poly_avx2::steps,
                 }),
                 Path::Avx512 => Some(Kernels {
+                    chacha_lanes: 32,
                     lanes: 16,
                     radix: Radix::R26,
                     chacha: chacha_avx512::step,
                     poly: poly_avx512::steps,
                 }),
                 Path::Avx512Ifma => Some(Kernels {
+                    chacha_lanes: 32,
                     lanes: 16,
                     radix: Radix::R44,
                     chacha: chacha_avx512::step,

@@ -6,7 +6,7 @@
 use crate::dispatch::Kernels;
 use crate::field::Limbs;
 use crate::job::Job;
-use crate::lanes::{ChachaLanes, MAX_LANES, PolyLanes, Radix};
+use crate::lanes::{ChachaLanes, MAX_CHACHA_LANES, MAX_LANES, PolyLanes, Radix};
 
 /// Runs ChaCha20 for the jobs in `order` through the lanes.
 ///
@@ -30,11 +30,11 @@ pub(crate) unsafe fn chacha(
     let mut idle = [0u8; 64];
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
     // A lane's second stretch: the text after the one-time key.
-    let mut then: [Option<(*mut u8, usize)>; MAX_LANES] = [None; MAX_LANES];
+    let mut then: [Option<(*mut u8, usize)>; MAX_CHACHA_LANES] = [None; MAX_CHACHA_LANES];
     let mut next = 0;
     loop {
         let mut busy = false;
-        for (lane, then) in then.iter_mut().enumerate().take(k.lanes) {
+        for (lane, then) in then.iter_mut().enumerate().take(k.chacha_lanes) {
             while st.rem[lane] == 0 {
                 if let Some((p, n)) = then.take() {
                     st.ptr[lane] = p;

@@ -9,8 +9,10 @@
 
 use crate::field::Limbs;
 
-/// The widest kernels (AVX-512) run 16 lanes; AVX2 kernels use the first 8 slots.
+/// The widest Poly1305 kernels (AVX-512) run 16 lanes; AVX2 kernels use the first 8.
 pub(crate) const MAX_LANES: usize = 16;
+/// The widest ChaCha20 kernel (AVX-512) runs 32 lanes, two groups of 16.
+pub(crate) const MAX_CHACHA_LANES: usize = 32;
 
 /// A block of zeros for idle Poly1305 lanes to read.
 pub(crate) static ZERO_BLOCK: [u8; 16] = [0; 16];
@@ -55,10 +57,10 @@ impl Row {
 /// of one packet in the lanes, with stride 64 * lanes and step = lanes.
 #[repr(C, align(64))]
 pub(crate) struct ChachaLanes {
-    pub ctr: [u32; MAX_LANES],
-    pub row: [*const Row; MAX_LANES],
-    pub ptr: [*mut u8; MAX_LANES],
-    pub rem: [usize; MAX_LANES],
+    pub ctr: [u32; MAX_CHACHA_LANES],
+    pub row: [*const Row; MAX_CHACHA_LANES],
+    pub ptr: [*mut u8; MAX_CHACHA_LANES],
+    pub rem: [usize; MAX_CHACHA_LANES],
     pub stride: usize,
     pub ctr_step: u32,
 }
@@ -67,10 +69,10 @@ impl ChachaLanes {
     /// All lanes idle: the idle row, `ptr` at `idle` (never touched while `rem` is 0).
     pub fn idle(idle: *mut u8, stride: usize, ctr_step: u32) -> ChachaLanes {
         ChachaLanes {
-            ctr: [0; MAX_LANES],
-            row: [&IDLE_ROW; MAX_LANES],
-            ptr: [idle; MAX_LANES],
-            rem: [0; MAX_LANES],
+            ctr: [0; MAX_CHACHA_LANES],
+            row: [&IDLE_ROW; MAX_CHACHA_LANES],
+            ptr: [idle; MAX_CHACHA_LANES],
+            rem: [0; MAX_CHACHA_LANES],
             stride,
             ctr_step,
         }

@@ -1,6 +1,7 @@
-//! ChaCha20 for 16 lanes at once (RFC 8439 section 2.3) on AVX-512.
+//! ChaCha20 for 32 lanes at once (RFC 8439 section 2.3) on AVX-512: two groups
+//! of 16, interleaved instruction by instruction (see `quarter_round`).
 //!
-//! The state is transposed: zmm register `w` holds state word `w` of all 16 lanes,
+//! The state is transposed: zmm register `w` holds state word `w` of 16 lanes,
 //! so a quarter round is 12 instructions for 16 blocks and lanes never talk to each
 //! other. At the end a 16x16 transpose of 32-bit words turns the 16 word-registers
 //! into 16 keystream blocks, one per lane, each XORed into its lane's memory. The
@@ -12,21 +13,43 @@ use crate::lanes::ChachaLanes;
 use crate::lanes::Row;
 use core::arch::x86_64::*;
 
+/// A quarter round on two independent groups of 16 lanes, op by op side by side.
+///
+/// Each quarter round is a chain of 12 dependent instructions, and a round has only
+/// four independent ones; with SIMD integer latencies of two cycles that leaves the
+/// vector units half idle. Two groups double the independent chains, at the cost of
+/// a few spilled registers (32 state registers in a file of 32).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn quarter_round(x: &mut [__m512i; 16], a: usize, b: usize, c: usize, d: usize) {
+fn quarter_round(x: &mut [[__m512i; 16]; 2], a: usize, b: usize, c: usize, d: usize) {
     // Rotations by 16 and 8 bits as byte shuffles: they issue on other execution
-    // ports than `vprold`, which alone would cap the rounds at one rotate per cycle.
+    // ports than `vprold`.
     let rot16 = _mm512_set4_epi32(0x0d0c_0f0e, 0x0908_0b0a, 0x0504_0706, 0x0100_0302);
     let rot8 = _mm512_set4_epi32(0x0e0d_0c0f, 0x0a09_080b, 0x0605_0407, 0x0201_0003);
-    x[a] = _mm512_add_epi32(x[a], x[b]);
-    x[d] = _mm512_shuffle_epi8(_mm512_xor_si512(x[d], x[a]), rot16);
-    x[c] = _mm512_add_epi32(x[c], x[d]);
-    x[b] = _mm512_rol_epi32::<12>(_mm512_xor_si512(x[b], x[c]));
-    x[a] = _mm512_add_epi32(x[a], x[b]);
-    x[d] = _mm512_shuffle_epi8(_mm512_xor_si512(x[d], x[a]), rot8);
-    x[c] = _mm512_add_epi32(x[c], x[d]);
-    x[b] = _mm512_rol_epi32::<7>(_mm512_xor_si512(x[b], x[c]));
+    for x in x.iter_mut() {
+        x[a] = _mm512_add_epi32(x[a], x[b]);
+    }
+    for x in x.iter_mut() {
+        x[d] = _mm512_shuffle_epi8(_mm512_xor_si512(x[d], x[a]), rot16);
+    }
+    for x in x.iter_mut() {
+        x[c] = _mm512_add_epi32(x[c], x[d]);
+    }
+    for x in x.iter_mut() {
+        x[b] = _mm512_rol_epi32::<12>(_mm512_xor_si512(x[b], x[c]));
+    }
+    for x in x.iter_mut() {
+        x[a] = _mm512_add_epi32(x[a], x[b]);
+    }
+    for x in x.iter_mut() {
+        x[d] = _mm512_shuffle_epi8(_mm512_xor_si512(x[d], x[a]), rot8);
+    }
+    for x in x.iter_mut() {
+        x[c] = _mm512_add_epi32(x[c], x[d]);
+    }
+    for x in x.iter_mut() {
+        x[b] = _mm512_rol_epi32::<7>(_mm512_xor_si512(x[b], x[c]));
+    }
 }
 
 /// Turns 16 registers of one word per lane into 16 registers of one lane's block.
@@ -69,7 +92,7 @@ fn transpose(x: [__m512i; 16]) -> [__m512i; 16] {
     rows
 }
 
-/// One step of every lane: see [`ChachaLanes`].
+/// One step of every lane (32: two groups of 16): see [`ChachaLanes`].
 ///
 /// # Safety
 /// The CPU has AVX-512F and AVX-512BW; every lane's `row` points at a live [`Row`];
@@ -77,18 +100,21 @@ fn transpose(x: [__m512i; 16]) -> [__m512i; 16] {
 /// bytes.
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(crate) unsafe fn step(st: &mut ChachaLanes) {
-    // SAFETY: every lane's row pointer is valid (the type keeps it so: a job's row
-    // or IDLE_ROW), and a row is 64 bytes; the counter array is 64 bytes.
-    let (rows, ctr) = unsafe {
-        (
-            core::array::from_fn(|l| _mm512_load_si512(st.row[l].cast())),
-            _mm512_loadu_si512(st.ctr.as_ptr().cast()),
-        )
-    };
-    // Row l of the input is lane l's state; transposed, register w is word w of every
-    // lane, the layout the rounds work on.
-    let mut init = transpose(rows);
-    init[12] = ctr;
+    // Row l of the input is lane l's state; transposed, register w of a group is
+    // word w of its 16 lanes, the layout the rounds work on.
+    let mut init = [0usize, 1].map(|g| {
+        // SAFETY: every lane's row pointer is valid (the type keeps it so: a job's
+        // row or IDLE_ROW), a row is 64 bytes; the counters are 32 x 4 bytes.
+        let (rows, ctr) = unsafe {
+            (
+                core::array::from_fn(|l| _mm512_load_si512(st.row[16 * g + l].cast())),
+                _mm512_loadu_si512(st.ctr.as_ptr().add(16 * g).cast()),
+            )
+        };
+        let mut w = transpose(rows);
+        w[12] = ctr;
+        w
+    });
     let mut x = init;
     for _ in 0..10 {
         quarter_round(&mut x, 0, 4, 8, 12);
@@ -100,31 +126,35 @@ pub(crate) unsafe fn step(st: &mut ChachaLanes) {
         quarter_round(&mut x, 2, 7, 8, 13);
         quarter_round(&mut x, 3, 4, 9, 14);
     }
-    for (w, i) in x.iter_mut().zip(init) {
-        *w = _mm512_add_epi32(*w, i);
-    }
-    let rows = transpose(x);
-    for (l, row) in rows.iter().enumerate() {
-        let (p, rem) = (st.ptr[l], st.rem[l]);
-        if rem >= 64 {
-            // SAFETY: the caller guarantees 64 valid bytes at `p`.
-            unsafe {
-                let d = _mm512_loadu_si512(p.cast());
-                _mm512_storeu_si512(p.cast(), _mm512_xor_si512(d, *row));
-            }
-        } else if rem > 0 {
-            let m: __mmask64 = (1u64 << rem) - 1;
-            // SAFETY: the caller guarantees `rem` valid bytes at `p`; the masked load
-            // and store touch only those (masked-off bytes are never accessed).
-            unsafe {
-                let d = _mm512_maskz_loadu_epi8(m, p.cast());
-                _mm512_mask_storeu_epi8(p.cast(), m, _mm512_xor_si512(d, *row));
-            }
+    let step = _mm512_set1_epi32(st.ctr_step as i32);
+    for g in 0..2 {
+        for (w, i) in x[g].iter_mut().zip(init[g]) {
+            *w = _mm512_add_epi32(*w, i);
         }
-        st.ptr[l] = p.wrapping_add(st.stride);
-        st.rem[l] = rem.saturating_sub(st.stride);
+        let rows = transpose(x[g]);
+        for (l, row) in rows.iter().enumerate() {
+            let l = 16 * g + l;
+            let (p, rem) = (st.ptr[l], st.rem[l]);
+            if rem >= 64 {
+                // SAFETY: the caller guarantees 64 valid bytes at `p`.
+                unsafe {
+                    let d = _mm512_loadu_si512(p.cast());
+                    _mm512_storeu_si512(p.cast(), _mm512_xor_si512(d, *row));
+                }
+            } else if rem > 0 {
+                let m: __mmask64 = (1u64 << rem) - 1;
+                // SAFETY: the caller guarantees `rem` valid bytes at `p`; the masked
+                // load and store touch only those (masked-off bytes are never accessed).
+                unsafe {
+                    let d = _mm512_maskz_loadu_epi8(m, p.cast());
+                    _mm512_mask_storeu_epi8(p.cast(), m, _mm512_xor_si512(d, *row));
+                }
+            }
+            st.ptr[l] = p.wrapping_add(st.stride);
+            st.rem[l] = rem.saturating_sub(st.stride);
+        }
+        init[g][12] = _mm512_add_epi32(init[g][12], step);
+        // SAFETY: counters 16 g .. 16 g + 16 are inside the 32-entry array.
+        unsafe { _mm512_storeu_si512(st.ctr.as_mut_ptr().add(16 * g).cast(), init[g][12]) };
     }
-    let ctr = _mm512_add_epi32(ctr, _mm512_set1_epi32(st.ctr_step as i32));
-    // SAFETY: `st.ctr` is 64 bytes.
-    unsafe { _mm512_storeu_si512(st.ctr.as_mut_ptr().cast(), ctr) };
 }
