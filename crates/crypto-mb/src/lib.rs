@@ -40,13 +40,15 @@ use dispatch::Kernels;
 use job::{Job, Scratch};
 use zeroize::Zeroize;
 
-/// The shortest op the scheduler sends through the block path, on 16 lanes: below
-/// it the lanes are faster even when a vector has only four such ops. Measured on
-/// an AMD EPYC (Zen 5) with `cargo run --release -p crypto-mb --example crossover`;
-/// that example says how. (Longer ops take the block path only when they would
-/// keep a lane busy after the others drained; see `scheduler::Split`.)
-pub const BLOCK_MIN_LEN_16: usize = 1024;
-/// The same for the 8-lane AVX2 path.
+/// The shortest op the scheduler sends through the block path on the AVX-512
+/// paths: below it the lanes are faster even when a vector has only four such ops.
+/// Measured on an AMD EPYC (Zen 5) with
+/// `cargo run --release -p crypto-mb --example crossover`: with four ops per call,
+/// the block path is 0.83x the lanes' speed at 256 bytes and 1.25x at 512. (Longer
+/// ops take the block path only when they would keep a lane busy after the others
+/// drained; see `scheduler::Split`.)
+pub const BLOCK_MIN_LEN_16: usize = 512;
+/// The same for the 8-lane AVX2 path (`crossover avx2`: 0.86x at 512, 1.15x at 1024).
 pub const BLOCK_MIN_LEN_8: usize = 1024;
 
 /// A ChaCha20 key as an initial state row with counter and nonce 0: an op's row is
@@ -97,8 +99,8 @@ impl MbEngine {
         assert!(path.available(), "this CPU cannot run the {path} path");
         let kernels = Kernels::for_path(path);
         let min_len = match kernels.map(|k| k.lanes) {
-            Some(16) => BLOCK_MIN_LEN_16,
-            _ => BLOCK_MIN_LEN_8,
+            Some(8) => BLOCK_MIN_LEN_8,
+            _ => BLOCK_MIN_LEN_16,
         };
         MbEngine {
             path,
