@@ -74,10 +74,12 @@ impl Path {
     /// the fastest available path below the one named (or the best, when unset or
     /// unknown).
     pub fn from_env() -> Path {
-        let wanted = std::env::var("LINERATE_MB_PATH")
-            .ok()
-            .and_then(|v| Path::from_name(v.trim()));
-        match wanted {
+        Path::resolve(std::env::var("LINERATE_MB_PATH").ok().as_deref())
+    }
+
+    /// What `from_env` makes of the variable's value.
+    pub fn resolve(wanted: Option<&str>) -> Path {
+        match wanted.and_then(|v| Path::from_name(v.trim())) {
             Some(w) => Path::ALL
                 .into_iter()
                 .rev()
@@ -146,5 +148,26 @@ impl Kernels {
         }
         #[cfg(not(target_arch = "x86_64"))]
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_forcing_falls_back_to_what_runs() {
+        for p in Path::ALL {
+            assert_eq!(Path::from_name(p.name()), Some(p));
+            let got = Path::resolve(Some(p.name()));
+            assert!(got <= p && got.available());
+            if p.available() {
+                assert_eq!(got, p);
+            }
+        }
+        assert_eq!(Path::resolve(None), Path::best());
+        assert_eq!(Path::resolve(Some("no-such-path")), Path::best());
+        assert_eq!(Path::resolve(Some(" scalar ")), Path::Scalar);
+        assert!(Kernels::for_path(Path::Scalar).is_none());
     }
 }
