@@ -147,6 +147,7 @@ pub(crate) fn run_vector(
         .extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
     let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
+    // SAFETY: as stated at the top of this function.
     unsafe { lane_path::chacha(k, jobs, &lists.pick, otk, base, false) };
 
     // 2. Tags of decryptions, checked before any of their plaintext is made.
@@ -163,12 +164,14 @@ pub(crate) fn run_vector(
         .extend(lists.lane.iter().filter(|&&i| wanted(&jobs[i as usize])));
     let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
+    // SAFETY: as stated at the top of this function.
     unsafe { lane_path::chacha(k, jobs, &lists.pick, otk, base, true) };
     for &i in &lists.block {
         let j = &jobs[i as usize];
         if wanted(j) {
             // SAFETY: as above; slot i exists.
             let key = (!j.decrypt).then(|| unsafe { otk.add(i as usize) }.cast());
+            // SAFETY: as stated at the top of this function.
             unsafe { block_path::chacha(k, j, base, key) };
         }
     }
