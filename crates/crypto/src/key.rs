@@ -94,7 +94,12 @@ pub struct KeyRegistry {
     slots: Mutex<Slots>,
     capacity: usize,
     epoch: AtomicU64,
+    /// Tells registries apart: handles of two registries look alike.
+    id: u64,
 }
+
+/// Source of registry ids; 0 is never handed out (it means "no registry yet").
+static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 
 impl KeyRegistry {
     /// `capacity` bounds the number of live keys; WireGuard holds up to six per peer
@@ -104,6 +109,7 @@ impl KeyRegistry {
             slots: Mutex::new(Slots::default()),
             capacity,
             epoch: AtomicU64::new(0),
+            id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -171,6 +177,11 @@ impl KeyRegistry {
         self.lock().live
     }
 
+    /// Unique per registry in this process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Goes up on every removal: an engine whose cached epoch differs sweeps its cache.
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
@@ -187,6 +198,9 @@ impl KeyRegistry {
 pub struct KeyCache<E> {
     entries: Vec<Option<(u32, Algorithm, E)>>,
     epoch: u64,
+    /// The registry the entries came from: an engine may be handed another one (a
+    /// calibration's, then the data path's), whose handles reuse the same numbers.
+    registry: u64,
 }
 
 impl<E> Default for KeyCache<E> {
@@ -194,6 +208,7 @@ impl<E> Default for KeyCache<E> {
         KeyCache {
             entries: Vec::new(),
             epoch: 0,
+            registry: 0,
         }
     }
 }
@@ -202,6 +217,12 @@ impl<E> KeyCache<E> {
     /// Drops cached keys that the registry no longer holds. Cheap when nothing was
     /// removed since the last call: one atomic load.
     pub fn sync(&mut self, reg: &KeyRegistry) {
+        if reg.id() != self.registry {
+            self.entries.clear();
+            self.registry = reg.id();
+            self.epoch = reg.epoch();
+            return;
+        }
         let epoch = reg.epoch();
         if epoch == self.epoch {
             return;
@@ -273,6 +294,34 @@ mod tests {
         assert_eq!(
             reg.insert(Algorithm::Aes128Gcm, &[0; 16]),
             Err(KeyError::Full)
+        );
+    }
+
+    /// Handle numbers repeat across registries; a cache never serves one registry's
+    /// key for another's handle.
+    #[test]
+    fn cache_tells_registries_apart() {
+        let first = KeyRegistry::new(4);
+        let h1 = first.insert(Algorithm::ChaCha20Poly1305, &[1; 32]).unwrap();
+        let mut cache: KeyCache<u8> = KeyCache::default();
+        cache.sync(&first);
+        assert_eq!(
+            cache.get_or_expand(&first, h1, Algorithm::ChaCha20Poly1305, |m| Some(
+                m.bytes()[0]
+            )),
+            Some(&1)
+        );
+        let second = KeyRegistry::new(4);
+        let h2 = second
+            .insert(Algorithm::ChaCha20Poly1305, &[2; 32])
+            .unwrap();
+        assert_eq!(h1, h2, "the same handle in both registries");
+        cache.sync(&second);
+        assert_eq!(
+            cache.get_or_expand(&second, h2, Algorithm::ChaCha20Poly1305, |m| Some(
+                m.bytes()[0]
+            )),
+            Some(&2)
         );
     }
 

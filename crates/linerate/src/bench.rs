@@ -194,13 +194,25 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
         .counters()
         .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
         .collect();
+    // Only delivered packets count; a drop means the graph misbehaved: say where.
+    let drops: Vec<String> = wg
+        .graph
+        .counters()
+        .flat_map(|(node, c)| {
+            wireguard::DropReason::ALL
+                .iter()
+                .filter(|r| c.drops[r.index()] > 0)
+                .map(move |r| format!("{node}: {} {}", c.drops[r.index()], r.name()))
+        })
+        .collect();
+    if !drops.is_empty() {
+        return Err(format!(
+            "packets dropped in the graph ({})",
+            drops.join(", ")
+        ));
+    }
     if m.packets == 0 {
         return Err("no packet made it through the graph".into());
-    }
-    // Only delivered packets count; anything dropped would show in the counters.
-    let dropped: u64 = wg.graph.counters().map(|(_, c)| c.dropped()).sum();
-    if dropped > 0 {
-        return Err(format!("{dropped} packets dropped in the graph"));
     }
     Ok(m)
 }

@@ -7,6 +7,8 @@ use crypto::{Algorithm, Engine, EngineSet};
 /// (no library, a CPU without the instructions it needs) is left out.
 pub fn all() -> Vec<Box<dyn Engine>> {
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    // Multi-buffer first: it picks the widest path this CPU has (scalar at worst).
+    engines.push(Box::new(crypto_mb::MbEngine::new()));
     if let Ok(e) = crypto_ipsecmb::IpsecMbEngine::new() {
         engines.push(Box::new(e));
     }
