@@ -81,6 +81,8 @@ pub struct Measured {
     pub elapsed: Duration,
     /// (node, clocks per packet it handled)
     pub nodes: Vec<(String, f64)>,
+    /// The engine ChaCha20-Poly1305 ran on.
+    pub engine: String,
 }
 
 #[derive(Clone, Debug)]
@@ -94,6 +96,18 @@ pub struct Row {
     pub nodes: Vec<(String, f64)>,
     /// The process's peak resident memory after this size (VmHWM), KiB.
     pub peak_rss_kib: u64,
+    /// The engine that ran ChaCha20-Poly1305 in the graph.
+    pub engine: String,
+    /// That engine alone, one core, in-place encryptions of this size, measured right
+    /// after the graph in the same run (Gbit/s).
+    pub raw_gbps: f64,
+    pub workers: usize,
+}
+
+impl Row {
+    fn workers_f64(&self) -> f64 {
+        self.workers as f64
+    }
 }
 
 /// The process's peak resident set size so far, from /proc (0 where there is none).
@@ -153,7 +167,15 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
     let mut wg = loopback_graph(engine)?;
     let mut handles: Vec<Handle> = Vec::with_capacity(FRAME);
     let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
-    let mut m = Measured::default();
+    let mut m = Measured {
+        engine: wg
+            .cx
+            .engines
+            .chosen(crypto::Algorithm::ChaCha20Poly1305)
+            .unwrap_or("none")
+            .to_string(),
+        ..Measured::default()
+    };
     let mut seq = 0usize;
     let start = Instant::now();
     let c0 = clocks();
@@ -247,6 +269,8 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
         for n in nodes.iter_mut() {
             n.1 /= ms.len() as f64 * 2.0; // per packet operation
         }
+        let engine = ms[0].engine.clone();
+        let raw_gbps = raw_gbps(&engine, size, opts.seconds / 2.0)?;
         rows.push(Row {
             size,
             mpps: ops as f64 / secs / 1e6,
@@ -254,9 +278,34 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
             clocks_per_packet: clocks as f64 / ops as f64,
             nodes,
             peak_rss_kib: peak_rss_kib(),
+            engine,
+            raw_gbps,
+            workers: opts.workers,
         });
     }
     Ok(rows)
+}
+
+/// One engine alone on ChaCha20-Poly1305 at `size` (IMIX: the time of a 7:4:1 mix).
+fn raw_gbps(engine: &str, size: Size, seconds: f64) -> Result<f64, String> {
+    let mut e = engines::all()
+        .into_iter()
+        .find(|e| e.name() == engine)
+        .ok_or_else(|| format!("engine {engine} vanished"))?;
+    let alg = crypto::Algorithm::ChaCha20Poly1305;
+    let time = Duration::from_secs_f64(seconds.max(0.01));
+    let mix: Vec<(usize, usize)> = match size {
+        Size::Fixed(n) => vec![(n, 1)],
+        Size::Imix => IMIX.to_vec(),
+    };
+    let (mut secs, mut bits) = (0.0, 0.0);
+    for (n, weight) in mix {
+        let m = crypto::calibrate::measure(e.as_mut(), alg, n, time / 3)
+            .ok_or_else(|| format!("{engine} failed the raw measurement at {n} bytes"))?;
+        secs += weight as f64 / (m.mpps * 1e6);
+        bits += (weight * n * 8) as f64;
+    }
+    Ok(bits / secs / 1e9)
 }
 
 pub fn table(rows: &[Row]) -> String {
@@ -267,8 +316,8 @@ pub fn table(rows: &[Row]) -> String {
         .unwrap_or_default();
     let _ = write!(
         out,
-        "{:>6} {:>9} {:>9} {:>11} {:>9}",
-        "size", "Mpps", "Gbit/s", "clk/pkt", "peak MiB"
+        "{:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9}",
+        "size", "Mpps", "Gbit/s", "raw Gb/s", "graph/raw", "clk/pkt", "peak MiB"
     );
     for n in &names {
         let _ = write!(out, " {:>11}", n);
@@ -277,10 +326,12 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = write!(
             out,
-            "{:>6} {:>9.3} {:>9.3} {:>11.1} {:>9.1}",
+            "{:>6} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>11.1} {:>9.1}",
             r.size.label(),
             r.mpps,
             r.gbps,
+            r.raw_gbps,
+            r.gbps / r.workers_f64() / r.raw_gbps,
             r.clocks_per_packet,
             r.peak_rss_kib as f64 / 1024.0
         );
@@ -329,12 +380,16 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
                 "clocks_per_packet": r.clocks_per_packet,
                 "node_clocks_per_packet": nodes,
                 "peak_rss_kib": r.peak_rss_kib,
+                "chacha_engine": r.engine,
+                "raw_engine_gbps": r.raw_gbps,
+                "graph_over_raw_per_worker": r.gbps / r.workers_f64() / r.raw_gbps,
             })
         })
         .collect();
     serde_json::json!({
         "machine": machine(),
-        "engine": opts.engine.clone().unwrap_or_else(|| "default".into()),
+        "engine": rows.first().map(|r| r.engine.clone()).unwrap_or_default(),
+        "engine_choice": opts.engine.clone().unwrap_or_else(|| "calibrated".into()),
         "workers": opts.workers,
         "seconds_per_size": opts.seconds,
         "counted": "packet operations (encryptions plus decryptions) times the inner packet size",

@@ -297,9 +297,9 @@ fn bench_command(args: &[&str]) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     engines::parse_choice(opts.engine.as_deref().unwrap_or(""))?;
     println!(
-        "linerate bench: {} worker(s), engine {}, {} s per size, on {}",
+        "linerate bench: {} worker(s), engines {}, {} s per size, on {}",
         opts.workers,
-        opts.engine.as_deref().unwrap_or("default"),
+        opts.engine.as_deref().unwrap_or("calibrated"),
         opts.seconds,
         bench::machine()
     );
@@ -307,6 +307,12 @@ fn bench_command(args: &[&str]) -> Result<(), String> {
         "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation"
     );
     let rows = bench::run(&opts)?;
+    if let Some(r) = rows.first() {
+        println!(
+            "chacha20-poly1305 ran on {}; raw = that engine alone on one core; graph/raw is per worker",
+            r.engine
+        );
+    }
     print!("{}", bench::table(&rows));
     if let Some(path) = svg_path {
         let points = rows
