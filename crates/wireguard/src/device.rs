@@ -76,7 +76,7 @@ pub struct Device {
     by_key: HashMap<[u8; 32], PeerId>,
     allowed_ips: AllowedIps<PeerId>,
     /// Our receiver indices: handshakes in flight and live keypairs.
-    indices: HashMap<u32, PeerId>,
+    indices: crate::index_hash::IndexMap<PeerId>,
     ratelimiter: RateLimiter,
     load: LoadMonitor,
     actions: VecDeque<Action>,
@@ -101,7 +101,7 @@ impl Device {
             peers: Vec::new(),
             by_key: HashMap::new(),
             allowed_ips: AllowedIps::new(),
-            indices: HashMap::new(),
+            indices: Default::default(),
             ratelimiter: RateLimiter::default(),
             load: LoadMonitor::new(DEFAULT_HANDSHAKES_PER_SECOND_UNDER_LOAD),
             actions: VecDeque::new(),
@@ -355,7 +355,7 @@ impl Device {
         }
         // Section 6.2: rekey after REKEY_AFTER_MESSAGES, or (initiator) REKEY_AFTER_TIME.
         let stale = p.keypairs.current.as_ref().is_some_and(|k| {
-            k.send_counter > REKEY_AFTER_MESSAGES || (k.initiator && k.age(now) >= REKEY_AFTER_TIME)
+            k.send_counter > REKEY_AFTER_MESSAGES || (k.initiator && now >= k.rekey_at)
         });
         if stale {
             self.initiate(id, false, now);
@@ -426,7 +426,7 @@ impl Device {
         }
         let rekey_on_receive = slot == Slot::Current
             && k.initiator
-            && k.age(now) >= REKEY_ON_RECEIVE_AFTER
+            && now >= k.rekey_on_receive_at
             && !p.timers.sent_lastminute_handshake;
         p.rx_bytes += wire_len as u64;
         p.endpoint = Some(src);

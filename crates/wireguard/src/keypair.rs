@@ -1,7 +1,9 @@
 //! Transport keypairs and the three slots a peer keeps them in (whitepaper section
 //! 5.4.6 and 6.x: next, current, previous; responder key confirmation).
 
-use crate::constants::{REJECT_AFTER_MESSAGES, REJECT_AFTER_TIME};
+use crate::constants::{
+    REJECT_AFTER_MESSAGES, REJECT_AFTER_TIME, REKEY_AFTER_TIME, REKEY_ON_RECEIVE_AFTER,
+};
 use crate::replay::ReplayWindow;
 use crypto::{Algorithm, KeyHandle, KeyRegistry};
 use std::sync::Arc;
@@ -18,6 +20,11 @@ pub struct Keypair {
     pub replay: ReplayWindow,
     pub created: Instant,
     pub initiator: bool,
+    /// `created` plus the section 6 limits, computed once: the data path compares
+    /// instants per packet rather than subtracting them.
+    pub reject_at: Instant,
+    pub rekey_at: Instant,
+    pub rekey_on_receive_at: Instant,
     registry: Arc<KeyRegistry>,
 }
 
@@ -47,6 +54,9 @@ impl Keypair {
             replay: ReplayWindow::new(),
             created: now,
             initiator,
+            reject_at: now + REJECT_AFTER_TIME,
+            rekey_at: now + REKEY_AFTER_TIME,
+            rekey_on_receive_at: now + REKEY_ON_RECEIVE_AFTER,
             registry: registry.clone(),
         })
     }
@@ -57,11 +67,11 @@ impl Keypair {
 
     /// May we still send on it? (Section 6.1: REJECT_AFTER_TIME and _MESSAGES.)
     pub fn can_send(&self, now: Instant) -> bool {
-        self.age(now) < REJECT_AFTER_TIME && self.send_counter < REJECT_AFTER_MESSAGES
+        now < self.reject_at && self.send_counter < REJECT_AFTER_MESSAGES
     }
 
     pub fn can_receive(&self, now: Instant) -> bool {
-        self.age(now) < REJECT_AFTER_TIME
+        now < self.reject_at
     }
 }
 

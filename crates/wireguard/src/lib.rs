@@ -11,6 +11,7 @@ pub mod constants;
 pub mod cookie;
 pub mod device;
 pub mod drop;
+mod index_hash;
 pub mod keypair;
 pub mod noise;
 pub mod peer;
