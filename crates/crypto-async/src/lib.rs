@@ -15,7 +15,7 @@
 //! comes back. Within one vector, no op may write bytes another op reads or writes
 //! (the data path's ops each cover their own packet buffer).
 
-use crypto::{AeadOp, Algorithm, Engine, KeyRegistry, OpStatus};
+use crypto::{AeadOp, Algorithm, AsyncOps, Engine, KeyRegistry};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -35,10 +35,19 @@ struct Mem {
 // not touched by anyone else; distinct ops of one vector cover disjoint bytes.
 unsafe impl Send for Mem {}
 
+/// Which registry a job's keys come from: the engine's own, or (for a synchronous
+/// `process` call, which outlives its jobs) the caller's.
+struct KeysRef(Option<*const KeyRegistry>);
+
+// SAFETY: a borrowed registry pointer is only sent for the duration of a `process`
+// call that waits for every job it sent; KeyRegistry is Sync.
+unsafe impl Send for KeysRef {}
+
 struct Job {
     seq: u64,
     mem: Mem,
     ops: Vec<AeadOp>,
+    keys: KeysRef,
 }
 
 struct Done {
@@ -108,58 +117,26 @@ impl AsyncEngine {
         }
     }
 
-    /// Frames submitted and not yet returned by [`poll`](AsyncEngine::poll).
-    pub fn in_flight(&self) -> usize {
-        self.in_flight
-    }
-
-    /// Hands a frame of ops over to a crypto thread; returns its sequence number.
-    ///
-    /// # Safety
-    /// `mem..mem+len` must stay valid, and the bytes the ops read or write must not be
-    /// read or written by anyone else, until `poll` returns this frame. No op of the
-    /// frame may write bytes another op of it reads or writes.
-    pub unsafe fn submit(&mut self, mem: *mut u8, len: usize, ops: Vec<AeadOp>) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let w = self.next_worker;
-        self.next_worker = (w + 1) % self.workers.len();
-        self.send(w, seq, mem, len, ops);
-        self.in_flight += 1;
-        seq
-    }
-
-    fn send(&self, worker: usize, seq: u64, ptr: *mut u8, len: usize, ops: Vec<AeadOp>) {
+    fn send(
+        &self,
+        worker: usize,
+        seq: u64,
+        ptr: *mut u8,
+        len: usize,
+        ops: Vec<AeadOp>,
+        keys: KeysRef,
+    ) {
         let job = Job {
             seq,
             mem: Mem { ptr, len },
             ops,
+            keys,
         };
         // A crypto thread only ends when the engine is dropped.
         self.workers[worker]
             .jobs
             .send(job)
             .expect("crypto thread alive");
-    }
-
-    /// The oldest submitted frame, if it is done: frames come back in order.
-    pub fn poll(&mut self) -> Option<(u64, Vec<AeadOp>)> {
-        while let Ok(d) = self.done.try_recv() {
-            self.reorder.insert(d.seq, d.ops);
-        }
-        self.take_next()
-    }
-
-    /// Like [`poll`](AsyncEngine::poll), waiting for the oldest frame.
-    pub fn wait(&mut self) -> Option<(u64, Vec<AeadOp>)> {
-        if self.in_flight == 0 {
-            return None;
-        }
-        while !self.reorder.contains_key(&self.next_out) {
-            let d = self.done.recv().expect("crypto threads alive");
-            self.reorder.insert(d.seq, d.ops);
-        }
-        self.take_next()
     }
 
     fn take_next(&mut self) -> Option<(u64, Vec<AeadOp>)> {
@@ -183,7 +160,13 @@ fn crypto_thread(
         // ranges until this frame is returned (the `submit` contract); this thread is
         // the only one working on those ranges.
         let mem = unsafe { std::slice::from_raw_parts_mut(job.mem.ptr, job.mem.len) };
-        engine.process(&keys, mem, &mut job.ops);
+        let registry: &KeyRegistry = match job.keys.0 {
+            // SAFETY: a borrowed registry outlives the `process` call that sent this
+            // job and waits for it (KeysRef).
+            Some(ptr) => unsafe { &*ptr },
+            None => &keys,
+        };
+        engine.process(registry, mem, &mut job.ops);
         if done
             .send(Done {
                 seq: job.seq,
@@ -196,9 +179,47 @@ fn crypto_thread(
     }
 }
 
+impl AsyncOps for AsyncEngine {
+    unsafe fn submit(&mut self, mem: *mut u8, len: usize, ops: Vec<AeadOp>) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let w = self.next_worker;
+        self.next_worker = (w + 1) % self.workers.len();
+        self.send(w, seq, mem, len, ops, KeysRef(None));
+        self.in_flight += 1;
+        seq
+    }
+
+    fn poll(&mut self) -> Option<(u64, Vec<AeadOp>)> {
+        while let Ok(d) = self.done.try_recv() {
+            self.reorder.insert(d.seq, d.ops);
+        }
+        self.take_next()
+    }
+
+    fn wait(&mut self) -> Option<(u64, Vec<AeadOp>)> {
+        if self.in_flight == 0 {
+            return None;
+        }
+        while !self.reorder.contains_key(&self.next_out) {
+            let d = self.done.recv().expect("crypto threads alive");
+            self.reorder.insert(d.seq, d.ops);
+        }
+        self.take_next()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+}
+
 impl Engine for AsyncEngine {
     fn name(&self) -> &'static str {
         Self::NAME
+    }
+
+    fn as_async(&mut self) -> Option<&mut dyn AsyncOps> {
+        Some(self)
     }
 
     fn supports(&self, alg: Algorithm) -> bool {
@@ -206,14 +227,7 @@ impl Engine for AsyncEngine {
     }
 
     /// Cuts the vector into one piece per crypto thread, runs them at once and waits.
-    /// `keys` must be the registry this engine was made with.
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
-        if !std::ptr::eq(keys, Arc::as_ptr(&self.keys)) {
-            for op in ops.iter_mut().filter(|o| o.status == OpStatus::Pending) {
-                op.status = OpStatus::BadKey;
-            }
-            return;
-        }
         if ops.is_empty() {
             return;
         }
@@ -234,7 +248,12 @@ impl Engine for AsyncEngine {
             let seq = self.next_seq;
             self.next_seq += 1;
             self.in_flight += 1;
-            self.send(i % self.workers.len(), seq, ptr, len, chunk.to_vec());
+            let k = if std::ptr::eq(keys, Arc::as_ptr(&self.keys)) {
+                KeysRef(None)
+            } else {
+                KeysRef(Some(keys as *const KeyRegistry))
+            };
+            self.send(i % self.workers.len(), seq, ptr, len, chunk.to_vec(), k);
         }
         let mut at = 0;
         while let Some((seq, done)) = self.wait() {
@@ -266,7 +285,7 @@ impl Drop for AsyncEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crypto::{Direction, Span};
+    use crypto::{Direction, OpStatus, Span};
 
     fn factory() -> EngineFactory {
         Arc::new(|| Box::new(crypto_awslc::AwsLcEngine::new()) as Box<dyn Engine>)
@@ -362,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn a_foreign_registry_is_refused() {
+    fn a_registry_lent_to_process_works() {
         let keys = Arc::new(KeyRegistry::new(4));
         let other = KeyRegistry::new(4);
         let k = other.insert(Algorithm::ChaCha20Poly1305, &[1; 32]).unwrap();
@@ -377,6 +396,6 @@ mod tests {
             Span::new(0, 32),
         )];
         engine.process(&other, &mut mem, &mut ops);
-        assert_eq!(ops[0].status, OpStatus::BadKey);
+        assert_eq!(ops[0].status, OpStatus::Ok);
     }
 }

@@ -13,10 +13,10 @@
 //! releases it); the raw keys are zeroed by the registry. Engines that must leave no
 //! key schedule behind are the ones that own theirs (ipsecmb, mb).
 
+use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use crypto::aead::{split_op, wipe_failed_output};
 use crypto::key::KeyCache;
 use crypto::{AeadOp, Algorithm, Direction, Engine, KeyRegistry, OpStatus};
-use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 
 #[derive(Default)]
 pub struct AwsLcEngine {

@@ -16,6 +16,34 @@ pub trait Engine: Send {
     /// the engine does not serve get `Unsupported`. Must not panic on bad ranges or
     /// stale keys: those are statuses too.
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]);
+
+    /// Engines that also take frames to run elsewhere (other cores, a card) say so
+    /// here; the graph then parks a frame's packets and resumes them when it is back.
+    fn as_async(&mut self) -> Option<&mut dyn AsyncOps> {
+        None
+    }
+}
+
+/// Frames of ops handed over and taken back later, in the order they were handed
+/// over. Keys come from the registry the engine was made with.
+#[allow(unsafe_code)] // the one unsafe contract of this crate: memory lent across threads
+pub trait AsyncOps {
+    /// Hands a frame over; returns its sequence number.
+    ///
+    /// # Safety
+    /// `mem..mem+len` must stay valid, and the bytes the ops read or write must be
+    /// neither read nor written by anyone else, until the frame comes back from
+    /// [`AsyncOps::poll`] or [`AsyncOps::wait`]. No op may write bytes another op of
+    /// the frame reads or writes.
+    unsafe fn submit(&mut self, mem: *mut u8, len: usize, ops: Vec<AeadOp>) -> u64;
+
+    /// The oldest frame, if it is done.
+    fn poll(&mut self) -> Option<(u64, Vec<AeadOp>)>;
+
+    /// The oldest frame, waiting for it; `None` when nothing is in flight.
+    fn wait(&mut self) -> Option<(u64, Vec<AeadOp>)>;
+
+    fn in_flight(&self) -> usize;
 }
 
 /// The engines of one worker and which of them serves each algorithm.
@@ -49,6 +77,20 @@ impl EngineSet {
         }
         self.choice[alg.index()] = Some(i);
         Ok(())
+    }
+
+    /// The engine chosen for `alg`, if it runs frames asynchronously.
+    pub fn async_for(&mut self, alg: Algorithm) -> Option<&mut dyn AsyncOps> {
+        let i = self.choice[alg.index()]?;
+        self.engines[i].as_async()
+    }
+
+    /// Frames in flight in every asynchronous engine of the set.
+    pub fn in_flight(&mut self) -> usize {
+        self.engines
+            .iter_mut()
+            .filter_map(|e| e.as_async().map(|a| a.in_flight()))
+            .sum()
     }
 
     pub fn chosen(&self, alg: Algorithm) -> Option<&str> {
@@ -97,5 +139,21 @@ impl EngineSet {
                 .filter(|o| o.status == OpStatus::Pending)
                 .for_each(|o| o.status = OpStatus::Unsupported),
         }
+    }
+}
+
+/// A set is itself an engine (each op goes to its algorithm's choice): what an
+/// engine that wraps "the best engines here", like the async one, runs inside.
+impl Engine for EngineSet {
+    fn name(&self) -> &'static str {
+        "set"
+    }
+
+    fn supports(&self, alg: Algorithm) -> bool {
+        self.choice[alg.index()].is_some()
+    }
+
+    fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+        EngineSet::process(self, keys, mem, ops)
     }
 }

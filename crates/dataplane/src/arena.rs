@@ -3,6 +3,9 @@
 //! bytes kept free in front for outer headers, so encapsulation never copies; the
 //! layout (equal frames, one block) is what an AF_XDP UMEM wants.
 
+// The arena's memory is reached through raw pointers on purpose (see `base`).
+#![allow(unsafe_code)]
+
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub const FRAME_SIZE: usize = 2048;
@@ -38,12 +41,26 @@ impl Default for PacketMeta {
 }
 
 pub struct Arena {
+    /// Owns the memory; never resized, so `base` stays valid.
     mem: Vec<u8>,
+    /// The memory's start. Every access goes through it and covers only the buffers
+    /// it names, so that buffers lent to another thread (an async crypto engine) are
+    /// never covered by a reference while that thread writes them.
+    base: *mut u8,
+    /// Frames lent out and not yet returned; while any are, no reference to the whole
+    /// memory may be made ([`Arena::mem_mut`] refuses).
+    lent: usize,
+    /// Scratch for rx_slices' distinctness check, kept to avoid allocating.
+    scratch_seen: Vec<bool>,
     meta: Vec<PacketMeta>,
     free: Vec<Handle>,
     /// Debug aid and double-free guard: which buffers are out.
     in_use: Vec<bool>,
 }
+
+// SAFETY: `base` points into `mem`, which the arena owns and moves with it; the
+// arena is used by one thread at a time (`&mut self` for every write).
+unsafe impl Send for Arena {}
 
 impl Arena {
     /// `count` buffers; memory is taken once here and never grows.
@@ -52,8 +69,13 @@ impl Arena {
             count > 0 && count * FRAME_SIZE <= u32::MAX as usize,
             "arena size"
         );
+        let mut mem = vec![0u8; count * FRAME_SIZE];
+        let base = mem.as_mut_ptr();
         Arena {
-            mem: vec![0; count * FRAME_SIZE],
+            mem,
+            base,
+            lent: 0,
+            scratch_seen: Vec::new(),
             meta: vec![PacketMeta::default(); count],
             free: (0..count as Handle).rev().collect(),
             in_use: vec![false; count],
@@ -97,50 +119,99 @@ impl Arena {
         h as usize * FRAME_SIZE
     }
 
+    /// `len` bytes at `offset` of buffer `h`, checked to stay inside that buffer.
+    fn bytes(&self, h: Handle, offset: usize, len: usize) -> *mut u8 {
+        assert!(
+            (h as usize) < self.meta.len() && offset + len <= FRAME_SIZE,
+            "range outside buffer {h}"
+        );
+        // SAFETY: the checks above keep the pointer inside the allocation.
+        unsafe { self.base.add(Self::base(h) + offset) }
+    }
+
     /// The whole buffer.
     pub fn buffer_mut(&mut self, h: Handle) -> &mut [u8] {
-        let b = Self::base(h);
-        &mut self.mem[b..b + FRAME_SIZE]
+        let p = self.bytes(h, 0, FRAME_SIZE);
+        // SAFETY: `p..p+FRAME_SIZE` is buffer `h` alone; `&mut self` excludes other
+        // references into the arena, and a buffer lent to an engine is not handed to
+        // anyone (its packet is parked) until the engine gives it back.
+        unsafe { std::slice::from_raw_parts_mut(p, FRAME_SIZE) }
     }
 
     /// The packet's bytes.
     pub fn data(&self, h: Handle) -> &[u8] {
         let m = &self.meta[h as usize];
-        let start = Self::base(h) + m.offset as usize;
-        &self.mem[start..start + m.len as usize]
+        let p = self.bytes(h, m.offset as usize, m.len as usize);
+        // SAFETY: inside buffer `h` (checked); shared access while `&self` lives, and
+        // lent buffers are not read until they come back (see buffer_mut).
+        unsafe { std::slice::from_raw_parts(p, m.len as usize) }
     }
 
     pub fn data_mut(&mut self, h: Handle) -> &mut [u8] {
         let m = self.meta[h as usize];
-        let start = Self::base(h) + m.offset as usize;
-        &mut self.mem[start..start + m.len as usize]
+        let p = self.bytes(h, m.offset as usize, m.len as usize);
+        // SAFETY: as buffer_mut, for the packet's part of buffer `h`.
+        unsafe { std::slice::from_raw_parts_mut(p, m.len as usize) }
     }
 
-    /// All buffers as one slice: what crypto engines work on, by offset.
+    /// All buffers as one slice: what a synchronous crypto engine works on, by
+    /// offset. Refused while frames are lent to an asynchronous one.
     pub fn mem_mut(&mut self) -> &mut [u8] {
-        &mut self.mem
+        assert_eq!(self.lent, 0, "the whole arena while frames are lent out");
+        // SAFETY: the whole allocation, derived from `base` like every other access
+        // (a reference made through `mem` would retire `base` in the aliasing model);
+        // nothing is lent, and `&mut self` makes it exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.base, self.mem.len()) }
+    }
+
+    /// The memory's start and length, to lend frames to an asynchronous engine;
+    /// counts one frame out until [`Arena::returned`] is called for it.
+    pub fn lend(&mut self) -> (*mut u8, usize) {
+        self.lent += 1;
+        (self.base, self.mem.len())
+    }
+
+    /// Bytes of memory in all.
+    pub fn mem_len(&self) -> usize {
+        self.mem.len()
+    }
+
+    pub fn returned(&mut self) {
+        self.lent -= 1;
+    }
+
+    pub fn lent(&self) -> usize {
+        self.lent
     }
 
     /// Mutable views of several buffers at once, each from `offset` to the end less
     /// the tail room, in the order of `handles` (which must be distinct): what a
     /// driver reads a batch into.
     pub fn rx_slices(&mut self, handles: &[Handle], offset: usize) -> Vec<&mut [u8]> {
-        let mut order: Vec<usize> = (0..handles.len()).collect();
-        order.sort_unstable_by_key(|&i| handles[i]);
-        let mut out: Vec<Option<&mut [u8]>> = (0..handles.len()).map(|_| None).collect();
-        let mut rest: &mut [u8] = &mut self.mem;
-        let mut base = 0usize;
-        for i in order {
-            let start = Self::base(handles[i]) + offset;
-            let tail = std::mem::take(&mut rest);
-            let (_, from) = tail.split_at_mut(start - base);
-            let (buf, after) = from.split_at_mut(FRAME_SIZE - offset - TAILROOM);
-            out[i] = Some(buf);
-            rest = after;
-            base = start + FRAME_SIZE - offset - TAILROOM;
+        let len = FRAME_SIZE - offset - TAILROOM;
+        // Distinct handles make disjoint slices; a repeat would alias.
+        let mut seen = std::mem::take(&mut self.scratch_seen);
+        seen.resize(self.meta.len(), false);
+        for &h in handles {
+            assert!(self.in_use[h as usize], "buffer {h} is not allocated");
+            assert!(
+                !std::mem::replace(&mut seen[h as usize], true),
+                "buffer {h} twice"
+            );
         }
-        out.into_iter()
-            .map(|b| b.expect("every handle filled"))
+        for &h in handles {
+            seen[h as usize] = false;
+        }
+        self.scratch_seen = seen;
+        handles
+            .iter()
+            .map(|&h| {
+                let p = self.bytes(h, offset, len);
+                // SAFETY: each slice lies inside its own buffer (checked by `bytes`)
+                // and the handles are distinct (checked above), so the slices are
+                // disjoint; `&mut self` keeps them exclusive while they live.
+                unsafe { std::slice::from_raw_parts_mut(p, len) }
+            })
             .collect()
     }
 
@@ -150,8 +221,7 @@ impl Arena {
             return None;
         }
         let h = self.alloc()?;
-        let b = Self::base(h) + HEADROOM;
-        self.mem[b..b + bytes.len()].copy_from_slice(bytes);
+        self.buffer_mut(h)[HEADROOM..HEADROOM + bytes.len()].copy_from_slice(bytes);
         self.meta[h as usize].len = bytes.len() as u16;
         Some(h)
     }

@@ -1,7 +1,9 @@
 //! The data path: one arena of packet buffers, frames of handles moving through a
 //! graph of small nodes, per-node counters, and the WireGuard nodes. It knows nothing
 //! of sockets or threads: drivers fill buffers and drain output queues around it.
-// One reviewed exception: reading the time-stamp counter (counters.rs).
+// Reviewed exceptions: reading the time-stamp counter (counters.rs) and the arena's
+// raw memory (arena.rs) and lending it to asynchronous engines (the two submit
+// calls in nodes/), memory that async engines and AF_XDP share with other parties.
 #![deny(unsafe_code)]
 
 pub mod arena;

@@ -6,14 +6,44 @@
 //!                │ handshakes: consumed by the device, replies queued
 //!   tun rx ─▶ wg-encrypt ─▶ udp-output ─▶ (UDP socket)
 //! ```
+//!
+//! With an asynchronous engine, `wg-decrypt` and `wg-encrypt` hand each frame over
+//! and park its packets; when the frame is back (in order), `wg-decrypt-post` and
+//! `wg-encrypt-post` finish them exactly as the synchronous path does.
 
 use crate::arena::{Arena, Handle};
 use crate::graph::{Graph, HasArena, NodeId};
-use crate::nodes::{Output, WgDecrypt, WgEncrypt, WgInput};
+use crate::nodes::{Output, WgDecrypt, WgDecryptPost, WgEncrypt, WgEncryptPost, WgInput};
 use crypto::EngineSet;
+use crypto::{Algorithm, OpStatus};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Instant;
-use wireguard::{Action, Device, DropReason};
+use wireguard::{Action, Device, DropReason, PeerId, RecvTicket};
+
+/// What a post node needs to finish one packet after an asynchronous engine.
+#[derive(Clone, Copy, Debug)]
+pub enum Resume {
+    Encrypt { peer: PeerId, inner_len: usize },
+    Decrypt { ticket: RecvTicket, counter: u64 },
+}
+
+/// A frame handed to an asynchronous engine: its packets, in op order.
+pub struct Parked {
+    pub seq: u64,
+    pub packets: Vec<Handle>,
+    pub resume: Vec<Resume>,
+}
+
+impl Parked {
+    pub fn new(seq: u64) -> Parked {
+        Parked {
+            seq,
+            packets: Vec::new(),
+            resume: Vec::new(),
+        }
+    }
+}
 
 pub struct WgContext {
     pub arena: Arena,
@@ -29,6 +59,11 @@ pub struct WgContext {
     pub tx_control: Vec<(SocketAddr, Vec<u8>)>,
     /// Packets dropped outside any node (pool empty while re-injecting staged packets).
     pub glue_drops: [u64; DropReason::COUNT],
+    /// Frames out at an asynchronous engine, oldest first.
+    pub parked: VecDeque<Parked>,
+    /// Packets back from it, for the post nodes, in order.
+    pub resumed_encrypt: VecDeque<(Handle, OpStatus, Resume)>,
+    pub resumed_decrypt: VecDeque<(Handle, OpStatus, Resume)>,
 }
 
 impl HasArena for WgContext {
@@ -42,6 +77,8 @@ pub struct WgGraph {
     pub cx: WgContext,
     input: NodeId,
     encrypt: NodeId,
+    encrypt_post: NodeId,
+    decrypt_post: NodeId,
 }
 
 impl WgGraph {
@@ -49,12 +86,16 @@ impl WgGraph {
         let graph: Graph<WgContext> = Graph::new(vec![
             Box::new(WgInput),
             Box::new(WgDecrypt::default()),
+            Box::new(WgDecryptPost),
             Box::new(Output::tun()),
             Box::new(WgEncrypt::default()),
+            Box::new(WgEncryptPost),
             Box::new(Output::udp()),
         ]);
         let input = graph.id(WgInput::NAME).expect("built above");
         let encrypt = graph.id(WgEncrypt::NAME).expect("built above");
+        let encrypt_post = graph.id(WgEncryptPost::NAME).expect("built above");
+        let decrypt_post = graph.id(WgDecryptPost::NAME).expect("built above");
         WgGraph {
             graph,
             cx: WgContext {
@@ -66,9 +107,14 @@ impl WgGraph {
                 tx_tun: Vec::new(),
                 tx_control: Vec::new(),
                 glue_drops: [0; DropReason::COUNT],
+                parked: VecDeque::new(),
+                resumed_encrypt: VecDeque::new(),
+                resumed_decrypt: VecDeque::new(),
             },
             input,
             encrypt,
+            encrypt_post,
+            decrypt_post,
         }
     }
 
@@ -80,6 +126,36 @@ impl WgGraph {
     /// Inner IP packets from the TUN.
     pub fn from_tun(&mut self, packets: &[Handle]) {
         self.graph.enqueue(self.encrypt, packets);
+    }
+
+    /// Waits for every frame out at an asynchronous engine and queues its packets for
+    /// the post nodes. Frames come back in the order they left, so per-peer packet
+    /// order holds. Returns whether there was any.
+    fn resume_parked(&mut self) -> bool {
+        let cx = &mut self.cx;
+        if cx.parked.is_empty() {
+            return false;
+        }
+        let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) else {
+            unreachable!("frames are parked only with an asynchronous engine");
+        };
+        while let Some(parked) = cx.parked.pop_front() {
+            let (seq, ops) = engine.wait().expect("a parked frame is in flight");
+            assert_eq!(
+                seq, parked.seq,
+                "an asynchronous engine must return frames in order"
+            );
+            cx.arena.returned();
+            for ((&h, resume), op) in parked.packets.iter().zip(parked.resume).zip(&ops) {
+                let (queue, post) = match resume {
+                    Resume::Encrypt { .. } => (&mut cx.resumed_encrypt, self.encrypt_post),
+                    Resume::Decrypt { .. } => (&mut cx.resumed_decrypt, self.decrypt_post),
+                };
+                queue.push_back((h, op.status, resume));
+                self.graph.enqueue(post, &[h]);
+            }
+        }
+        true
     }
 
     /// Runs the timers due at `now`.
@@ -95,7 +171,7 @@ impl WgGraph {
         self.cx.now = now;
         loop {
             self.graph.run(&mut self.cx);
-            let mut more = false;
+            let mut more = self.resume_parked();
             while let Some(action) = self.cx.device.poll_action() {
                 match action {
                     Action::Send { to, packet } => self.cx.tx_control.push((to, packet)),

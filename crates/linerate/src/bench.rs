@@ -153,7 +153,8 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
     device
         .install_loopback_session(peer, now)
         .map_err(|e| format!("loopback session: {}", e.name()))?;
-    let (engines, _) = engines::configured_set(engine, std::time::Duration::from_millis(10))?;
+    let (engines, _) =
+        engines::configured_set(device.keys(), engine, std::time::Duration::from_millis(10))?;
     Ok(WgGraph::new(
         Arena::new(4 * FRAME + 64),
         device,
@@ -288,7 +289,7 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
 
 /// One engine alone on ChaCha20-Poly1305 at `size` (IMIX: the time of a 7:4:1 mix).
 fn raw_gbps(engine: &str, size: Size, seconds: f64) -> Result<f64, String> {
-    let mut e = engines::all()
+    let mut e = engines::all(&Arc::new(crypto::KeyRegistry::new(4)))
         .into_iter()
         .find(|e| e.name() == engine)
         .ok_or_else(|| format!("engine {engine} vanished"))?;

@@ -39,7 +39,8 @@ pub fn run(engine_filter: Option<&str>, sizes: &[Size], seconds: f64) -> Result<
     let time = Duration::from_secs_f64(seconds);
     let mut rows = Vec::new();
     let mut any = false;
-    for mut engine in engines::all() {
+    let keys = std::sync::Arc::new(crypto::KeyRegistry::new(4));
+    for mut engine in engines::all(&keys) {
         if engine_filter.is_some_and(|f| f != engine.name()) {
             continue;
         }

@@ -66,18 +66,18 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
     // Wake the worker's poll on a signal: its sleep is short anyway, this makes exit prompt.
     let (req_tx, req_rx) = mpsc::channel::<Request>();
 
-    let now = Instant::now();
     let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
+    let (engines, choices) = crate::engines::configured_set(&keys, engines, CALIBRATION_TIME)?;
+    for line in choices {
+        eprintln!("linerate: engine for {line}");
+    }
+    let now = Instant::now();
     let mut device = wireguard::Device::new(keys, now, SystemTime::now());
     if let Some(t) = std::env::var("LINERATE_UNDER_LOAD_HANDSHAKES")
         .ok()
         .and_then(|v| v.parse().ok())
     {
         device.set_under_load_threshold(t);
-    }
-    let (engines, choices) = crate::engines::configured_set(engines, CALIBRATION_TIME)?;
-    for line in choices {
-        eprintln!("linerate: engine for {line}");
     }
     let wg = WgGraph::new(Arena::new(ARENA_BUFFERS), device, engines, now);
     let socket_path_check = path.clone();

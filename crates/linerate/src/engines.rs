@@ -1,11 +1,30 @@
 //! The engines this build has, and the set a worker runs with.
 
-use crypto::{Algorithm, Engine, EngineSet};
+use crypto::{Algorithm, Engine, EngineSet, KeyRegistry};
+use std::sync::Arc;
 
 /// Every engine compiled in that works on this machine, in the order they are
 /// preferred when a measurement cannot tell them apart. An engine whose probe fails
 /// (no library, a CPU without the instructions it needs) is left out.
-pub fn all() -> Vec<Box<dyn Engine>> {
+///
+/// The async engine comes last: it runs the others on crypto threads, and frames
+/// submitted to it use `keys` (the registry the data path's sessions live in).
+pub fn all(keys: &Arc<KeyRegistry>) -> Vec<Box<dyn Engine>> {
+    let mut engines = cpu_engines();
+    let threads =
+        std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
+    let factory: crypto_async::EngineFactory =
+        Arc::new(|| Box::new(EngineSet::new(cpu_engines())) as Box<dyn Engine>);
+    engines.push(Box::new(crypto_async::AsyncEngine::new(
+        keys.clone(),
+        factory,
+        threads,
+    )));
+    engines
+}
+
+/// The engines that run on the calling thread.
+fn cpu_engines() -> Vec<Box<dyn Engine>> {
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     // Multi-buffer first: it picks the widest path this CPU has (scalar at worst).
     engines.push(Box::new(crypto_mb::MbEngine::new()));
@@ -27,7 +46,9 @@ pub fn unavailable() -> Vec<(&'static str, String)> {
 }
 
 pub fn names() -> Vec<&'static str> {
-    all().iter().map(|e| e.name()).collect()
+    let mut n: Vec<&'static str> = cpu_engines().iter().map(|e| e.name()).collect();
+    n.push(crypto_async::AsyncEngine::NAME);
+    n
 }
 
 /// Parses an engine choice: `NAME` (every algorithm it serves) or a list of
@@ -53,10 +74,11 @@ pub fn parse_choice(spec: &str) -> Result<Vec<(Option<Algorithm>, String)>, Stri
 /// go to the engine a short calibration finds cheapest for an IMIX mix. Returns the
 /// set and a line per algorithm saying what was chosen and why.
 pub fn configured_set(
+    keys: &Arc<KeyRegistry>,
     spec: Option<&str>,
     calibration: std::time::Duration,
 ) -> Result<(EngineSet, Vec<String>), String> {
-    let mut set = EngineSet::new(all());
+    let mut set = EngineSet::new(all(keys));
     let mut pinned = Vec::new();
     for (alg, name) in parse_choice(spec.unwrap_or(""))? {
         match alg {

@@ -353,7 +353,8 @@ fn show_crypto(args: &[&str]) -> Result<(), String> {
     if !(0.001..=10.0).contains(&seconds) {
         return Err("--seconds goes from 0.001 to 10".into());
     }
-    let mut set = crypto::EngineSet::new(engines::all());
+    let keys = std::sync::Arc::new(crypto::KeyRegistry::new(4));
+    let mut set = crypto::EngineSet::new(engines::all(&keys));
     let ms =
         crypto::calibrate::calibrate(&mut set, std::time::Duration::from_secs_f64(seconds), &[]);
     println!(

@@ -6,6 +6,6 @@ mod wg_encrypt;
 mod wg_input;
 
 pub use output::Output;
-pub use wg_decrypt::WgDecrypt;
-pub use wg_encrypt::WgEncrypt;
+pub use wg_decrypt::{WgDecrypt, WgDecryptPost};
+pub use wg_encrypt::{WgEncrypt, WgEncryptPost};
 pub use wg_input::WgInput;

@@ -6,9 +6,9 @@
 
 use crate::arena::{Arena, Handle};
 use crate::counters::NodeCounters;
-use crate::graph::Node;
+use crate::graph::{FREE, KEEP, Node};
 use crate::nodes::Output;
-use crate::wg::WgContext;
+use crate::wg::{Parked, Resume, WgContext};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData};
 use wireguard::{DropReason, RecvTicket};
@@ -83,54 +83,132 @@ impl Node<WgContext> for WgDecrypt {
                 counter,
             });
         }
+        if self.ops.is_empty() {
+            return;
+        }
+        if let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) {
+            let (mem, len) = cx.arena.lend();
+            let ops = std::mem::take(&mut self.ops);
+            // SAFETY: as in wg-encrypt: each op covers its own parked packet's buffer.
+            #[allow(unsafe_code)]
+            let seq = unsafe { engine.submit(mem, len, ops) };
+            let mut parked = Parked::new(seq);
+            for p in &self.pending {
+                parked.packets.push(packets[p.index]);
+                parked.resume.push(Resume::Decrypt {
+                    ticket: p.ticket,
+                    counter: p.counter,
+                });
+                next[p.index] = KEEP;
+            }
+            cx.parked.push_back(parked);
+            return;
+        }
         let keys = cx.device.keys().clone();
         cx.engines.process(&keys, cx.arena.mem_mut(), &mut self.ops);
-
         for (op, p) in self.ops.iter().zip(&self.pending) {
-            let h = packets[p.index];
-            if op.status != OpStatus::Ok {
-                c.drop(if op.status == OpStatus::BadTag {
-                    DropReason::BadTag
-                } else {
-                    DropReason::CryptoFailed
-                });
-                continue;
-            }
-            let meta = *cx.arena.meta(h);
-            let plain_start = meta.offset as usize + TRANSPORT_HEADER_LEN;
-            let plain_len = op.len as usize;
-            let (inner_src, inner_len) = if plain_len == 0 {
-                (None, 0) // keepalive
-            } else {
-                let buf = &cx.arena.data(h)[TRANSPORT_HEADER_LEN..TRANSPORT_HEADER_LEN + plain_len];
-                match wire::IpPacket::parse(buf) {
-                    Ok(ip) if ip.total_len() <= plain_len => (Some(ip.src_addr()), ip.total_len()),
-                    _ => {
-                        c.drop(DropReason::BadInnerPacket);
-                        continue;
-                    }
-                }
-            };
-            if let Err(reason) = cx.device.recv_commit(
+            next[p.index] = finish(
+                cx,
+                packets[p.index],
+                op.status,
+                op.len as usize,
                 &p.ticket,
                 p.counter,
-                inner_src,
-                meta.len as usize,
-                meta.addr,
-                cx.now,
-            ) {
-                c.drop(reason);
-                continue;
+                c,
+            );
+        }
+    }
+}
+
+/// After the crypto: parse the inner packet, check its source, commit the counter,
+/// and pass it on, or drop it.
+pub(crate) fn finish(
+    cx: &mut WgContext,
+    h: Handle,
+    status: OpStatus,
+    plain_len: usize,
+    ticket: &RecvTicket,
+    counter: u64,
+    c: &mut NodeCounters,
+) -> u16 {
+    if status != OpStatus::Ok {
+        c.drop(if status == OpStatus::BadTag {
+            DropReason::BadTag
+        } else {
+            DropReason::CryptoFailed
+        });
+        return FREE;
+    }
+    let meta = *cx.arena.meta(h);
+    let plain_start = meta.offset as usize + TRANSPORT_HEADER_LEN;
+    let (inner_src, inner_len) = if plain_len == 0 {
+        (None, 0) // keepalive
+    } else {
+        let buf = &cx.arena.data(h)[TRANSPORT_HEADER_LEN..TRANSPORT_HEADER_LEN + plain_len];
+        match wire::IpPacket::parse(buf) {
+            Ok(ip) if ip.total_len() <= plain_len => (Some(ip.src_addr()), ip.total_len()),
+            _ => {
+                c.drop(DropReason::BadInnerPacket);
+                return FREE;
             }
-            if inner_src.is_none() {
-                c.consumed += 1;
-                continue;
+        }
+    };
+    if let Err(reason) = cx.device.recv_commit(
+        ticket,
+        counter,
+        inner_src,
+        meta.len as usize,
+        meta.addr,
+        cx.now,
+    ) {
+        c.drop(reason);
+        return FREE;
+    }
+    if inner_src.is_none() {
+        c.consumed += 1;
+        return FREE;
+    }
+    let m = cx.arena.meta_mut(h);
+    m.offset = plain_start as u16;
+    m.len = inner_len as u16; // strips the padding
+    m.peer = ticket.peer.0;
+    Next::Tun as u16
+}
+
+/// `wg-decrypt-post`: finishes packets whose frame an asynchronous engine decrypted.
+#[derive(Default)]
+pub struct WgDecryptPost;
+
+impl WgDecryptPost {
+    pub const NAME: &'static str = "wg-decrypt-post";
+}
+
+impl Node<WgContext> for WgDecryptPost {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn next_nodes(&self) -> &'static [&'static str] {
+        &[Output::TUN]
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut WgContext,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            let (rh, status, resume) = cx
+                .resumed_decrypt
+                .pop_front()
+                .expect("a resumed packet per packet");
+            debug_assert_eq!(rh, h, "resumed in order");
+            if let Resume::Decrypt { ticket, counter } = resume {
+                let plain_len = cx.arena.meta(h).len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
+                next[i] = finish(cx, h, status, plain_len, &ticket, counter, c);
             }
-            let m = cx.arena.meta_mut(h);
-            m.offset = plain_start as u16;
-            m.len = inner_len as u16; // strips the padding
-            m.peer = p.ticket.peer.0;
-            next[p.index] = Next::Tun as u16;
         }
     }
 }

@@ -6,9 +6,9 @@
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::counters::NodeCounters;
-use crate::graph::Node;
+use crate::graph::{KEEP, Node};
 use crate::nodes::Output;
-use crate::wg::WgContext;
+use crate::wg::{Parked, Resume, WgContext};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use wire::wireguard::{PADDING_MULTIPLE, TRANSPORT_HEADER_LEN, TransportData};
 use wireguard::{DropReason, PeerId, SendError};
@@ -125,16 +125,90 @@ impl Node<WgContext> for WgEncrypt {
                 inner_len,
             });
         }
+        if self.ops.is_empty() {
+            return;
+        }
+        if let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) {
+            // The frame goes to another core; its packets wait in the parked list
+            // and `wg-encrypt-post` finishes them when the frame is back.
+            let (mem, len) = cx.arena.lend();
+            let ops = std::mem::take(&mut self.ops);
+            // SAFETY: every op covers its own packet's buffer, which is parked (KEEP)
+            // and touched by no one until the frame returns; the arena outlives it
+            // (WgGraph waits for every frame before the arena can go).
+            #[allow(unsafe_code)]
+            let seq = unsafe { engine.submit(mem, len, ops) };
+            let mut parked = Parked::new(seq);
+            for p in &self.pending {
+                parked.packets.push(packets[p.index]);
+                parked.resume.push(Resume::Encrypt {
+                    peer: p.peer,
+                    inner_len: p.inner_len,
+                });
+                next[p.index] = KEEP;
+            }
+            cx.parked.push_back(parked);
+            return;
+        }
         let keys = cx.device.keys().clone();
         cx.engines.process(&keys, cx.arena.mem_mut(), &mut self.ops);
         for (op, p) in self.ops.iter().zip(&self.pending) {
-            if op.status != OpStatus::Ok {
-                c.drop(DropReason::CryptoFailed);
-                continue;
+            next[p.index] = finish(cx, packets[p.index], op.status, p.peer, p.inner_len, c);
+        }
+    }
+}
+
+/// After the crypto: count the send and pass the packet on, or drop it.
+pub(crate) fn finish(
+    cx: &mut WgContext,
+    h: Handle,
+    status: OpStatus,
+    peer: PeerId,
+    inner_len: usize,
+    c: &mut NodeCounters,
+) -> u16 {
+    if status != OpStatus::Ok {
+        c.drop(DropReason::CryptoFailed);
+        return crate::graph::FREE;
+    }
+    let wire_len = cx.arena.meta(h).len as usize;
+    cx.device.note_sent(peer, inner_len, wire_len, cx.now);
+    Next::Udp as u16
+}
+
+/// `wg-encrypt-post`: finishes packets whose frame an asynchronous engine encrypted.
+#[derive(Default)]
+pub struct WgEncryptPost;
+
+impl WgEncryptPost {
+    pub const NAME: &'static str = "wg-encrypt-post";
+}
+
+impl Node<WgContext> for WgEncryptPost {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn next_nodes(&self) -> &'static [&'static str] {
+        &[Output::UDP]
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut WgContext,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            let (rh, status, resume) = cx
+                .resumed_encrypt
+                .pop_front()
+                .expect("a resumed packet per packet");
+            debug_assert_eq!(rh, h, "resumed in order");
+            if let Resume::Encrypt { peer, inner_len } = resume {
+                next[i] = finish(cx, h, status, peer, inner_len, c);
             }
-            let wire_len = cx.arena.meta(packets[p.index]).len as usize;
-            cx.device.note_sent(p.peer, p.inner_len, wire_len, cx.now);
-            next[p.index] = Next::Udp as u16;
         }
     }
 }

@@ -14,6 +14,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use wireguard::{Device, PeerId, Prefix};
 
+thread_local! {
+    /// Sites built on this thread use the asynchronous engine (see `Net::with_async`).
+    static ASYNC: Cell<bool> = const { Cell::new(false) };
+}
+
 pub struct Site {
     pub graph: WgGraph,
     pub addr: SocketAddr,
@@ -67,7 +72,18 @@ fn site(
         device.set_endpoint(peer, a.parse().unwrap());
     }
     device.add_allowed_ip(peer, allowed.parse::<Prefix>().unwrap());
-    let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
+    let engines = if ASYNC.with(|a| a.get()) {
+        // Frames go to two crypto threads and come back in order.
+        let factory: crypto_async::EngineFactory =
+            Arc::new(|| Box::new(crypto_awslc::AwsLcEngine::new()) as Box<dyn crypto::Engine>);
+        EngineSet::new(vec![Box::new(crypto_async::AsyncEngine::new(
+            device.keys().clone(),
+            factory,
+            2,
+        ))])
+    } else {
+        EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())])
+    };
     Site {
         graph: WgGraph::new(Arena::new(buffers), device, engines, now),
         addr: addr.parse().unwrap(),
@@ -80,6 +96,14 @@ impl Net {
     /// Site A (198.19.0.1) knows B's endpoint; B learns A's from the handshake.
     pub fn new() -> Net {
         Net::with_buffers(1024)
+    }
+
+    /// Both sites with the asynchronous engine: every frame crosses to crypto threads.
+    pub fn with_async() -> Net {
+        ASYNC.with(|a| a.set(true));
+        let net = Net::with_buffers(1024);
+        ASYNC.with(|a| a.set(false));
+        net
     }
 
     /// Both sites with arenas of `buffers` packet buffers.
