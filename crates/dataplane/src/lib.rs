@@ -2,8 +2,8 @@
 //! graph of small nodes, per-node counters, and the WireGuard nodes. It knows nothing
 //! of sockets or threads: drivers fill buffers and drain output queues around it.
 // Reviewed exceptions: reading the time-stamp counter (counters.rs) and the arena's
-// raw memory (arena.rs) and lending it to asynchronous engines (the two submit
-// calls in nodes/), memory that async engines and AF_XDP share with other parties.
+// raw memory (arena.rs) and lending it to asynchronous engines (park_frame in
+// wg.rs), memory that async engines and AF_XDP share with other parties.
 #![deny(unsafe_code)]
 
 pub mod arena;

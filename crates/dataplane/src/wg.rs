@@ -35,6 +35,35 @@ pub struct Parked {
     pub resume: Vec<Resume>,
 }
 
+/// Hands a frame's ops to the asynchronous engine serving ChaCha20-Poly1305, if the
+/// chosen engine is one: the packets (index in the frame, handle, how to resume) are
+/// parked and their next edge is KEEP. Returns false, touching nothing, when the
+/// engine is synchronous and the caller runs the ops itself.
+pub(crate) fn park_frame(
+    cx: &mut WgContext,
+    ops: &mut Vec<crypto::AeadOp>,
+    packets: impl Iterator<Item = (usize, Handle, Resume)>,
+    next: &mut [u16],
+) -> bool {
+    let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) else {
+        return false;
+    };
+    let (mem, len) = cx.arena.lend();
+    // SAFETY: every op covers its own packet's buffer; those packets are parked
+    // (KEEP) and touched by no one until the frame returns, and WgGraph::run waits
+    // for every frame before it returns, so the arena outlives them all.
+    #[allow(unsafe_code)]
+    let seq = unsafe { engine.submit(mem, len, std::mem::take(ops)) };
+    let mut parked = Parked::new(seq);
+    for (i, h, resume) in packets {
+        parked.packets.push(h);
+        parked.resume.push(resume);
+        next[i] = crate::graph::KEEP;
+    }
+    cx.parked.push_back(parked);
+    true
+}
+
 impl Parked {
     pub fn new(seq: u64) -> Parked {
         Parked {

@@ -6,9 +6,9 @@
 
 use crate::arena::{Arena, Handle};
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, KEEP, Node};
+use crate::graph::{FREE, Node};
 use crate::nodes::Output;
-use crate::wg::{Parked, Resume, WgContext};
+use crate::wg::{Resume, WgContext, park_frame};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData};
 use wireguard::{DropReason, RecvTicket};
@@ -86,22 +86,14 @@ impl Node<WgContext> for WgDecrypt {
         if self.ops.is_empty() {
             return;
         }
-        if let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) {
-            let (mem, len) = cx.arena.lend();
-            let ops = std::mem::take(&mut self.ops);
-            // SAFETY: as in wg-encrypt: each op covers its own parked packet's buffer.
-            #[allow(unsafe_code)]
-            let seq = unsafe { engine.submit(mem, len, ops) };
-            let mut parked = Parked::new(seq);
-            for p in &self.pending {
-                parked.packets.push(packets[p.index]);
-                parked.resume.push(Resume::Decrypt {
-                    ticket: p.ticket,
-                    counter: p.counter,
-                });
-                next[p.index] = KEEP;
-            }
-            cx.parked.push_back(parked);
+        let parked = self.pending.iter().map(|p| {
+            let resume = Resume::Decrypt {
+                ticket: p.ticket,
+                counter: p.counter,
+            };
+            (p.index, packets[p.index], resume)
+        });
+        if park_frame(cx, &mut self.ops, parked, next) {
             return;
         }
         let keys = cx.device.keys().clone();

@@ -6,9 +6,9 @@
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::counters::NodeCounters;
-use crate::graph::{KEEP, Node};
+use crate::graph::Node;
 use crate::nodes::Output;
-use crate::wg::{Parked, Resume, WgContext};
+use crate::wg::{Resume, WgContext, park_frame};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use wire::wireguard::{PADDING_MULTIPLE, TRANSPORT_HEADER_LEN, TransportData};
 use wireguard::{DropReason, PeerId, SendError};
@@ -128,26 +128,14 @@ impl Node<WgContext> for WgEncrypt {
         if self.ops.is_empty() {
             return;
         }
-        if let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) {
-            // The frame goes to another core; its packets wait in the parked list
-            // and `wg-encrypt-post` finishes them when the frame is back.
-            let (mem, len) = cx.arena.lend();
-            let ops = std::mem::take(&mut self.ops);
-            // SAFETY: every op covers its own packet's buffer, which is parked (KEEP)
-            // and touched by no one until the frame returns; the arena outlives it
-            // (WgGraph waits for every frame before the arena can go).
-            #[allow(unsafe_code)]
-            let seq = unsafe { engine.submit(mem, len, ops) };
-            let mut parked = Parked::new(seq);
-            for p in &self.pending {
-                parked.packets.push(packets[p.index]);
-                parked.resume.push(Resume::Encrypt {
-                    peer: p.peer,
-                    inner_len: p.inner_len,
-                });
-                next[p.index] = KEEP;
-            }
-            cx.parked.push_back(parked);
+        let parked = self.pending.iter().map(|p| {
+            let resume = Resume::Encrypt {
+                peer: p.peer,
+                inner_len: p.inner_len,
+            };
+            (p.index, packets[p.index], resume)
+        });
+        if park_frame(cx, &mut self.ops, parked, next) {
             return;
         }
         let keys = cx.device.keys().clone();
