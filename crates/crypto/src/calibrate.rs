@@ -4,7 +4,7 @@
 //! for a short, fixed time on scratch memory. The choice per algorithm weighs the
 //! size classes by a simple IMIX (7:4:1 of 64, 570 and 1518 bytes), the traffic mix
 //! VPN gateways are usually judged by: the engine that spends the least time on one
-//! such mix wins.
+//! such mix wins. Asynchronous engines are measured but only run when configured. Asynchronous engines are measured but only run when configured.
 
 use crate::{
     AeadOp, Algorithm, Direction, Engine, EngineSet, KeyRegistry, OpStatus, Span, TAG_LEN,
@@ -115,10 +115,19 @@ pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec
         if keep.contains(&alg) {
             continue;
         }
+        // Asynchronous engines are measured but never chosen by measurement: on an idle
+        // machine they borrow the very cores the workers will need under load, so
+        // they would win here and lose in service. They run when configured.
         let names: Vec<&'static str> = set
-            .engines()
+            .engines_mut()
             .filter(|e| e.supports(alg))
-            .map(|e| e.name())
+            .filter_map(|e| {
+                if e.as_async().is_some() {
+                    None
+                } else {
+                    Some(e.name())
+                }
+            })
             .collect();
         let best = names
             .iter()
@@ -142,6 +151,51 @@ pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec
 mod tests {
     use super::*;
     use crate::reference::ReferenceEngine;
+
+    /// An engine that says it is asynchronous (and is fast): measured, not chosen.
+    struct LooksAsync(ReferenceEngine);
+
+    impl Engine for LooksAsync {
+        fn name(&self) -> &'static str {
+            "looks-async"
+        }
+        fn supports(&self, alg: Algorithm) -> bool {
+            self.0.supports(alg)
+        }
+        fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+            self.0.process(keys, mem, ops)
+        }
+        fn as_async(&mut self) -> Option<&mut dyn crate::AsyncOps> {
+            Some(self)
+        }
+    }
+
+    #[allow(unsafe_code)]
+    impl crate::AsyncOps for LooksAsync {
+        unsafe fn submit(&mut self, _: *mut u8, _: usize, _: Vec<AeadOp>) -> u64 {
+            unreachable!("calibration never submits")
+        }
+        fn poll(&mut self) -> Option<(u64, Vec<AeadOp>)> {
+            None
+        }
+        fn wait(&mut self) -> Option<(u64, Vec<AeadOp>)> {
+            None
+        }
+        fn in_flight(&self) -> usize {
+            0
+        }
+    }
+
+    #[test]
+    fn asynchronous_engines_are_not_chosen_by_measurement() {
+        let mut set = EngineSet::new(vec![
+            Box::new(LooksAsync(ReferenceEngine::new())),
+            Box::new(ReferenceEngine::new()),
+        ]);
+        let ms = calibrate(&mut set, Duration::from_millis(1), &[]);
+        assert!(ms.iter().any(|m| m.engine == "looks-async"), "measured");
+        assert_eq!(set.chosen(Algorithm::ChaCha20Poly1305), Some("reference"));
+    }
 
     #[test]
     fn measures_and_chooses() {
