@@ -354,9 +354,11 @@ mod tests {
             },
         )
         .unwrap();
-        a.exec_checked(&["ping", "-c1", "-W2", "198.18.10.2"])
+        // Three tries each: a link just brought up may lose the first packet while
+        // neighbour discovery settles (ping succeeds on any reply).
+        a.exec_checked(&["ping", "-c3", "-i0.2", "-W2", "198.18.10.2"])
             .unwrap();
-        a.exec_checked(&["ping", "-6", "-c1", "-W2", "2001:2:0:10::2"])
+        a.exec_checked(&["ping", "-6", "-c3", "-i0.2", "-W2", "2001:2:0:10::2"])
             .unwrap();
         let mut child = a.spawn(&["sleep", "30"]).unwrap();
         assert!(child.try_wait().unwrap().is_none());
