@@ -49,43 +49,33 @@ impl Engine for AwsLcEngine {
     }
 
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
-        self.keys.sync(keys);
-        for op in ops.iter_mut().filter(|o| o.status == OpStatus::Pending) {
-            op.status = self.run(keys, mem, op);
-        }
+        self.keys.process_each(keys, mem, ops, expand, run);
     }
 }
 
-impl AwsLcEngine {
-    fn run(&mut self, keys: &KeyRegistry, mem: &mut [u8], op: &AeadOp) -> OpStatus {
-        if let Err(status) = op.validate(mem.len()) {
-            return status;
-        }
-        let Some(key) = self.keys.get_or_expand(keys, op.key, op.alg, |m| {
-            UnboundKey::new(library_algorithm(m.alg), m.bytes())
-                .ok()
-                .map(LessSafeKey::new)
-        }) else {
-            return OpStatus::BadKey;
-        };
-        let nonce = Nonce::assume_unique_for_key(op.nonce);
-        let (aad, text, tag) = split_op(mem, op);
-        match op.direction {
-            Direction::Encrypt => match key.seal_in_place_separate_tag(nonce, Aad::from(aad), text)
-            {
-                Ok(t) => {
-                    tag.copy_from_slice(t.as_ref());
-                    OpStatus::Ok
-                }
-                Err(_) => OpStatus::BadRange,
-            },
-            Direction::Decrypt => {
-                match key.open_in_place_separate_tag(nonce, Aad::from(aad), tag, text) {
-                    Ok(_) => OpStatus::Ok,
-                    Err(_) => {
-                        wipe_failed_output(mem, op);
-                        OpStatus::BadTag
-                    }
+fn expand(m: &crypto::KeyMaterial) -> Option<LessSafeKey> {
+    UnboundKey::new(library_algorithm(m.alg), m.bytes())
+        .ok()
+        .map(LessSafeKey::new)
+}
+
+fn run(key: &LessSafeKey, mem: &mut [u8], op: &AeadOp) -> OpStatus {
+    let nonce = Nonce::assume_unique_for_key(op.nonce);
+    let (aad, text, tag) = split_op(mem, op);
+    match op.direction {
+        Direction::Encrypt => match key.seal_in_place_separate_tag(nonce, Aad::from(aad), text) {
+            Ok(t) => {
+                tag.copy_from_slice(t.as_ref());
+                OpStatus::Ok
+            }
+            Err(_) => OpStatus::BadRange,
+        },
+        Direction::Decrypt => {
+            match key.open_in_place_separate_tag(nonce, Aad::from(aad), tag, text) {
+                Ok(_) => OpStatus::Ok,
+                Err(_) => {
+                    wipe_failed_output(mem, op);
+                    OpStatus::BadTag
                 }
             }
         }

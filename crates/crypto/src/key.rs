@@ -241,6 +241,30 @@ impl<E> KeyCache<E> {
         }
     }
 
+    /// The whole `process` of an engine that runs one op at a time: sync with the
+    /// registry, then for every pending op check its ranges, find its expanded key
+    /// and hand both to `run`, which returns the op's status.
+    pub fn process_each(
+        &mut self,
+        keys: &KeyRegistry,
+        mem: &mut [u8],
+        ops: &mut [crate::AeadOp],
+        expand: impl Fn(&KeyMaterial) -> Option<E>,
+        mut run: impl FnMut(&E, &mut [u8], &crate::AeadOp) -> crate::OpStatus,
+    ) {
+        use crate::OpStatus;
+        self.sync(keys);
+        for op in ops.iter_mut().filter(|o| o.status == OpStatus::Pending) {
+            op.status = match op.validate(mem.len()) {
+                Err(status) => status,
+                Ok(()) => match self.get_or_expand(keys, op.key, op.alg, &expand) {
+                    Some(key) => run(key, mem, op),
+                    None => OpStatus::BadKey,
+                },
+            };
+        }
+    }
+
     /// The expanded key for `h`, expanding it with `expand` on first use.
     /// `None` when the handle is stale or names a key of another algorithm.
     pub fn get_or_expand(

@@ -54,26 +54,17 @@ impl Engine for ReferenceEngine {
     }
 
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
-        self.keys.sync(keys);
-        for op in ops.iter_mut().filter(|o| o.status == OpStatus::Pending) {
-            op.status = self.run(keys, mem, op);
-        }
-    }
-}
-
-impl ReferenceEngine {
-    fn run(&mut self, keys: &KeyRegistry, mem: &mut [u8], op: &AeadOp) -> OpStatus {
-        if let Err(status) = op.validate(mem.len()) {
-            return status;
-        }
-        let Some(keyed) = self.keys.get_or_expand(keys, op.key, op.alg, Keyed::expand) else {
-            return OpStatus::BadKey;
-        };
-        match keyed {
-            Keyed::ChaCha(c) => run_with(c.as_ref(), mem, op),
-            Keyed::Aes128(c) => run_with(c.as_ref(), mem, op),
-            Keyed::Aes256(c) => run_with(c.as_ref(), mem, op),
-        }
+        self.keys.process_each(
+            keys,
+            mem,
+            ops,
+            Keyed::expand,
+            |keyed, mem, op| match keyed {
+                Keyed::ChaCha(c) => run_with(c.as_ref(), mem, op),
+                Keyed::Aes128(c) => run_with(c.as_ref(), mem, op),
+                Keyed::Aes256(c) => run_with(c.as_ref(), mem, op),
+            },
+        );
     }
 }
 
