@@ -55,13 +55,16 @@ impl CookieChecker {
         }
     }
 
-    /// Checks MAC1 always and, when `under_load`, MAC2 against the cookie `src` should
-    /// hold. `msg` is the whole handshake message (its length was checked by the parser).
+    /// Checks MAC1 always and, when `under_load` says so, MAC2 against the cookie `src`
+    /// should hold. `under_load` is asked only once MAC1 has verified: it is where the
+    /// caller counts handshake work, and a message anyone can forge without our public
+    /// key must never count towards load. `msg` is the whole handshake message (its
+    /// length was checked by the parser).
     pub fn check(
         &mut self,
         msg: &[u8],
         src: SocketAddr,
-        under_load: bool,
+        under_load: impl FnOnce() -> bool,
         now: Instant,
     ) -> MacCheck {
         let (m1, m2) = mac_offsets(msg.len());
@@ -69,7 +72,7 @@ impl CookieChecker {
         if !bool::from(want1.ct_eq(&msg[m1..m2])) {
             return MacCheck::BadMac1;
         }
-        if !under_load {
+        if !under_load() {
             return MacCheck::Ok;
         }
         let cookie = self.cookie_for(src, now);
@@ -196,22 +199,22 @@ mod tests {
         let src: SocketAddr = "198.18.0.1:51820".parse().unwrap();
         let mut msg = [7u8; 148];
         jar.stamp(&mut msg, now);
-        assert_eq!(checker.check(&msg, src, false, now), MacCheck::Ok);
-        assert_eq!(checker.check(&msg, src, true, now), MacCheck::NeedCookie);
+        assert_eq!(checker.check(&msg, src, || false, now), MacCheck::Ok);
+        assert_eq!(checker.check(&msg, src, || true, now), MacCheck::NeedCookie);
         let reply = checker.reply(&msg, 1234, src, now);
         let r = wire::wireguard::CookieReply::new_checked(&reply[..]).unwrap();
         assert_eq!(r.receiver_index(), 1234);
         jar.consume_reply(r.nonce(), r.encrypted_cookie(), now)
             .unwrap();
         jar.stamp(&mut msg, now);
-        assert_eq!(checker.check(&msg, src, true, now), MacCheck::Ok);
+        assert_eq!(checker.check(&msg, src, || true, now), MacCheck::Ok);
         let elsewhere: SocketAddr = "198.18.0.1:51821".parse().unwrap();
         assert_eq!(
-            checker.check(&msg, elsewhere, true, now),
+            checker.check(&msg, elsewhere, || true, now),
             MacCheck::NeedCookie
         );
         msg[3] ^= 1;
-        assert_eq!(checker.check(&msg, src, false, now), MacCheck::BadMac1);
+        assert_eq!(checker.check(&msg, src, || false, now), MacCheck::BadMac1);
         // A replayed cookie reply no longer matches the MAC1 of the newest message.
         msg[20] ^= 1;
         jar.stamp(&mut msg, now);

@@ -554,9 +554,19 @@ impl Device {
         src: SocketAddr,
         now: Instant,
     ) -> Result<(), DropReason> {
-        let under_load = self.load.note_handshake(now);
         let checker = self.checker.as_mut().ok_or(DropReason::NoPrivateKey)?;
-        match checker.check(packet, src, under_load, now) {
+        let load = &mut self.load;
+        let mut under_load = false;
+        let verdict = checker.check(
+            packet,
+            src,
+            || {
+                under_load = load.note_handshake(now);
+                under_load
+            },
+            now,
+        );
+        match verdict {
             MacCheck::BadMac1 => Err(DropReason::BadMac1),
             MacCheck::NeedCookie => {
                 let reply = checker.reply(packet, sender_index, src, now);
