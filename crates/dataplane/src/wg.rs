@@ -11,7 +11,7 @@
 //! and park its packets; when the frame is back (in order), `wg-decrypt-post` and
 //! `wg-encrypt-post` finish them exactly as the synchronous path does.
 
-use crate::arena::{Arena, Handle};
+use crate::arena::{Arena, FRAME_SIZE, HEADROOM, Handle, TAILROOM};
 use crate::graph::{Graph, HasArena, NodeId};
 use crate::nodes::{Output, WgDecrypt, WgDecryptPost, WgEncrypt, WgEncryptPost, WgInput};
 use crypto::EngineSet;
@@ -20,6 +20,13 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Instant;
 use wireguard::{Action, Device, DropReason, PeerId, RecvTicket};
+
+/// The largest inner MTU this data path carries both ways: a received datagram
+/// (transport header, the inner packet padded to at most the MTU, the tag) must fit
+/// the part of a buffer a receive may fill (all but headroom and tail room). An
+/// interface asking for more is refused.
+pub const MAX_MTU: usize =
+    FRAME_SIZE - HEADROOM - TAILROOM - wire::wireguard::TRANSPORT_HEADER_LEN - crypto::TAG_LEN;
 
 /// What a post node needs to finish one packet after an asynchronous engine.
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +87,8 @@ pub struct WgContext {
     pub engines: EngineSet,
     /// The time of the batch being processed.
     pub now: Instant,
+    /// The inner interface's MTU, which bounds the padding (0: not known).
+    pub mtu: usize,
     /// Encrypted datagrams to send; each buffer's meta.addr is its destination.
     pub tx_udp: Vec<Handle>,
     /// Decrypted inner packets for the TUN.
@@ -132,6 +141,7 @@ impl WgGraph {
                 device,
                 engines,
                 now,
+                mtu: 0,
                 tx_udp: Vec::new(),
                 tx_tun: Vec::new(),
                 tx_control: Vec::new(),
@@ -145,6 +155,12 @@ impl WgGraph {
             encrypt_post,
             decrypt_post,
         }
+    }
+
+    /// The inner interface's MTU: no encrypted packet is padded past it. At most
+    /// [`MAX_MTU`]; larger values are clamped (the caller refuses them first).
+    pub fn set_mtu(&mut self, mtu: usize) {
+        self.cx.mtu = mtu.min(MAX_MTU);
     }
 
     /// Datagrams from the UDP socket (meta.addr = source).

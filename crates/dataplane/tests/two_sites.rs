@@ -37,6 +37,34 @@ fn padding_is_stripped_and_sizes_survive() {
 }
 
 #[test]
+fn no_encrypted_packet_is_padded_past_the_mtu() {
+    // Transport header and tag: what WireGuard adds to the padded inner packet.
+    const OVERHEAD: usize = 16 + 16;
+    for mtu in [1420usize, 1280, dataplane::wg::MAX_MTU] {
+        let mut net = Net::new();
+        net.a.graph.set_mtu(mtu);
+        net.b.graph.set_mtu(mtu);
+        assert!(net.ping_a_to_b(0));
+        for len in 20..=mtu {
+            let p = inner_v4([198, 19, 0, 1], [198, 19, 0, 2], &vec![len as u8; len - 20]);
+            net.send(false, &p);
+            for (_, bytes, _) in &net.wire {
+                assert!(
+                    bytes.len() <= mtu + OVERHEAD,
+                    "mtu {mtu}: a {len}-byte inner packet became {} bytes",
+                    bytes.len()
+                );
+            }
+            net.deliver();
+            assert!(
+                net.b.delivered.last() == Some(&p),
+                "mtu {mtu}: a {len}-byte inner packet did not arrive intact"
+            );
+        }
+    }
+}
+
+#[test]
 fn inner_source_outside_allowed_ips_is_dropped() {
     let mut net = Net::new();
     assert!(net.ping_a_to_b(0));

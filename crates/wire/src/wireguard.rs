@@ -68,6 +68,22 @@ pub const TRANSPORT_MIN_LEN: usize = TRANSPORT_HEADER_LEN + AEAD_TAG_LEN;
 /// encryption (§5.4.6).
 pub const PADDING_MULTIPLE: usize = 16;
 
+/// The length an inner packet of `len` bytes is padded to on an interface of `mtu`
+/// (§5.4.6): the next multiple of [`PADDING_MULTIPLE`], but never past the MTU, so a
+/// full-sized inner packet makes an outer packet of exactly MTU plus overhead, which
+/// is what the underlay was sized for. A packet already longer than the MTU (none
+/// should be) is not padded at all. `mtu` 0 means no bound is known.
+pub const fn padded_len(len: usize, mtu: usize) -> usize {
+    let aligned = len.next_multiple_of(PADDING_MULTIPLE);
+    if mtu == 0 || aligned <= mtu {
+        aligned
+    } else if len >= mtu {
+        len
+    } else {
+        mtu
+    }
+}
+
 mod field {
     use super::*;
 
@@ -703,6 +719,33 @@ as_ref_impl!(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn padding_never_passes_the_mtu() {
+        use super::{PADDING_MULTIPLE, padded_len};
+        for mtu in [0usize, 576, 1280, 1420, 1421, 1500] {
+            for len in 0..=1600usize {
+                let p = padded_len(len, mtu);
+                assert!(p >= len, "mtu {mtu} len {len}: {p} cuts the packet");
+                if mtu == 0 {
+                    assert_eq!(p, len.next_multiple_of(PADDING_MULTIPLE));
+                } else if len <= mtu {
+                    assert!(p <= mtu, "mtu {mtu} len {len}: padded to {p}");
+                    assert!(
+                        p == mtu || p % PADDING_MULTIPLE == 0,
+                        "mtu {mtu} len {len}: {p}"
+                    );
+                    assert!(p - len < PADDING_MULTIPLE);
+                } else {
+                    assert_eq!(p, len, "mtu {mtu} len {len}: over the MTU, no padding");
+                }
+            }
+        }
+        assert_eq!(padded_len(1420, 1420), 1420);
+        assert_eq!(padded_len(1419, 1420), 1420);
+        assert_eq!(padded_len(1409, 1420), 1420);
+        assert_eq!(padded_len(1408, 1420), 1408);
+    }
+
     use super::*;
     use crate::captures::{WG_GO_INITIATION, WG_GO_RESPONSE, WG_GO_TRANSPORT, hex};
     use std::vec::Vec;

@@ -1,6 +1,7 @@
 //! `wg-encrypt`: inner IP packets in, transport data out. Per frame: pick each
 //! packet's peer by destination (allowed IPs), take a counter on its current session
-//! (or stage the packet and ask for a handshake), pad and frame it in place using the
+//! (or stage the packet and ask for a handshake), pad (never past the interface MTU)
+//! and frame it in place using the
 //! headroom, encrypt the whole frame as one batch of AEAD ops, and queue the results
 //! for the outer socket.
 
@@ -10,7 +11,7 @@ use crate::graph::Node;
 use crate::nodes::Output;
 use crate::wg::{Resume, WgContext, park_frame};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
-use wire::wireguard::{PADDING_MULTIPLE, TRANSPORT_HEADER_LEN, TransportData};
+use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData, padded_len};
 use wireguard::{DropReason, PeerId, SendError};
 
 #[repr(u16)]
@@ -90,7 +91,7 @@ impl Node<WgContext> for WgEncrypt {
             };
             let m = *cx.arena.meta(h);
             let inner_len = m.len as usize;
-            let padded = inner_len.next_multiple_of(PADDING_MULTIPLE);
+            let padded = padded_len(inner_len, cx.mtu);
             let start = m.offset as usize;
             if start < TRANSPORT_HEADER_LEN || start + padded + TAG_LEN > FRAME_SIZE {
                 c.drop(DropReason::TooBig);
