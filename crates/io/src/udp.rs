@@ -670,6 +670,26 @@ const GSO_MAX_BYTES: usize = 65000;
 /// `UDP_SEGMENT` (include/uapi/linux/udp.h).
 const UDP_SEGMENT: libc::c_int = 103;
 
+/// How a kernel refusal of a whole GSO run is handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GsoRefusal {
+    /// No UDP GSO on this socket's path at all (no such option, or a device or xfrm
+    /// path without checksum offload: EIO): plain sends from now on.
+    ForGood,
+    /// The run's segments do not fit the path MTU (EMSGSIZE, or EINVAL when the
+    /// segment size plus headers exceeds it): plain sends, which the stack can
+    /// fragment, for this run; GSO stays on for the other paths.
+    ThisRun,
+}
+
+fn gso_refusal(err: &io::Error) -> Option<GsoRefusal> {
+    match err.raw_os_error()? {
+        libc::ENOPROTOOPT | libc::EIO => Some(GsoRefusal::ForGood),
+        libc::EMSGSIZE | libc::EINVAL => Some(GsoRefusal::ThisRun),
+        _ => None,
+    }
+}
+
 /// Scratch space for [`UdpSocket::send_gso_batch_with`].
 pub struct GsoSendBatch {
     arrays: MsgArrays,
@@ -711,7 +731,9 @@ impl UdpSocket {
     /// Like [`send_batch_with`](UdpSocket::send_batch_with), but runs of datagrams to
     /// one address, all of one size but a shorter last one, go down as one UDP GSO send
     /// (`UDP_SEGMENT`): the stack then handles each run once instead of per datagram.
-    /// Falls back to plain sends, for good, if the kernel refuses GSO.
+    /// A run the kernel refuses as a whole is sent again as plain datagrams with the
+    /// rest of the batch, never lost: for good when the path has no GSO at all, for
+    /// this batch when the run did not fit the path's MTU.
     pub fn send_gso_batch_with(
         &self,
         scratch: &mut GsoSendBatch,
@@ -730,7 +752,6 @@ impl UdpSocket {
             res.sent += sent;
             res.failed += failed;
             if let Some(from) = refused_gso {
-                self.set_gso(false);
                 let rest = self.send_batch_with(plain, &pkts[start + from..]);
                 res.sent += rest.sent;
                 res.failed += rest.failed;
@@ -741,8 +762,8 @@ impl UdpSocket {
         res
     }
 
-    /// Sends up to MAX_BATCH datagrams; returns (sent, failed, Some(index) if the
-    /// kernel refused GSO at that datagram, which is then not counted).
+    /// Sends up to MAX_BATCH datagrams; returns (sent, failed, Some(index) if the kernel
+    /// refused a GSO run starting at that datagram, which is then not counted).
     fn send_gso_chunk(
         &self,
         scratch: &mut GsoSendBatch,
@@ -862,13 +883,14 @@ impl UdpSocket {
                         );
                     }
                 }
-                _ if runs[pos].1 > 1
-                    && matches!(
-                        err.raw_os_error(),
-                        Some(libc::EINVAL) | Some(libc::EIO) | Some(libc::ENOPROTOOPT)
-                    ) =>
-                {
-                    // No UDP GSO here (old kernel, or a device path without it).
+                _ if runs[pos].1 > 1 && gso_refusal(&err).is_some() => {
+                    // The run goes again as plain datagrams, which the stack may
+                    // fragment; see `gso_refusal` for whether GSO stays on.
+                    self.last_send_errno
+                        .store(err.raw_os_error().unwrap_or(0), Ordering::Relaxed);
+                    if gso_refusal(&err) == Some(GsoRefusal::ForGood) {
+                        self.set_gso(false);
+                    }
                     return (sent, failed, Some(runs[pos].0));
                 }
                 _ => {

@@ -322,3 +322,70 @@ fn gso_batch_arrives_datagram_by_datagram() {
         assert_eq!(bad, None, "first datagram whose content differs");
     }
 }
+
+/// A GSO run whose datagrams do not fit the path MTU is refused by the kernel as a
+/// whole; it must go again as plain datagrams (which IPv6 fragments at the source)
+/// and arrive, not be lost or counted as failed.
+#[test]
+fn gso_run_over_the_path_mtu_falls_back_to_plain_sends() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED gso_run_over_the_path_mtu_falls_back_to_plain_sends: needs root for namespaces"
+        );
+        return;
+    }
+    let a = NetNs::new("lr-io-gso-a").unwrap();
+    let b = NetNs::new("lr-io-gso-b").unwrap();
+    io::netns::veth_pair(
+        &io::netns::VethEnd {
+            ns: &a,
+            ifname: "gso-a",
+            addrs: &["2001:2:0:9::1/64"],
+        },
+        &io::netns::VethEnd {
+            ns: &b,
+            ifname: "gso-b",
+            addrs: &["2001:2:0:9::2/64"],
+        },
+    )
+    .unwrap();
+    for (ns, dev) in [(&a, "gso-a"), (&b, "gso-b")] {
+        ns.exec_checked(&["ip", "link", "set", dev, "mtu", "1280"])
+            .unwrap();
+    }
+    let rx = b
+        .run(|| {
+            let rx = UdpSocket::bind(0).unwrap();
+            rx.set_buffer_sizes(4 << 20, 4 << 20).unwrap();
+            rx
+        })
+        .unwrap();
+    let tx = a.run(|| UdpSocket::bind(0).unwrap()).unwrap();
+    let to = SocketAddr::new("2001:2:0:9::2".parse().unwrap(), rx.local_port());
+    // 1300-byte datagrams: with IPv6 and UDP headers over a 1280-byte link.
+    let sent: Vec<Vec<u8>> = (0..20usize)
+        .map(|i| (0..1300).map(|j| (i * 7 + j) as u8).collect())
+        .collect();
+    let pkts: Vec<(&[u8], SocketAddr)> = sent.iter().map(|d| (d.as_slice(), to)).collect();
+    let res = tx.send_gso_batch_with(&mut io::GsoSendBatch::new(), &mut SendBatch::new(), &pkts);
+    eprintln!(
+        "kernel: a GSO run over the path MTU: {:?}",
+        tx.last_send_error()
+    );
+    assert_eq!(
+        res,
+        SendResult {
+            sent: 20,
+            failed: 0
+        }
+    );
+    let got: Vec<Vec<u8>> = recv_all(&rx, sent.len(), 2000)
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect();
+    assert!(got == sent, "the 20 datagrams arrive intact and in order");
+    assert!(
+        tx.gso_enabled(),
+        "an MTU refusal leaves GSO on for other paths"
+    );
+}
