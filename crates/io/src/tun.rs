@@ -32,7 +32,10 @@ pub struct TunDevice {
     /// namespace even when the calling thread later moves to another one.
     ctl: OwnedFd,
     name: String,
-    truncated: AtomicU64,
+    /// Packets read that did not fit the caller's buffer.
+    too_big: AtomicU64,
+    /// Offloaded bursts whose header or segments made no sense.
+    malformed: AtomicU64,
     dropped: AtomicU64,
     /// Present when the device was made with offloads (see [`TunDevice::create_offload`]).
     offload: Option<Mutex<OffloadState>>,
@@ -142,7 +145,8 @@ impl TunDevice {
             fd,
             ctl,
             name,
-            truncated: AtomicU64::new(0),
+            too_big: AtomicU64::new(0),
+            malformed: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             offload: offload.then(|| {
                 Mutex::new(OffloadState {
@@ -216,7 +220,7 @@ impl TunDevice {
     /// Reads up to `min(bufs.len(), lens.len())` packets; packet `i` lands in `bufs[i]`
     /// with its length in `lens[i]`. Returns how many were read, 0 when none was pending;
     /// never blocks. A packet longer than its buffer is cut by the kernel: it is dropped
-    /// (its slot is reused) and counted in [`truncated`](TunDevice::truncated). An error is returned only when
+    /// (its slot is reused) and counted in [`too_big`](TunDevice::too_big). An error is returned only when
     /// no packet was read; otherwise it comes back on the next call.
     pub fn read_batch(&self, bufs: &mut [&mut [u8]], lens: &mut [usize]) -> io::Result<usize> {
         if let Some(state) = &self.offload {
@@ -263,7 +267,7 @@ impl TunDevice {
                 break;
             }
             if len > buf.len() {
-                self.truncated.fetch_add(1, Ordering::Relaxed);
+                self.too_big.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
             lens[n] = len;
@@ -286,7 +290,7 @@ impl TunDevice {
             if *n >= slots {
                 pending.push_back(seg.to_vec());
             } else if seg.len() > bufs[*n].len() {
-                self.truncated.fetch_add(1, Ordering::Relaxed);
+                self.too_big.fetch_add(1, Ordering::Relaxed);
             } else {
                 bufs[*n][..seg.len()].copy_from_slice(seg);
                 lens[*n] = seg.len();
@@ -321,7 +325,7 @@ impl TunDevice {
             }
             let len = ret as usize;
             let Some(hdr) = VnetHdr::parse(&state.rx[..len]) else {
-                self.truncated.fetch_add(1, Ordering::Relaxed);
+                self.malformed.fetch_add(1, Ordering::Relaxed);
                 continue;
             };
             let OffloadState {
@@ -333,7 +337,7 @@ impl TunDevice {
                 place(seg, &mut n, pending)
             });
             if res.is_err() {
-                self.truncated.fetch_add(1, Ordering::Relaxed);
+                self.malformed.fetch_add(1, Ordering::Relaxed);
             }
         }
         Ok(n)
@@ -439,9 +443,15 @@ impl TunDevice {
     }
 
     /// Packets dropped by [`read_batch`](TunDevice::read_batch) because they did not fit
-    /// their buffer, since creation.
-    pub fn truncated(&self) -> u64 {
-        self.truncated.load(Ordering::Relaxed)
+    /// their buffer (longer than the data path carries), since creation.
+    pub fn too_big(&self) -> u64 {
+        self.too_big.load(Ordering::Relaxed)
+    }
+
+    /// Offloaded bursts [`read_batch`](TunDevice::read_batch) dropped because their
+    /// virtio-net header or segments were malformed, since creation.
+    pub fn malformed(&self) -> u64 {
+        self.malformed.load(Ordering::Relaxed)
     }
 
     /// Packets [`write_batch`](TunDevice::write_batch) could not write, since creation.

@@ -209,7 +209,7 @@ fn tun_round_trip_in_netns() {
 
         // A packet bigger than the buffer is dropped and counted, never returned; one
         // that exactly fills it is returned whole.
-        let before = tun.truncated();
+        let before = tun.too_big();
         sock.send_to(&[0xab; 1000], SocketAddr::from((PEER_ADDR, PEER_PORT)))
             .unwrap();
         sock.send_to(&[0xcd; 200 - 28], SocketAddr::from((PEER_ADDR, PEER_PORT)))
@@ -217,7 +217,7 @@ fn tun_round_trip_in_netns() {
         let mut small = vec![[0u8; 200]; 4];
         let mut exact = None;
         let deadline = Instant::now() + WAIT;
-        while (exact.is_none() || tun.truncated() == before) && Instant::now() < deadline {
+        while (exact.is_none() || tun.too_big() == before) && Instant::now() < deadline {
             wait_readable(tun.as_raw_fd(), Duration::from_millis(100));
             let mut bufs: Vec<&mut [u8]> = small.iter_mut().map(|b| b.as_mut_slice()).collect();
             let mut lens = [0usize; 4];
@@ -230,7 +230,7 @@ fn tun_round_trip_in_netns() {
                 }
             }
         }
-        assert_eq!(tun.truncated(), before + 1);
+        assert_eq!(tun.too_big(), before + 1);
         let exact = exact.expect("the 200-byte packet never came back");
         assert_eq!(exact.len(), 200);
         assert!(exact[28..].iter().all(|&b| b == 0xcd));

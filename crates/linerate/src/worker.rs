@@ -92,6 +92,8 @@ pub struct Worker {
     udp_truncated: u64,
     /// Datagrams the kernel refused or the full socket buffer turned away.
     udp_send_failed: u64,
+    /// Times the interface MTU was set above what the data path carries and set back.
+    mtu_refused: u64,
     handles: Vec<Handle>,
 }
 
@@ -120,12 +122,14 @@ impl Worker {
             lens: vec![0; io::MAX_BATCH],
             udp_truncated: 0,
             udp_send_failed: 0,
+            mtu_refused: 0,
             handles: Vec::with_capacity(io::MAX_BATCH),
         }
     }
 
     pub fn run(&mut self) -> Exit {
         let mut last_check = Instant::now();
+        self.check_mtu();
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Exit::Signal;
@@ -174,11 +178,41 @@ impl Worker {
                 if !self.tun.still_exists() {
                     return Exit::TunGone;
                 }
+                self.check_mtu();
                 if !(self.socket_alive)() {
                     return Exit::SocketGone;
                 }
             }
         }
+    }
+
+    /// Follows the interface MTU, which bounds the padding, and refuses one larger than
+    /// the data path's buffers carry: the MTU is set back to the largest it carries, so
+    /// the kernel fragments larger packets before they reach us instead of our dropping
+    /// them, and the refusal is logged and counted.
+    fn check_mtu(&mut self) {
+        let Ok(mtu) = self.tun.mtu() else {
+            return; // the interface is going; the loop notices
+        };
+        let mut mtu = mtu as usize;
+        if mtu > dataplane::wg::MAX_MTU {
+            let max = dataplane::wg::MAX_MTU;
+            self.mtu_refused += 1;
+            match self.tun.set_mtu(max as u32) {
+                Ok(()) => {
+                    eprintln!(
+                        "linerate: {}: MTU {mtu} refused: this data path carries inner packets of at most {max} bytes (2048-byte buffers); MTU set back to {max}",
+                        self.tun.name()
+                    );
+                    mtu = max;
+                }
+                Err(e) => eprintln!(
+                    "linerate: {}: MTU {mtu} is more than this data path carries ({max} bytes), and setting it back failed: {e}; packets over {max} bytes are dropped and counted as tun.too_big",
+                    self.tun.name()
+                ),
+            }
+        }
+        self.wg.set_mtu(mtu);
     }
 
     fn answer(&mut self, text: &str) -> String {
@@ -211,9 +245,11 @@ impl Worker {
         }
         let _ = writeln!(
             out,
-            "tun.truncated={}\ntun.dropped={}",
-            self.tun.truncated(),
-            self.tun.dropped()
+            "tun.too_big={}\ntun.malformed={}\ntun.dropped={}\ntun.mtu_refused={}",
+            self.tun.too_big(),
+            self.tun.malformed(),
+            self.tun.dropped(),
+            self.mtu_refused
         );
         let _ = writeln!(
             out,
@@ -333,9 +369,11 @@ impl Worker {
                 .iter()
                 .map(|&h| (cx.arena.data(h), cx.arena.meta(h).addr))
                 .collect();
-            self.outer
+            let res = self
+                .outer
                 .udp
                 .send_gso_batch_with(&mut self.tx_gso, &mut self.tx, &pkts);
+            self.udp_send_failed += res.failed as u64;
             for h in cx.tx_udp.drain(..) {
                 cx.arena.free(h);
             }
