@@ -1,5 +1,7 @@
 //! The cross-platform userspace API (wireguard.com/xplatform): `get=1` and `set=1`
-//! requests of `key=value` lines ended by a blank line, answered with `errno=N`.
+//! requests of `key=value` lines ended by a blank line, answered with `errno=N`, where
+//! N is 0 or a negated errno value (`errno=-22` for EINVAL), as the protocol and
+//! wireguard-go write it and wg(8) reads it.
 //! Pure text in, text out, applied to the protocol [`Device`] and to the outer
 //! socket's settings through [`SocketSettings`].
 
@@ -46,8 +48,9 @@ pub fn handle(
     }
 }
 
-fn errno(e: i32) -> String {
-    format!("errno={e}\n\n")
+/// The reply that ends every answer: `errno=0`, or the negated error number.
+pub fn errno(e: i32) -> String {
+    format!("errno={}\n\n", -e.abs())
 }
 
 fn get(device: &Device, socket: &dyn SocketSettings) -> String {
@@ -362,7 +365,7 @@ mod tests {
         ] {
             assert_eq!(
                 handle(req, &mut d, &mut s, now),
-                format!("errno={e}\n\n"),
+                format!("errno=-{e}\n\n"),
                 "{req:?}"
             );
         }
