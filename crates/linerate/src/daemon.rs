@@ -11,7 +11,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Instant, SystemTime};
 
@@ -56,6 +56,11 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
     let path = socket_path(&ifname);
     let listener = bind_socket(&path)?;
     let inode = std::fs::metadata(&path).map(|m| m.ino()).unwrap_or(0);
+    // From here on the socket file goes with us, whichever way this function ends.
+    let _socket_file = SocketFile {
+        path: path.clone(),
+        inode,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
@@ -111,7 +116,6 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
     ready();
     let exit = worker.run();
     stop.store(true, Ordering::Relaxed);
-    let _ = std::fs::remove_file(&path);
     match exit {
         Exit::Signal => eprintln!("linerate: {ifname}: stopping on signal"),
         Exit::TunGone => eprintln!("linerate: {ifname}: interface removed, stopping"),
@@ -119,6 +123,21 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
         Exit::Fatal(e) => return Err(e),
     }
     Ok(())
+}
+
+/// The UAPI socket file we made; removed on drop unless another instance has since
+/// put its own in its place.
+struct SocketFile {
+    path: PathBuf,
+    inode: u64,
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        if std::fs::metadata(&self.path).is_ok_and(|m| m.ino() == self.inode) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 fn bind_socket(path: &Path) -> Result<UnixListener, String> {
@@ -140,23 +159,67 @@ fn bind_socket(path: &Path) -> Result<UnixListener, String> {
     Ok(listener)
 }
 
-/// Accepts UAPI connections, one request at a time, forwarding each to the worker.
+/// Connections served at once; more wait in the listen backlog until one ends.
+const MAX_CONNECTIONS: usize = 32;
+/// How long a connection may sit between two lines of a request before it is closed,
+/// so that a stuck client holds only its own slot, and not for long.
+const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Accepts UAPI connections and serves each on its own thread, as wireguard-go does,
+/// so that an idle or slow client never delays another's request. The worker still
+/// answers requests one at a time, in the order they arrive.
 fn serve_uapi(
     listener: UnixListener,
     to_worker: mpsc::Sender<Request>,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
 ) {
+    let open = Arc::new(AtomicUsize::new(0));
     for conn in listener.incoming() {
         if stop.load(Ordering::Relaxed) {
             return;
         }
         let Ok(conn) = conn else { continue };
-        let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-        if handle_connection(conn, &to_worker, &waker).is_err() {
-            continue;
+        while open.load(Ordering::Acquire) >= MAX_CONNECTIONS {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let _ = conn.set_read_timeout(Some(IDLE_TIMEOUT));
+        let (to_worker, waker, open) = (to_worker.clone(), waker.clone(), open.clone());
+        open.fetch_add(1, Ordering::AcqRel);
+        let spawned = std::thread::Builder::new().name("uapi-conn".into()).spawn({
+            let open = open.clone();
+            move || {
+                let _ = handle_connection(conn, &to_worker, &waker);
+                open.fetch_sub(1, Ordering::AcqRel);
+            }
+        });
+        if spawned.is_err() {
+            open.fetch_sub(1, Ordering::AcqRel);
         }
     }
+}
+
+/// One request's text: its lines up to the blank line that ends it, or why it has
+/// none: the client went away (`Ok(None)`), or the request is not something a worker
+/// should see (`Err(errno)`: too long, or not UTF-8).
+fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<Result<String, i32>>> {
+    let mut bytes = Vec::new();
+    loop {
+        let start = bytes.len();
+        if reader.read_until(b'\n', &mut bytes)? == 0 {
+            return Ok(None); // client done (a partial request is dropped with it)
+        }
+        if &bytes[start..] == b"\n" {
+            bytes.truncate(start);
+            break;
+        }
+        if bytes.len() > MAX_REQUEST {
+            return Ok(Some(Err(crate::uapi::EINVAL)));
+        }
+    }
+    Ok(Some(
+        String::from_utf8(bytes).map_err(|_| crate::uapi::EINVAL),
+    ))
 }
 
 fn handle_connection(
@@ -167,22 +230,15 @@ fn handle_connection(
     let mut writer = conn.try_clone()?;
     let mut reader = BufReader::new(conn);
     loop {
-        // A request is lines up to a blank line.
-        let mut text = String::new();
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(()); // client done
-            }
-            if line == "\n" {
-                break;
-            }
-            text.push_str(&line);
-            if text.len() > MAX_REQUEST {
-                writer.write_all(b"errno=22\n\n")?;
+        let text = match read_request(&mut reader)? {
+            None => return Ok(()),
+            Some(Ok(text)) => text,
+            Some(Err(e)) => {
+                // The stream can no longer be trusted to be in step: answer and close.
+                writer.write_all(crate::uapi::errno(e).as_bytes())?;
                 return Ok(());
             }
-        }
+        };
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
         if to_worker
             .send(Request {

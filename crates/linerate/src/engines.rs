@@ -70,6 +70,27 @@ pub fn parse_choice(spec: &str) -> Result<Vec<(Option<Algorithm>, String)>, Stri
         .collect()
 }
 
+/// Checks an engine choice without building anything: the syntax, the algorithm
+/// names and that every engine named exists here. Used before a daemon creates its
+/// interface, so a typo is refused with nothing left behind.
+pub fn validate(spec: &str) -> Result<(), String> {
+    let have = names();
+    for (_, name) in parse_choice(spec)? {
+        if !have.contains(&name.as_str()) {
+            let why = unavailable()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, why)| format!(": not available here ({why})"))
+                .unwrap_or_default();
+            return Err(format!(
+                "no engine named {name:?}{why} (have: {})",
+                have.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The engine set of a worker: algorithms named in `spec` go where it says; the rest
 /// go to the engine a short calibration finds cheapest for an IMIX mix. Returns the
 /// set and a line per algorithm saying what was chosen and why.

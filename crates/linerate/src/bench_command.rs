@@ -1,0 +1,119 @@
+//! The front ends of `linerate bench` and `linerate bench crypto`: run the measurement,
+//! print its table, write JSON and SVG where asked.
+
+use crate::cli::GraphBench;
+use crate::{bench, bench_crypto, engines, svg};
+
+/// `linerate bench`: the whole graph, a table, and optionally JSON and SVG.
+pub fn graph(args: &GraphBench) -> Result<(), String> {
+    let mut opts = bench::Options {
+        workers: args.workers as usize,
+        engine: args.engine.clone(),
+        seconds: args.seconds,
+        sizes: Vec::new(),
+    };
+    let sizes = &args.sizes;
+    let (json_path, svg_path) = (args.json.clone(), args.svg.clone());
+    opts.sizes = sizes
+        .split(',')
+        .map(|s| bench::Size::parse(s.trim()))
+        .collect::<Result<_, _>>()?;
+    engines::parse_choice(opts.engine.as_deref().unwrap_or(""))?;
+    println!(
+        "linerate bench: {} worker(s), engines {}, {} s per size, on {}",
+        opts.workers,
+        opts.engine.as_deref().unwrap_or("calibrated"),
+        opts.seconds,
+        bench::machine()
+    );
+    println!(
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation"
+    );
+    let rows = bench::run(&opts)?;
+    if let Some(r) = rows.first() {
+        println!(
+            "chacha20-poly1305 ran on {}; raw = that engine alone on one core; graph/raw is per worker",
+            r.engine
+        );
+    }
+    print!("{}", bench::table(&rows));
+    if let Some(path) = svg_path {
+        let points = rows
+            .iter()
+            .filter_map(|r| match r.size {
+                bench::Size::Fixed(n) => Some((n as f64, r.gbps)),
+                bench::Size::Imix => None,
+            })
+            .collect();
+        let label = format!(
+            "linerate graph, {} worker(s), {}",
+            opts.workers,
+            opts.engine.as_deref().unwrap_or("default engines")
+        );
+        let title = format!(
+            "WireGuard through the whole graph: encrypt + decrypt per packet ({})",
+            bench::machine()
+        );
+        let text = svg::chart(&title, &[svg::Series { label, points }], svg::PUBLISHED);
+        std::fs::write(&path, text).map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {path}");
+    }
+    if let Some(path) = json_path {
+        let text =
+            serde_json::to_string_pretty(&bench::json(&opts, &rows)).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
+
+/// `linerate bench crypto`: raw AEAD throughput per engine, openssl beside.
+pub fn crypto(
+    engine: Option<&str>,
+    seconds: f64,
+    sizes: &str,
+    json_path: Option<String>,
+    svg_path: Option<String>,
+    with_openssl: bool,
+) -> Result<(), String> {
+    let sizes: Vec<bench::Size> = sizes
+        .split(',')
+        .map(|s| bench::Size::parse(s.trim()))
+        .collect::<Result<_, _>>()?;
+    println!(
+        "linerate bench crypto: one core, batches of 256 in-place encryptions, {seconds} s per point, on {}",
+        bench::machine()
+    );
+    let mut rows = bench_crypto::run(engine, &sizes, seconds)?;
+    if with_openssl {
+        rows.extend(bench_crypto::openssl(&sizes, seconds));
+    }
+    print!("{}", bench_crypto::table(&rows));
+    if let Some(path) = svg_path {
+        let mut series: Vec<svg::Series> = Vec::new();
+        for r in rows.iter() {
+            let bench::Size::Fixed(n) = r.size else {
+                continue;
+            };
+            let label = format!("{} {}", r.engine, r.alg.name());
+            match series.iter_mut().find(|s| s.label == label) {
+                Some(s) => s.points.push((n as f64, r.gbps)),
+                None => series.push(svg::Series {
+                    label,
+                    points: vec![(n as f64, r.gbps)],
+                }),
+            }
+        }
+        let title = format!("Raw AEAD throughput, one core ({})", bench::machine());
+        std::fs::write(&path, svg::chart(&title, &series, &[]))
+            .map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {path}");
+    }
+    if let Some(path) = json_path {
+        let text = serde_json::to_string_pretty(&bench_crypto::json(&rows, seconds))
+            .map_err(|e| e.to_string())?;
+        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}

@@ -1,0 +1,253 @@
+//! The command line, parsed in one place: every subcommand and option, each with its
+//! own `--help`. A word that names a subcommand is never taken for an interface name,
+//! so `linerate show` asks what to show instead of starting a daemon called "show".
+
+use clap::{Args, Parser, Subcommand};
+
+const ABOUT: &str =
+    "linerate: a userspace VPN data plane (WireGuard host mode, a drop-in for wireguard-go)";
+
+const DAEMON_HELP: &str = "\
+Creates the TUN interface IFNAME and serves the WireGuard UAPI socket at
+/var/run/wireguard/IFNAME.sock, so that wg(8) and wg-quick(8) configure it
+(wg-quick: WG_QUICK_USERSPACE_IMPLEMENTATION=linerate). Without --foreground it
+returns once the interface is ready and keeps running in the background. It stops
+on SIGINT or SIGTERM, when the interface is deleted, or when its socket file is
+removed.";
+
+const AFTER_HELP: &str = "\
+ENGINES:
+    SPEC is an engine name for every algorithm it serves, or a list like
+    chacha20-poly1305=mb,aes-128-gcm=ipsecmb. Algorithms not named go to the
+    engine a calibration at start-up measures cheapest (about a second).
+
+ENVIRONMENT:
+    LINERATE_ENGINES               the same as --engine (wg-quick passes no flags)
+    LINERATE_LOG_FILE              where a backgrounded daemon writes its log
+                                   (default: nowhere)
+    LINERATE_UNDER_LOAD_HANDSHAKES handshake messages per second above which
+                                   cookies are demanded (default 1000)";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "linerate",
+    version,
+    about = ABOUT,
+    long_about = format!("{ABOUT}\n\n{DAEMON_HELP}"),
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
+}
+
+/// `linerate [-f] [--engine SPEC] IFNAME`: host mode.
+#[derive(Args, Debug, Clone)]
+pub struct DaemonArgs {
+    /// Stay in the foreground (log to stderr) instead of going to the background
+    /// once the interface is ready
+    #[arg(short = 'f', long)]
+    pub foreground: bool,
+    /// Engines to use instead of the calibrated choice (see ENGINES)
+    #[arg(long, value_name = "SPEC")]
+    pub engine: Option<String>,
+    /// The TUN interface to create (at most 15 bytes, no '/')
+    #[arg(value_name = "IFNAME", required = true, value_parser = interface_name)]
+    pub ifname: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Show the state of a running interface, or this machine's engines
+    #[command(arg_required_else_help = true)]
+    Show {
+        #[command(subcommand)]
+        what: Show,
+    },
+    /// Measure the whole WireGuard graph in this process (or, with `crypto`, the raw
+    /// engines); no network, no privileges
+    Bench(BenchArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Show {
+    /// Per-node packet, vector, clock and drop counters of a running interface
+    Counters {
+        /// The interface, as given to `linerate IFNAME`
+        #[arg(value_parser = interface_name)]
+        ifname: String,
+    },
+    /// Measure every engine on every algorithm it serves at the calibration sizes (64,
+    /// 570, 1518 bytes; batches of 256) and show which engine each algorithm would
+    /// get: the one cheapest for an IMIX 7:4:1 mix
+    Crypto {
+        /// Time per engine, algorithm and size
+        #[arg(long, default_value_t = 0.2, value_parser = seconds_in(0.001, 10.0))]
+        seconds: f64,
+    },
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub crypto: Option<BenchCrypto>,
+    #[command(flatten)]
+    pub graph: GraphBench,
+}
+
+/// The whole graph: inner IPv4/UDP packets of each size are encrypted to a loopback
+/// session and decrypted again by the same worker. Prints Mpps, Gbit/s and clocks per
+/// packet operation (an encryption or a decryption; throughput counts both times the
+/// inner size), and each node's clocks per packet operation.
+#[derive(Args, Debug)]
+pub struct GraphBench {
+    /// Workers, each with its own session, graph and core
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: u16,
+    /// Engine SPEC for ChaCha20-Poly1305 (default: the calibrated choice)
+    #[arg(long, value_name = "SPEC")]
+    pub engine: Option<String>,
+    /// Seconds per size (sessions expire at 120 s)
+    #[arg(long, default_value_t = 2.0, value_parser = seconds_in(0.01, 100.0))]
+    pub seconds: f64,
+    /// Inner packet sizes, comma-separated; imix = 7:4:1 of 64, 570, 1518 bytes
+    #[arg(long, default_value = crate::bench::DEFAULT_SIZES)]
+    pub sizes: String,
+    /// Write the results as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    /// Write a chart (SVG) here, with the published figures beside
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCrypto {
+    /// Raw AEAD throughput of every engine for ChaCha20-Poly1305, AES-128-GCM and
+    /// AES-256-GCM, one core, with `openssl speed -evp` at the same sizes measured in
+    /// the same run when openssl is installed
+    Crypto {
+        /// Measure only this engine
+        #[arg(long, value_name = "NAME")]
+        engine: Option<String>,
+        /// Seconds per point
+        #[arg(long, default_value_t = 0.5, value_parser = seconds_in(0.01, 60.0))]
+        seconds: f64,
+        /// Packet sizes, comma-separated; imix = 7:4:1 of 64, 570, 1518 bytes
+        #[arg(long, default_value = crate::bench_crypto::DEFAULT_SIZES)]
+        sizes: String,
+        /// Write the results as JSON here
+        #[arg(long, value_name = "FILE")]
+        json: Option<String>,
+        /// Write a chart (SVG) here
+        #[arg(long, value_name = "FILE")]
+        svg: Option<String>,
+        /// Do not run `openssl speed` beside
+        #[arg(long)]
+        no_openssl: bool,
+    },
+}
+
+/// An interface name the kernel accepts: 1 to 15 bytes, no '/', no whitespace.
+fn interface_name(s: &str) -> Result<String, String> {
+    if s.is_empty()
+        || s.len() >= 16
+        || s.contains('/')
+        || s.chars().any(char::is_whitespace)
+        || s == "."
+        || s == ".."
+    {
+        return Err(format!(
+            "{s:?} is not an interface name (1 to 15 bytes, no '/' or spaces)"
+        ));
+    }
+    Ok(s.to_string())
+}
+
+fn seconds_in(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |s| {
+        let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("goes from {lo} to {hi}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("linerate").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_interface_name_starts_host_mode() {
+        let cli = parse(&["-f", "--engine", "mb", "wg0"]).unwrap();
+        assert!(cli.command.is_none());
+        assert!(cli.daemon.foreground);
+        assert_eq!(cli.daemon.engine.as_deref(), Some("mb"));
+        assert_eq!(cli.daemon.ifname.as_deref(), Some("wg0"));
+        let cli = parse(&["wg0"]).unwrap();
+        assert!(!cli.daemon.foreground);
+    }
+
+    #[test]
+    fn a_subcommand_word_is_never_an_interface() {
+        let err = parse(&["show"]).unwrap_err();
+        assert_ne!(err.exit_code(), 0, "{err}");
+        let err = parse(&["bench", "crypto", "wg0"]).unwrap_err();
+        assert_ne!(err.exit_code(), 0, "{err}");
+        assert!(matches!(
+            parse(&["show", "counters", "wg0"]).unwrap().command,
+            Some(Command::Show {
+                what: Show::Counters { .. }
+            })
+        ));
+    }
+
+    #[test]
+    fn every_subcommand_has_help() {
+        for args in [
+            &["--help"][..],
+            &["show", "--help"],
+            &["show", "counters", "--help"],
+            &["show", "crypto", "--help"],
+            &["bench", "--help"],
+            &["bench", "crypto", "--help"],
+        ] {
+            let err = parse(args).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
+            assert_eq!(err.exit_code(), 0, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for args in [
+            &["bench", "--workers", "0"][..],
+            &["bench", "--seconds", "1000"],
+            &["show", "crypto", "--seconds", "x"],
+            &["a/b"],
+            &["sixteen-bytes-xx"],
+            &["wg0", "wg1"],
+            &["--frob", "wg0"],
+        ] {
+            assert!(parse(args).is_err(), "{args:?}");
+        }
+    }
+}
