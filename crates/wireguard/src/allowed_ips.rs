@@ -4,6 +4,8 @@
 //!
 //! Both families share one trie type with keys left-aligned in a `u128`.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 
 #[derive(Debug)]
@@ -41,9 +43,10 @@ impl<T: Copy + Eq> Trie<T> {
         Trie { root: None, bits }
     }
 
-    fn insert(&mut self, key: u128, len: u8, value: T) {
+    /// Returns the value the prefix held before, if any.
+    fn insert(&mut self, key: u128, len: u8, value: T) -> Option<T> {
         let key = key & mask(len);
-        insert_at(&mut self.root, key, len, value);
+        insert_at(&mut self.root, key, len, value)
     }
 
     fn lookup(&self, addr: u128) -> Option<T> {
@@ -82,26 +85,9 @@ impl<T: Copy + Eq> Trie<T> {
     fn remove(&mut self, key: u128, len: u8, value: T) -> bool {
         remove_at(&mut self.root, key & mask(len), len, value)
     }
-
-    fn retain(&mut self, keep: &mut impl FnMut(T) -> bool) {
-        retain_at(&mut self.root, keep);
-    }
-
-    fn entries(&self, out: &mut Vec<(u128, u8, T)>) {
-        fn walk<T: Copy>(n: &Option<Box<Node<T>>>, out: &mut Vec<(u128, u8, T)>) {
-            if let Some(n) = n {
-                if let Some(v) = n.value {
-                    out.push((n.key, n.len, v));
-                }
-                walk(&n.children[0], out);
-                walk(&n.children[1], out);
-            }
-        }
-        walk(&self.root, out);
-    }
 }
 
-fn insert_at<T>(slot: &mut Option<Box<Node<T>>>, key: u128, len: u8, value: T) {
+fn insert_at<T>(slot: &mut Option<Box<Node<T>>>, key: u128, len: u8, value: T) -> Option<T> {
     let Some(n) = slot else {
         *slot = Some(Box::new(Node {
             key,
@@ -109,12 +95,11 @@ fn insert_at<T>(slot: &mut Option<Box<Node<T>>>, key: u128, len: u8, value: T) {
             value: Some(value),
             children: [None, None],
         }));
-        return;
+        return None;
     };
     let common = common_len(n.key, key, n.len.min(len));
     if common == n.len && n.len == len {
-        n.value = Some(value);
-        return;
+        return n.value.replace(value);
     }
     if common == n.len {
         let b = bit(key, n.len);
@@ -141,6 +126,7 @@ fn insert_at<T>(slot: &mut Option<Box<Node<T>>>, key: u128, len: u8, value: T) {
         }));
     }
     *slot = Some(parent);
+    None
 }
 
 /// Removes a node that holds no value and has fewer than two children.
@@ -182,18 +168,6 @@ fn remove_at<T: Copy + Eq>(slot: &mut Option<Box<Node<T>>>, key: u128, len: u8, 
     removed
 }
 
-fn retain_at<T: Copy>(slot: &mut Option<Box<Node<T>>>, keep: &mut impl FnMut(T) -> bool) {
-    let Some(n) = slot else { return };
-    if let Some(v) = n.value
-        && !keep(v)
-    {
-        n.value = None;
-    }
-    retain_at(&mut n.children[0], keep);
-    retain_at(&mut n.children[1], keep);
-    prune(slot);
-}
-
 /// An IP prefix: address and length, host bits ignored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Prefix {
@@ -206,6 +180,14 @@ impl Prefix {
     pub fn new(addr: IpAddr, len: u8) -> Option<Prefix> {
         let max = if addr.is_ipv4() { 32 } else { 128 };
         (len <= max).then_some(Prefix { addr, len })
+    }
+
+    /// The same prefix with its host bits cleared.
+    pub fn network(self) -> Prefix {
+        Prefix {
+            addr: addr_of(key_of(self.addr) & mask(self.len), self.addr.is_ipv4()),
+            len: self.len,
+        }
     }
 }
 
@@ -244,23 +226,28 @@ fn addr_of(key: u128, v4: bool) -> IpAddr {
     }
 }
 
-/// Prefixes of both families mapped to values (peer ids).
+/// Prefixes of both families mapped to values (peer ids), and each value's prefixes:
+/// listing or removing one peer's prefixes costs that peer's count, not a walk of
+/// every prefix of every peer (which made `wg show` quadratic in the peers).
 #[derive(Debug)]
 pub struct AllowedIps<T> {
     v4: Trie<T>,
     v6: Trie<T>,
+    /// Every value's prefixes (host bits cleared), in the order they were added.
+    owned: HashMap<T, Vec<Prefix>>,
 }
 
-impl<T: Copy + Eq> Default for AllowedIps<T> {
+impl<T: Copy + Eq + Hash> Default for AllowedIps<T> {
     fn default() -> Self {
         AllowedIps {
             v4: Trie::new(32),
             v6: Trie::new(128),
+            owned: HashMap::new(),
         }
     }
 }
 
-impl<T: Copy + Eq> AllowedIps<T> {
+impl<T: Copy + Eq + Hash> AllowedIps<T> {
     pub fn new() -> Self {
         Self::default()
     }
@@ -279,19 +266,48 @@ impl<T: Copy + Eq> AllowedIps<T> {
 
     /// Maps `prefix` to `value`, taking it from whichever value held it before.
     pub fn insert(&mut self, prefix: Prefix, value: T) {
-        self.trie_mut(prefix.addr)
+        let prefix = prefix.network();
+        let old = self
+            .trie_mut(prefix.addr)
             .insert(key_of(prefix.addr), prefix.len, value);
+        if old == Some(value) {
+            return;
+        }
+        if let Some(old) = old {
+            self.disown(old, prefix);
+        }
+        self.owned.entry(value).or_default().push(prefix);
     }
 
     /// Removes `prefix` only if it belongs to `value` (wg's `-prefix` removal).
     pub fn remove(&mut self, prefix: Prefix, value: T) -> bool {
-        self.trie_mut(prefix.addr)
-            .remove(key_of(prefix.addr), prefix.len, value)
+        let prefix = prefix.network();
+        let removed = self
+            .trie_mut(prefix.addr)
+            .remove(key_of(prefix.addr), prefix.len, value);
+        if removed {
+            self.disown(value, prefix);
+        }
+        removed
     }
 
+    /// Removes every prefix of `value`.
     pub fn remove_value(&mut self, value: T) {
-        self.v4.retain(&mut |v| v != value);
-        self.v6.retain(&mut |v| v != value);
+        for prefix in self.owned.remove(&value).unwrap_or_default() {
+            self.trie_mut(prefix.addr)
+                .remove(key_of(prefix.addr), prefix.len, value);
+        }
+    }
+
+    fn disown(&mut self, value: T, prefix: Prefix) {
+        if let Some(list) = self.owned.get_mut(&value) {
+            if let Some(i) = list.iter().position(|p| *p == prefix) {
+                list.swap_remove(i);
+            }
+            if list.is_empty() {
+                self.owned.remove(&value);
+            }
+        }
     }
 
     /// Longest-prefix match.
@@ -299,27 +315,23 @@ impl<T: Copy + Eq> AllowedIps<T> {
         self.trie(addr).lookup(key_of(addr))
     }
 
+    /// The value that holds exactly `prefix`, if any.
     pub fn exact(&self, prefix: Prefix) -> Option<T> {
         self.trie(prefix.addr)
             .exact(key_of(prefix.addr), prefix.len)
     }
 
-    /// Every prefix of `value`, IPv4 first, each family in trie order.
+    /// Every prefix of `value` (host bits cleared), IPv4 first, each family in
+    /// address order.
     pub fn prefixes_of(&self, value: T) -> Vec<Prefix> {
-        let mut out = Vec::new();
-        for (trie, v4) in [(&self.v4, true), (&self.v6, false)] {
-            let mut e = Vec::new();
-            trie.entries(&mut e);
-            out.extend(
-                e.into_iter()
-                    .filter(|&(_, _, v)| v == value)
-                    .map(|(k, len, _)| Prefix {
-                        addr: addr_of(k, v4),
-                        len,
-                    }),
-            );
-        }
+        let mut out = self.owned.get(&value).cloned().unwrap_or_default();
+        out.sort_by_key(|p| (p.addr.is_ipv6(), key_of(p.addr), p.len));
         out
+    }
+
+    /// How many prefixes `value` holds.
+    pub fn count_of(&self, value: T) -> usize {
+        self.owned.get(&value).map_or(0, Vec::len)
     }
 }
 
@@ -359,6 +371,26 @@ mod tests {
         assert_eq!(l(&t, "198.18.5.1"), Some(1));
         assert_eq!(t.prefixes_of(4), vec![p("198.18.5.7/32")]);
         assert_eq!(p("198.18.5.9/24").to_string(), "198.18.5.9/24");
+    }
+
+    #[test]
+    fn removing_every_value_leaves_nothing_behind() {
+        let mut t = AllowedIps::new();
+        for v in 0..500u32 {
+            t.insert(p(&format!("198.18.{}.{}/32", v >> 8, v & 0xff)), v);
+            t.insert(p(&format!("2001:2::{v:x}/128")), v);
+            t.insert(p("198.19.0.0/16"), v); // taken from the value before
+        }
+        assert_eq!(t.count_of(499), 3);
+        assert_eq!(t.count_of(10), 2);
+        for v in 0..500u32 {
+            t.remove_value(v);
+        }
+        assert!(
+            t.v4.root.is_none() && t.v6.root.is_none(),
+            "every node freed"
+        );
+        assert!(t.owned.is_empty());
     }
 
     /// Against a naive list of prefixes, on random prefixes and lookups.

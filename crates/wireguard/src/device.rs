@@ -72,7 +72,15 @@ pub struct Device {
     identity: Option<Identity>,
     checker: Option<CookieChecker>,
     keys: Arc<KeyRegistry>,
-    peers: Vec<Option<Peer>>,
+    /// Boxed so that a removed peer's slot costs a pointer, not a whole peer.
+    peers: Vec<Option<Box<Peer>>>,
+    /// Empty slots in `peers`, reused before the vector grows.
+    free_slots: Vec<u32>,
+    /// No armed timer of any peer is earlier than this, except those of the peers in
+    /// `touched` (changed since; folded in by the next `tick`). `None`: nothing armed.
+    /// A `tick` before it costs nothing, whatever the number of peers.
+    timer_floor: Option<Instant>,
+    touched: Vec<PeerId>,
     by_key: HashMap<[u8; 32], PeerId>,
     allowed_ips: AllowedIps<PeerId>,
     /// Our receiver indices: handshakes in flight and live keypairs.
@@ -99,6 +107,9 @@ impl Device {
             checker: None,
             keys,
             peers: Vec::new(),
+            free_slots: Vec::new(),
+            timer_floor: None,
+            touched: Vec::new(),
             by_key: HashMap::new(),
             allowed_ips: AllowedIps::new(),
             indices: Default::default(),
@@ -167,11 +178,18 @@ impl Device {
     }
 
     pub fn peer(&self, id: PeerId) -> Option<&Peer> {
-        self.peers.get(id.0 as usize)?.as_ref()
+        self.peers.get(id.0 as usize)?.as_deref()
     }
 
+    /// The peer, to change. Every change that may arm a timer goes through here (or
+    /// marks the peer itself), so the peer is noted as touched for `tick`.
     fn peer_mut(&mut self, id: PeerId) -> Option<&mut Peer> {
-        self.peers.get_mut(id.0 as usize)?.as_mut()
+        let p = self.peers.get_mut(id.0 as usize)?.as_deref_mut()?;
+        if !p.timers_touched {
+            p.timers_touched = true;
+            self.touched.push(id);
+        }
+        Some(p)
     }
 
     /// Adds a peer, or returns the existing one with that key. `None` when the key
@@ -183,14 +201,14 @@ impl Device {
         if self.public_key() == Some(public) {
             return None;
         }
-        let peer = Peer::new(public);
-        let id = match self.peers.iter().position(|p| p.is_none()) {
+        let peer = Some(Box::new(Peer::new(public)));
+        let id = match self.free_slots.pop() {
             Some(i) => {
-                self.peers[i] = Some(peer);
-                PeerId(i as u32)
+                self.peers[i as usize] = peer;
+                PeerId(i)
             }
             None => {
-                self.peers.push(Some(peer));
+                self.peers.push(peer);
                 PeerId(self.peers.len() as u32 - 1)
             }
         };
@@ -203,6 +221,11 @@ impl Device {
         self.allowed_ips.remove_value(id);
         if let Some(peer) = self.peers.get_mut(id.0 as usize).and_then(Option::take) {
             self.by_key.remove(&peer.public_key.0);
+            self.free_slots.push(id.0);
+            // Give memory back after a mass removal, not on every one.
+            if self.by_key.capacity() > 1024 && self.by_key.len() * 4 < self.by_key.capacity() {
+                self.by_key.shrink_to_fit();
+            }
         }
     }
 
@@ -267,7 +290,11 @@ impl Device {
 
     /// Forgets every handshake and keypair of a peer (keys are zeroed).
     fn clear_sessions(&mut self, id: PeerId) {
-        let Some(p) = self.peers.get_mut(id.0 as usize).and_then(Option::as_mut) else {
+        let Some(p) = self
+            .peers
+            .get_mut(id.0 as usize)
+            .and_then(|p| p.as_deref_mut())
+        else {
             return;
         };
         let mut gone: Vec<u32> = p.keypairs.indices().collect();
@@ -480,7 +507,7 @@ impl Device {
         let Some(identity) = self.identity.as_ref() else {
             return;
         };
-        let Some(p) = self.peers.get(id.0 as usize).and_then(Option::as_ref) else {
+        let Some(p) = self.peer(id) else {
             return;
         };
         if p.timers
@@ -503,7 +530,12 @@ impl Device {
         else {
             return; // our static and theirs make a zero DH: this peer can never work
         };
-        let p = self.peers[id.0 as usize].as_mut().expect("checked above");
+        if !self.peer(id).expect("checked above").timers_touched {
+            self.peer_mut(id); // notes the timers below for `tick`
+        }
+        let p = self.peers[id.0 as usize]
+            .as_deref_mut()
+            .expect("checked above");
         if let Some(old) = p.initiation.replace(state) {
             self.indices.remove(&old.local_index);
         }
@@ -759,18 +791,51 @@ impl Device {
 
     // ---- timers --------------------------------------------------------------
 
+    /// The earliest time a timer may be due (never later than the true earliest; a
+    /// `tick` at a time when nothing is due does nothing).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.peers
+        let touched = self
+            .touched
+            .iter()
+            .filter_map(|&id| self.peer(id)?.timers.next_deadline());
+        self.timer_floor.into_iter().chain(touched).min()
+    }
+
+    /// Runs every timer that is due at `now`. Peers are walked only when a timer may
+    /// be due, so an idle device with many peers costs nothing here.
+    pub fn tick(&mut self, now: Instant) {
+        self.timer_floor = self.next_deadline();
+        self.forget_touched();
+        if self.timer_floor.is_none_or(|t| t > now) {
+            return;
+        }
+        for i in 0..self.peers.len() {
+            let due = self.peers[i]
+                .as_ref()
+                .and_then(|p| p.timers.next_deadline())
+                .is_some_and(|t| t <= now);
+            if due {
+                self.tick_peer(PeerId(i as u32), now);
+            }
+        }
+        self.forget_touched();
+        self.timer_floor = self
+            .peers
             .iter()
             .flatten()
             .filter_map(|p| p.timers.next_deadline())
-            .min()
+            .min();
     }
 
-    /// Runs every timer that is due at `now`.
-    pub fn tick(&mut self, now: Instant) {
-        for id in self.peer_ids() {
-            self.tick_peer(id, now);
+    fn forget_touched(&mut self) {
+        for id in std::mem::take(&mut self.touched) {
+            if let Some(p) = self
+                .peers
+                .get_mut(id.0 as usize)
+                .and_then(|p| p.as_deref_mut())
+            {
+                p.timers_touched = false;
+            }
         }
     }
 

@@ -61,6 +61,8 @@ pub struct Peer {
     pub last_handshake: Option<SystemTime>,
     pub rx_bytes: u64,
     pub tx_bytes: u64,
+    /// Listed in the device's touched peers since its last `tick` (see `Device::tick`).
+    pub(crate) timers_touched: bool,
 }
 
 impl Peer {
@@ -80,6 +82,7 @@ impl Peer {
             last_handshake: None,
             rx_bytes: 0,
             tx_bytes: 0,
+            timers_touched: false,
         }
     }
 }
