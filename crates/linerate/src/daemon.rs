@@ -1,7 +1,7 @@
 //! Host mode: create the TUN, serve the UAPI socket, run the worker until a signal,
 //! the TUN's removal, or the socket file's deletion ends it.
 
-use crate::worker::{Exit, Outer, Request, Worker};
+use crate::worker::{Control, ControlRequest, Exit, Outer, Worker};
 use crypto::KeyRegistry;
 use dataplane::Arena;
 use dataplane::wg::WgGraph;
@@ -69,7 +69,7 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
             .map_err(|e| format!("signal handler: {e}"))?;
     }
     // Wake the worker's poll on a signal: its sleep is short anyway, this makes exit prompt.
-    let (req_tx, req_rx) = mpsc::channel::<Request>();
+    let (req_tx, req_rx) = mpsc::channel::<ControlRequest>();
 
     let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
     let (engines, choices) = crate::engines::configured_set(&keys, engines, CALIBRATION_TIME)?;
@@ -170,7 +170,7 @@ const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// answers requests one at a time, in the order they arrive.
 fn serve_uapi(
     listener: UnixListener,
-    to_worker: mpsc::Sender<Request>,
+    to_worker: mpsc::Sender<ControlRequest>,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
 ) {
@@ -224,7 +224,7 @@ fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<Result<Stri
 
 fn handle_connection(
     conn: UnixStream,
-    to_worker: &mpsc::Sender<Request>,
+    to_worker: &mpsc::Sender<ControlRequest>,
     waker: &Waker,
 ) -> std::io::Result<()> {
     let mut writer = conn.try_clone()?;
@@ -239,10 +239,22 @@ fn handle_connection(
                 return Ok(());
             }
         };
+        // Parsed here, off the packet path: a malformed request never reaches it.
+        let what = if text.starts_with("linerate-counters=1") {
+            Control::Counters
+        } else {
+            match crate::uapi::parse(&text) {
+                Ok(request) => Control::Uapi(request),
+                Err(e) => {
+                    writer.write_all(crate::uapi::errno(e).as_bytes())?;
+                    continue;
+                }
+            }
+        };
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
         if to_worker
-            .send(Request {
-                text,
+            .send(ControlRequest {
+                what,
                 reply: reply_tx,
             })
             .is_err()

@@ -1,13 +1,15 @@
 //! The data-path thread of host mode: it owns the TUN, the outer UDP socket and the
-//! WireGuard graph, and is the only thread that touches them. Control requests from the
-//! UAPI thread arrive over a channel with an eventfd wake-up.
+//! WireGuard graph, and is the only thread that touches them. Control requests, parsed
+//! by the UAPI threads, arrive over a channel with an eventfd wake-up and are carried
+//! out between batches of packets, a bounded step at a time.
 
-use crate::uapi::{self, EADDRINUSE, EIO, SocketSettings};
+use crate::uapi::{self, EADDRINUSE, EIO, Job, SocketSettings};
 use dataplane::wg::WgGraph;
 use dataplane::{HEADROOM, Handle};
 use io::{
     GsoSendBatch, Interest, PollFd, RecvBatch, RecvMeta, SendBatch, TunDevice, UdpSocket, Waker,
 };
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -20,8 +22,18 @@ const BATCHES_PER_WAKE: usize = 8;
 /// Longest sleep: the loop also checks that the TUN and the UAPI socket still exist.
 const MAX_SLEEP: Duration = Duration::from_millis(500);
 
-pub struct Request {
-    pub text: String,
+/// Longest time one step of a control request may hold the packets back.
+const CONTROL_STEP: Duration = Duration::from_micros(300);
+
+/// What a control request asks of the worker.
+pub enum Control {
+    Uapi(uapi::Request),
+    /// `linerate show counters`.
+    Counters,
+}
+
+pub struct ControlRequest {
+    pub what: Control,
     pub reply: SyncSender<String>,
 }
 
@@ -78,7 +90,9 @@ pub struct Worker {
     pub tun: TunDevice,
     pub outer: Outer,
     pub wg: WgGraph,
-    pub requests: Receiver<Request>,
+    pub requests: Receiver<ControlRequest>,
+    /// UAPI requests being carried out, oldest first, each with where its reply goes.
+    jobs: VecDeque<(Job, SyncSender<String>)>,
     pub waker: Arc<Waker>,
     pub stop: Arc<AtomicBool>,
     /// Checked every loop: false once the UAPI socket file is gone.
@@ -102,7 +116,7 @@ impl Worker {
         tun: TunDevice,
         outer: Outer,
         wg: WgGraph,
-        requests: Receiver<Request>,
+        requests: Receiver<ControlRequest>,
         waker: Arc<Waker>,
         stop: Arc<AtomicBool>,
         socket_alive: Box<dyn Fn() -> bool + Send>,
@@ -112,6 +126,7 @@ impl Worker {
             outer,
             wg,
             requests,
+            jobs: VecDeque::new(),
             waker,
             stop,
             socket_alive,
@@ -135,14 +150,17 @@ impl Worker {
                 return Exit::Signal;
             }
             let now = Instant::now();
-            let sleep = self
-                .wg
-                .cx
-                .device
-                .next_deadline()
-                .map(|d| d.saturating_duration_since(now))
-                .unwrap_or(MAX_SLEEP)
-                .min(MAX_SLEEP);
+            let sleep = if self.jobs.is_empty() {
+                self.wg
+                    .cx
+                    .device
+                    .next_deadline()
+                    .map(|d| d.saturating_duration_since(now))
+                    .unwrap_or(MAX_SLEEP)
+                    .min(MAX_SLEEP)
+            } else {
+                Duration::ZERO // a request is half done: look at packets, then go on
+            };
             let mut fds = [
                 PollFd::new(self.tun.as_raw_fd(), Interest::READABLE),
                 PollFd::new(self.outer.udp.as_raw_fd(), Interest::READABLE),
@@ -165,10 +183,18 @@ impl Worker {
             if fds[2].readable() {
                 self.waker.drain();
                 while let Ok(req) = self.requests.try_recv() {
-                    let answer = self.answer(&req.text);
-                    let _ = req.reply.send(answer);
+                    match req.what {
+                        Control::Counters => {
+                            let _ = req.reply.send(self.counters_text());
+                        }
+                        Control::Uapi(r) => {
+                            let job = Job::new(r, &self.wg.cx.device);
+                            self.jobs.push_back((job, req.reply));
+                        }
+                    }
                 }
             }
+            self.control_step();
             let now = Instant::now();
             self.wg.tick(now);
             self.wg.run(now);
@@ -215,16 +241,26 @@ impl Worker {
         self.wg.set_mtu(mtu);
     }
 
-    fn answer(&mut self, text: &str) -> String {
-        if text.starts_with("linerate-counters=1") {
-            return self.counters_text();
-        }
+    /// One bounded step of the oldest control request; its reply goes out when done.
+    fn control_step(&mut self) {
+        let Some((job, _)) = self.jobs.front_mut() else {
+            return;
+        };
         let now = Instant::now();
-        let out = uapi::handle(text, &mut self.wg.cx.device, &mut self.outer, now);
+        let done = job.step(
+            &mut self.wg.cx.device,
+            &mut self.outer,
+            now,
+            now + CONTROL_STEP,
+        );
+        if let Some(reply) = done
+            && let Some((_, to)) = self.jobs.pop_front()
+        {
+            let _ = to.send(reply);
+        }
         // A set may have asked for handshakes or keepalives.
         self.wg.run(now);
         self.drain();
-        out
     }
 
     /// Per-node counters, one `node.counter=value` line each, for `linerate show`.
