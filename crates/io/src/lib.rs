@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod heap;
 pub mod netns;
 pub mod offload;
 pub mod poll;

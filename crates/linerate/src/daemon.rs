@@ -251,6 +251,7 @@ fn handle_connection(
                 }
             }
         };
+        let is_set = matches!(what, Control::Uapi(crate::uapi::Request::Set(_)));
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
         if to_worker
             .send(ControlRequest {
@@ -266,6 +267,11 @@ fn handle_connection(
             return Ok(());
         };
         writer.write_all(answer.as_bytes())?;
+        if is_set {
+            // A set may have removed many peers: hand their memory back, here and
+            // not on the worker.
+            io::heap::give_back_free_memory();
+        }
     }
 }
 
