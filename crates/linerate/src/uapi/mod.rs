@@ -190,7 +190,7 @@ mod tests {
             ("set=1\nlisten_port=1\n", EADDRINUSE),
             ("set=1\nendpoint=1.2.3.4:5\n", EINVAL),
             ("set=1\nbogus=1\n", EINVAL),
-            ("set=1\nnoequals\n", EINVAL),
+            ("set=1\nnoequals\n", EPROTO),
             ("frob=1\n", EINVAL),
             ("get=1\nextra=1\n", EINVAL),
             (
@@ -198,7 +198,7 @@ mod tests {
                     "set=1\npublic_key={}\nprotocol_version=2\n",
                     hex::encode([9u8; 32])
                 ),
-                EPROTO,
+                EINVAL,
             ),
             (
                 &format!(

@@ -59,7 +59,8 @@ pub fn parse<'a>(lines: impl Iterator<Item = &'a str>) -> Result<Vec<SetOp>, i32
         if line.is_empty() {
             continue;
         }
-        let (key, value) = line.split_once('=').ok_or(EINVAL)?;
+        // As wireguard-go answers: a line that is not key=value is a protocol error.
+        let (key, value) = line.split_once('=').ok_or(EPROTO)?;
         let op = match key {
             "private_key" if !in_peer => SetOp::PrivateKey(key32(value)?),
             "listen_port" if !in_peer => SetOp::ListenPort(value.parse().map_err(|_| EINVAL)?),
@@ -107,7 +108,7 @@ pub fn parse<'a>(lines: impl Iterator<Item = &'a str>) -> Result<Vec<SetOp>, i32
             }
             "protocol_version" if in_peer => match value {
                 "1" => SetOp::ProtocolVersion,
-                _ => return Err(EPROTO),
+                _ => return Err(EINVAL),
             },
             _ => return Err(EINVAL),
         };
