@@ -8,12 +8,15 @@
 #
 #   IMPL_A  the implementation under test (default target/release/linerate)
 #   IMPL_B  the peers, space-separated (default "wireguard-go boringtun-cli")
+#   REF_IMPL  what the solo scenarios compare IMPL_A with (default wireguard-go)
 #   SCENARIO_TIMEOUT  seconds one scenario may take (default 300)
 #
 # Any implementation that runs as `IMPL -f IFACE` and serves the UAPI socket
-# at /var/run/wireguard/IFACE.sock can be IMPL_A or IMPL_B. Each scenario runs
-# in its own process with its own namespaces, removed when it ends. Prints a
-# table and, last, "N passed, M failed"; exits non-zero if any failed.
+# at /var/run/wireguard/IFACE.sock can be IMPL_A or IMPL_B. Most scenarios run
+# once per peer in IMPL_B; the solo ones test IMPL_A alone (or side by side
+# with REF_IMPL) and run once. Each scenario runs in its own process with its
+# own namespaces, removed when it ends. Prints a table and, last,
+# "N passed, M failed"; exits non-zero if any failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/net/lib.sh
@@ -21,10 +24,14 @@ cd "$(dirname "$0")/../.."
 
 IMPL_A=${IMPL_A:-target/release/linerate}
 IMPL_B=${IMPL_B:-wireguard-go boringtun-cli}
+REF_IMPL=${REF_IMPL:-wireguard-go}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}
 
+# Run once per peer in IMPL_B, with that peer as side b.
 SCENARIOS=(a_initiates_v4 a_initiates_v6 b_initiates_v4 b_initiates_v6 tcp
-  roaming restart syncconf peer_remove wg_quick lifecycle)
+  tcp_v6 roaming restart syncconf peer_remove wg_quick lifecycle handshake_flood)
+# Run once: IMPL_A alone, or beside REF_IMPL (which they get as $IMPL_B).
+SOLO_SCENARIOS=(uapi_errno uapi_concurrent cli mtu_jumbo)
 
 # ---------------------------------------------------------------------------
 # Scenarios. Each runs in a fresh process: $IMPL_A and $IMPL_B are resolved
@@ -113,6 +120,99 @@ scenario_restart() {
   assert "a -> b ping (inner IPv4)" ping_ok "$NS_A" "$I4_B" 3 5
   assert "a -> b ping (inner IPv6)" ping_ok "$NS_A" "$I6_B" 3 5
 }
+
+# As tcp, over an IPv6 underlay: with the inner MTU at 1420 on both sides, a full
+# inner packet makes an outer IPv6 packet of exactly 1500 bytes, the veth's MTU,
+# so any padding past the inner MTU loses every full-sized packet.
+scenario_tcp_v6() {
+  pair_up "$IMPL_A" "$IMPL_B" 6 a
+  assert_eq "a: inner MTU" 1420 "$(if_mtu "$NS_A" "$IF_A")"
+  assert_eq "b: inner MTU" 1420 "$(if_mtu "$NS_B" "$IF_B")"
+  assert "tunnel up over outer IPv6" ping_ok "$NS_A" "$I4_B"
+  # 1392 + 28 and 1372 + 48: inner packets of exactly 1420 bytes, DF set.
+  assert "full-MTU ping a -> b (inner IPv4, 1420 bytes)" full_ping "$NS_A" "$I4_B" 1392
+  assert "full-MTU ping a -> b (inner IPv6, 1420 bytes)" full_ping "$NS_A" "$I6_B" 1372
+  assert "full-MTU ping b -> a (inner IPv4, 1420 bytes)" full_ping "$NS_B" "$I4_A" 1392
+  assert "full-MTU ping b -> a (inner IPv6, 1420 bytes)" full_ping "$NS_B" "$I6_A" 1372
+  make_payload 100
+  # A tunnel that drops full-sized packets stalls TCP for good; fail in a minute.
+  XFER_TIMEOUT=60
+  assert "100 MiB a -> b over inner IPv4, outer IPv6, sha256 matches" xfer "$NS_A" "$NS_B" "$I4_B"
+  assert "100 MiB b -> a over inner IPv6, outer IPv6, sha256 matches" xfer "$NS_B" "$NS_A" "$I6_A"
+  local side ns iface impl n
+  for side in a b; do
+    if [ "$side" = a ]; then ns=$NS_A iface=$IF_A impl=$IMPL_A; else ns=$NS_B iface=$IF_B impl=$IMPL_B; fi
+    is_linerate "$impl" || continue
+    n=$(lr_counter "$ns" "$iface" 'udp[.]send_failed')
+    log "    $side: udp.send_failed=$n"
+    assert_eq "$side: no outer sends failed" 0 "$n"
+  done
+}
+
+if_mtu() { ip -n "$1" -o link show "$2" | sed -n 's/.* mtu \([0-9]*\) .*/\1/p'; }
+
+# full_ping NS ADDR SIZE: three pings of SIZE payload bytes, never fragmented.
+full_ping() {
+  in_ns "$1" ping -n -q -M "do" -s "$3" -c 3 -i 0.2 -W 1 -w 5 "$2" >/dev/null 2>&1
+}
+
+# A bounded flood of junk handshake initiations (MAC1 invalid) from many spoofed
+# sources at a's port: b, which has never handshaken, must still get through
+# at once. Junk must not count towards the under-load threshold, or a demands
+# a cookie and b's first handshake waits for its retry, about 5 s.
+scenario_handshake_flood() {
+  pair_up "$IMPL_A" "$IMPL_B" 4 b
+  local spoof=198.18.128.0/17 k hs
+  # The spoofed sources must pass a's reverse-path check.
+  for k in all default "$VETH_A"; do in_ns "$NS_A" sysctl -q -w "net.ipv4.conf.$k.rp_filter=0"; done
+  ip -n "$NS_A" route add "$spoof" dev "$VETH_A"
+  read -r _ hs < <(wg_ns "$NS_B" show "$IF_B" latest-handshakes)
+  assert_eq "b has never handshaken with a" 0 "$hs"
+  timeout 20 ip netns exec "$NS_B" "$PYTHON" "$LR_ROOT/tests/net/flood.py" \
+    "$U4_A" "$PORT_A" 20000 10 "$spoof" >"$LR_TMP/flood.out" 2>"$LR_TMP/flood.err" &
+  local flood=$!
+  if is_linerate "$IMPL_A"; then
+    wait_until 5 "the flood to reach a (MAC1 drops counted)" mac1_drops_seen "$NS_A" "$IF_A"
+  fi
+  # A second of flood, so that any rate a measures sees it.
+  sleep 1
+  local t0=$EPOCHREALTIME rc=0 secs
+  in_ns "$NS_B" ping -n -q -c 1 -i 0.2 -W 8 -w 8 "$I4_A" >/dev/null 2>&1 || rc=$?
+  secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+  local flooding=yes
+  kill -0 "$flood" 2>/dev/null || flooding=no
+  if [ "$rc" -eq 0 ]; then
+    log "    b's first handshake: first reply after ${secs}s (flood still running: $flooding)"
+  else
+    log "    b's first handshake: no reply within ${secs}s (ping exit $rc; flood still running: $flooding)"
+  fi
+  assert_eq "the flood was still running when the reply came" yes "$flooding"
+  assert "b's first ping through the tunnel is answered" test "$rc" -eq 0
+  assert "b's first handshake completes in under 1 s during the flood (took ${secs}s)" \
+    awk -v s="$secs" 'BEGIN { exit !(s < 1) }'
+  local sent elapsed
+  if ! wait "$flood"; then
+    fail "the flood sender failed: $(cat "$LR_TMP/flood.err")"
+  fi
+  read -r sent elapsed <"$LR_TMP/flood.out"
+  log "    flood: $sent junk initiations from $spoof in ${elapsed}s"
+  if is_linerate "$IMPL_A"; then
+    local drops
+    drops=$(mac1_drops "$NS_A" "$IF_A")
+    log "    a: MAC1 failures counted: $drops"
+    assert "a counted the junk as MAC1 failures" test "$drops" -gt 0
+  fi
+  assert "tunnel still up after the flood" ping_ok "$NS_B" "$I4_A"
+}
+
+# linerate counts each message whose MAC1 fails as drop reason bad-mac1.
+mac1_drops() {
+  local n
+  n=$(lr_counter "$1" "$2" '[^=]*[.]drop[.]bad-mac1')
+  [ "$n" != none ] || n=0
+  echo "$n"
+}
+mac1_drops_seen() { [ "$(mac1_drops "$1" "$2")" -gt 0 ]; }
 
 # wg showconf | wg syncconf leaves a's configuration as it was.
 scenario_syncconf() {
@@ -212,6 +312,170 @@ scenario_lifecycle() {
 }
 
 # ---------------------------------------------------------------------------
+# Solo scenarios: IMPL_A alone, or beside REF_IMPL ($IMPL_B here).
+
+# The same malformed requests to REF_IMPL's socket and IMPL_A's: wherever the
+# reference answers with an errno, IMPL_A answers the same one; wherever it
+# just closes, IMPL_A must not hang. First, wg(8) reads IMPL_A's busy-port errno.
+scenario_uapi_errno() {
+  net_setup
+  local busy=$((PORT_A + 100)) holder rc=0
+  impl_start "$NS_A" "$IMPL_A" "$IF_A"
+  impl_start "$NS_A" "$IMPL_B" "$IF_B"
+  # The reference (wireguard-go) binds its port only while the interface is
+  # up, and only then can it find the port busy.
+  ip -n "$NS_A" link set "$IF_A" up
+  ip -n "$NS_A" link set "$IF_B" up
+
+  timeout 20 ip netns exec "$NS_A" "$PYTHON" "$LR_ROOT/tests/net/uapi.py" hold-udp "$busy" 15 \
+    >"$LR_TMP/hold.out" &
+  holder=$!
+  wait_until 5 "UDP port $busy to be held" grep -q bound "$LR_TMP/hold.out"
+  wg_ns "$NS_A" set "$IF_A" listen-port "$busy" 2>"$LR_TMP/wg.err" || rc=$?
+  log "    wg set $IF_A listen-port $busy: exit $rc: $(cat "$LR_TMP/wg.err")"
+  assert "wg set listen-port on a busy port fails" test "$rc" -ne 0
+  assert "wg says 'Address already in use'" grep -q "Address already in use" "$LR_TMP/wg.err"
+  kill "$holder"
+  wait "$holder" 2>/dev/null || true
+  assert "the daemon still answers wg show" eval "wg_ns '$NS_A' show '$IF_A' >/dev/null"
+
+  log "    $(impl_name "$IMPL_B") ($IF_B) and $(impl_name "$IMPL_A") ($IF_A); UDP port $busy held busy"
+  assert "$(impl_name "$IMPL_A") answers every request with $(impl_name "$IMPL_B")'s errno" \
+    errno_table "$IF_B" "$IF_A" "$busy"
+}
+
+errno_table() { # errno_table REF_IFACE TEST_IFACE BUSY_PORT
+  in_ns "$NS_A" "$PYTHON" "$LR_ROOT/tests/net/uapi.py" errno-compare \
+    "$WG_SOCK_DIR/$1.sock" "$WG_SOCK_DIR/$2.sock" "$3" "$(impl_name "$IMPL_B")" "$(impl_name "$IMPL_A")" >&2
+}
+
+# One client connects to the UAPI socket and says nothing; another's get=1 must
+# not wait behind it.
+scenario_uapi_concurrent() {
+  net_setup
+  impl_start "$NS_A" "$IMPL_A" "$IF_A"
+  local sock="$WG_SOCK_DIR/$IF_A.sock" idle secs e t0
+  timeout 20 ip netns exec "$NS_A" "$PYTHON" "$LR_ROOT/tests/net/uapi.py" idle "$sock" 8 \
+    >"$LR_TMP/idle.out" &
+  idle=$!
+  wait_until 5 "the idle client to connect" grep -q connected "$LR_TMP/idle.out"
+  sleep 0.5 # a server taking connections one at a time is now stuck on it
+  read -r secs e < <(in_ns "$NS_A" "$PYTHON" "$LR_ROOT/tests/net/uapi.py" timed-get "$sock")
+  log "    raw get=1 answered in ${secs}s ($e) while another client sat idle"
+  assert "get=1 answered in under 1 s beside an idle client (took ${secs}s)" \
+    awk -v s="$secs" 'BEGIN { exit !(s < 1) }'
+  assert_eq "get=1 reply ends with errno=0" errno=0 "$e"
+  t0=$EPOCHREALTIME
+  wg_ns "$NS_A" show "$IF_A" >/dev/null
+  secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+  log "    wg show answered in ${secs}s"
+  assert "wg show answered in under 1 s beside an idle client (took ${secs}s)" \
+    awk -v s="$secs" 'BEGIN { exit !(s < 1) }'
+  assert "the idle client was still there throughout (its connection open)" kill -0 "$idle"
+  kill "$idle"
+  wait "$idle" 2>/dev/null || true
+}
+
+# The command line: subcommand words are never interface names, every --help
+# answers, a bad engine is refused before anything is created, and a
+# background start that fails says why.
+scenario_cli() {
+  net_setup
+  local lr=$IMPL_A out rc args ns where want
+  local -a argv
+  # A daemon wrongly started as "show" would leave this behind; remove it then,
+  # unless it was there before this test.
+  [ -e "$WG_SOCK_DIR/show.sock" ] || LR_SOCKETS+=(show)
+
+  cli_run show
+  assert "linerate show: exits non-zero (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+  assert "linerate show: prints usage" grep -qi usage <<<"$out"
+  assert "linerate show: no interface named show" no_link "$NS_A" show
+  assert "linerate show: no $WG_SOCK_DIR/show.sock" test ! -e "$WG_SOCK_DIR/show.sock"
+
+  for args in "--help" "show --help" "show counters --help" "show crypto --help" \
+    "bench --help" "bench crypto --help"; do
+    read -r -a argv <<<"$args"
+    cli_run "${argv[@]}"
+    assert "linerate $args: exit 0 (got $rc)" test "$rc" -eq 0
+    assert "linerate $args: prints usage" grep -qi usage <<<"$out"
+  done
+
+  for args in "--engine bogus $IF_A" "-f --engine bogus $IF_A"; do
+    read -r -a argv <<<"$args"
+    cli_run "${argv[@]}"
+    assert "linerate $args: fails (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+    assert "linerate $args: the message names 'bogus'" grep -q bogus <<<"$out"
+    assert "linerate $args: no interface left" no_link "$NS_A" "$IF_A"
+    assert "linerate $args: no socket file left" test ! -e "$WG_SOCK_DIR/$IF_A.sock"
+  done
+
+  # A background start whose interface is already served fails in the child;
+  # the parent must pass on why. In the same namespace the TUN itself is taken,
+  # so either "busy" or "in use" is a reason; in the other namespace only the
+  # socket file (shared by all namespaces) is, and that must be named.
+  impl_start "$NS_A" "$lr" "$IF_A"
+  for ns in "$NS_A" "$NS_B"; do
+    if [ "$ns" = "$NS_A" ]; then where="same namespace" want="in use|busy"; else where="other namespace" want="in use"; fi
+    cli_run_in "$ns" "$IF_A"
+    assert "$where: a background start of a served interface fails (exit $rc)" \
+      test "$rc" -ne 0 -a "$rc" -ne 124
+    assert "$where: the failed background start says why ('$want')" grep -Eq "$want" <<<"$out"
+    assert "$where: ... not just a pointer to --foreground" \
+      lacks "$out" "run with --foreground"
+  done
+  assert "other namespace: no interface left behind" no_link "$NS_B" "$IF_A"
+  assert "the running daemon still answers wg show" eval "wg_ns '$NS_A' show '$IF_A' >/dev/null"
+}
+
+# cli_run ARGS...: IMPL_A with ARGS in side a's namespace; sets out (stdout and
+# stderr) and rc, and logs the first lines. cli_run_in NS ARGS...: in NS.
+cli_run() { cli_run_in "$NS_A" "$@"; }
+cli_run_in() {
+  local ns=$1; shift
+  rc=0
+  out=$(timeout 10 ip netns exec "$ns" "$IMPL_A" "$@" 2>&1 </dev/null) || rc=$?
+  log "    \$ linerate $*   (exit $rc)"
+  head -n 3 <<<"$out" | sed 's/^/    | /' >&2
+}
+
+no_link() { ! ip -n "$1" link show "$2" >/dev/null 2>&1; }
+lacks() { ! grep -qF -- "$2" <<<"$1"; } # lacks TEXT STRING
+
+# The data path's buffers are 2048 bytes: an MTU of 9000 is refused and set
+# back to the largest the path carries, and the kernel then fragments large
+# packets to fit instead of the daemon dropping them. Linerate on both sides,
+# so both its send and its receive path carry full-sized packets.
+scenario_mtu_jumbo() {
+  pair_up "$IMPL_A" "$IMPL_A" 4 both
+  # A jumbo underlay, as whoever asks for MTU 9000 has: the outer packets then
+  # need no fragmenting, and only the tunnel's own limit is under test.
+  ip -n "$NS_A" link set "$VETH_A" mtu 9000
+  ip -n "$NS_B" link set "$VETH_B" mtu 9000
+  assert "tunnel up" ping_ok "$NS_A" "$I4_B"
+  local side ns iface mtu n
+  for side in a b; do
+    if [ "$side" = a ]; then ns=$NS_A iface=$IF_A; else ns=$NS_B iface=$IF_B; fi
+    ip -n "$ns" link set "$iface" mtu 9000
+    wait_until 2 "$side: MTU 9000 to be set back" mtu_below "$ns" "$iface" 9000
+    mtu=$(if_mtu "$ns" "$iface")
+    log "    $side: asked for MTU 9000, reads back $mtu"
+    assert "$side: MTU set back to a size it carries (1420 <= $mtu < 9000)" \
+      test "$mtu" -ge 1420 -a "$mtu" -lt 9000
+    assert "$side: the log says MTU 9000 was refused" grep -q "MTU 9000" "$LR_TMP/$iface.log"
+    grep -h "MTU 9000" "$LR_TMP/$iface.log" | head -n 1 | sed 's/^/    | /' >&2
+    n=$(lr_counter "$ns" "$iface" 'tun[.]mtu_refused')
+    assert "$side: tun.mtu_refused >= 1 (got $n)" test "${n/none/0}" -ge 1
+  done
+  assert "8000-byte datagram a -> b, inner IPv4, arrives intact" dgram_ok "$NS_A" "$NS_B" "$I4_B" 8000
+  assert "8000-byte datagram a -> b, inner IPv6, arrives intact" dgram_ok "$NS_A" "$NS_B" "$I6_B" 8000
+  assert "8000-byte datagram b -> a, inner IPv4, arrives intact" dgram_ok "$NS_B" "$NS_A" "$I4_A" 8000
+  assert "8000-byte datagram b -> a, inner IPv6, arrives intact" dgram_ok "$NS_B" "$NS_A" "$I6_A" 8000
+}
+
+mtu_below() { [ "$(if_mtu "$1" "$2")" -lt "$3" ]; }
+
+# ---------------------------------------------------------------------------
 # Driver
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -228,55 +492,75 @@ fi
 [ "$(id -u)" -eq 0 ] || die "the network tests need root (namespaces, TUN)"
 case ${1:-} in
   -h | --help) usage ;;
-  -l | --list) printf '%s\n' "${SCENARIOS[@]}"; exit 0 ;;
+  -l | --list) printf '%s\n' "${SCENARIOS[@]}" "${SOLO_SCENARIOS[@]}"; exit 0 ;;
 esac
+is_solo() { local x; for x in "${SOLO_SCENARIOS[@]}"; do [ "$x" != "$1" ] || return 0; done; return 1; }
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=("${SCENARIOS[@]}")
+[ ${#selected[@]} -gt 0 ] || selected=("${SCENARIOS[@]}" "${SOLO_SCENARIOS[@]}")
+per_peer=() solo=()
 for s in "${selected[@]}"; do
   declare -F "scenario_$s" >/dev/null || { log "unknown scenario '$s'"; usage; }
+  if is_solo "$s"; then solo+=("$s"); else per_peer+=("$s"); fi
 done
 read -r -a peers <<<"$IMPL_B"
 
 impl_ok=1
 resolve_impl "$IMPL_A" >/dev/null || impl_ok=0
 for p in "${peers[@]}"; do resolve_impl "$p" >/dev/null || impl_ok=0; done
+[ ${#solo[@]} -eq 0 ] || resolve_impl "$REF_IMPL" >/dev/null || impl_ok=0
 
 child=
 trap 'log "interrupted"; [ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child" || true; }; exit 130' INT TERM
 
 declare -A result
 passed=0 failed=0
+
+# run_one SCENARIO PEER KEY HEADING: one scenario in a child process, its
+# result in result[KEY].
+run_one() {
+  local s=$1 p=$2 key=$3 rc=0 t0=$SECONDS
+  log ""
+  log "== $s: $4"
+  if [ "$impl_ok" -eq 1 ]; then
+    timeout -k 10 "$SCENARIO_TIMEOUT" "$BASH" "$0" __run "$p" "$s" &
+    child=$!
+    wait "$child" || rc=$?
+    child=
+  else
+    rc=1
+  fi
+  if [ "$rc" -eq 0 ]; then
+    result[$key]="PASS $((SECONDS - t0))s"; passed=$((passed + 1))
+  else
+    [ "$rc" -ne 124 ] || log "    FAIL  scenario timed out after ${SCENARIO_TIMEOUT}s"
+    result[$key]="FAIL $((SECONDS - t0))s"; failed=$((failed + 1))
+  fi
+  log "== $s: ${result[$key]}"
+}
+
 for p in "${peers[@]}"; do
-  for s in "${selected[@]}"; do
-    log ""
-    log "== $s: $(impl_name "$IMPL_A") (a) with $(impl_name "$p") (b)"
-    rc=0 t0=$SECONDS
-    if [ "$impl_ok" -eq 1 ]; then
-      timeout -k 10 "$SCENARIO_TIMEOUT" "$BASH" "$0" __run "$p" "$s" &
-      child=$!
-      wait "$child" || rc=$?
-      child=
-    else
-      rc=1
-    fi
-    if [ "$rc" -eq 0 ]; then
-      result[$s,$p]="PASS $((SECONDS - t0))s"; passed=$((passed + 1))
-    else
-      [ "$rc" -ne 124 ] || log "    FAIL  scenario timed out after ${SCENARIO_TIMEOUT}s"
-      result[$s,$p]="FAIL $((SECONDS - t0))s"; failed=$((failed + 1))
-    fi
-    log "== $s: ${result[$s,$p]}"
+  for s in "${per_peer[@]}"; do
+    run_one "$s" "$p" "$s,$p" "$(impl_name "$IMPL_A") (a) with $(impl_name "$p") (b)"
   done
 done
-
-printf '\ninterop: %s (a) against each peer (b)\n\n' "$(impl_name "$IMPL_A")"
-printf '%-16s' scenario
-for p in "${peers[@]}"; do printf '  %-14s' "$(impl_name "$p")"; done
-printf '\n'
-for s in "${selected[@]}"; do
-  printf '%-16s' "$s"
-  for p in "${peers[@]}"; do printf '  %-14s' "${result[$s,$p]}"; done
-  printf '\n'
+for s in "${solo[@]}"; do
+  run_one "$s" "$REF_IMPL" "$s" "$(impl_name "$IMPL_A") alone (reference: $(impl_name "$REF_IMPL"))"
 done
+
+printf '\ninterop: %s (a) against each peer (b)\n' "$(impl_name "$IMPL_A")"
+if [ ${#per_peer[@]} -gt 0 ]; then
+  printf '\n%-16s' scenario
+  for p in "${peers[@]}"; do printf '  %-14s' "$(impl_name "$p")"; done
+  printf '\n'
+  for s in "${per_peer[@]}"; do
+    printf '%-16s' "$s"
+    for p in "${peers[@]}"; do printf '  %-14s' "${result[$s,$p]}"; done
+    printf '\n'
+  done
+fi
+if [ ${#solo[@]} -gt 0 ]; then
+  printf '\nonce: %s alone or beside %s\n\n' "$(impl_name "$IMPL_A")" "$(impl_name "$REF_IMPL")"
+  for s in "${solo[@]}"; do printf '%-16s  %-14s\n' "$s" "${result[$s]}"; done
+fi
 printf '\n%d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

@@ -261,6 +261,9 @@ cpu_ticks() {
 # TCP transfers through the tunnel (tests/net/xfer.py on both ends)
 
 XFER_PORT=45000
+# Seconds either end of one transfer may take; a scenario may lower it so that a
+# stalled tunnel fails in good time.
+XFER_TIMEOUT=120
 
 # make_payload MIB: $LR_TMP/payload of MIB mebibytes of random bytes, its
 # sha256 in PAYLOAD_SHA.
@@ -275,12 +278,12 @@ make_payload() {
 xfer_start() {
   local from=$1 to=$2 addr=$3 mbps=${4:-}
   rm -f "$LR_TMP/xfer.out"
-  timeout 120 ip netns exec "$to" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" recv "$addr" "$XFER_PORT" \
+  timeout "$XFER_TIMEOUT" ip netns exec "$to" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" recv "$addr" "$XFER_PORT" \
     >"$LR_TMP/xfer.out" 2>"$LR_TMP/xfer-recv.err" &
   XFER_RECV_PID=$!
   wait_until 5 "the receiver to listen" xfer_listening "$to" || return 1
   XFER_T0=$EPOCHREALTIME
-  timeout 120 ip netns exec "$from" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" send "$addr" "$XFER_PORT" \
+  timeout "$XFER_TIMEOUT" ip netns exec "$from" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" send "$addr" "$XFER_PORT" \
     "$LR_TMP/payload" ${mbps:+"$mbps"} 2>"$LR_TMP/xfer-send.err" &
   XFER_SEND_PID=$!
 }
@@ -309,3 +312,43 @@ xfer_finish() {
 
 # xfer FROM_NS TO_NS TO_ADDR [MBPS]: one whole transfer.
 xfer() { xfer_start "$@" && xfer_finish; }
+
+# dgram_ok FROM_NS TO_NS TO_ADDR BYTES: one UDP datagram of BYTES random bytes
+# from FROM_NS to TO_ADDR arrives whole (same sha256 and length).
+dgram_ok() {
+  local from=$1 to=$2 addr=$3 bytes=$4 port=$((XFER_PORT + 1)) rpid sent got
+  timeout 10 ip netns exec "$to" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" dgram-recv "$addr" "$port" 5 \
+    >"$LR_TMP/dgram.out" 2>"$LR_TMP/dgram.err" &
+  rpid=$!
+  wait_until 5 "the datagram receiver to bind" udp_bound "$to" "$port" || return 1
+  sent=$(timeout 10 ip netns exec "$from" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" dgram-send "$addr" "$port" "$bytes")
+  if ! wait "$rpid"; then
+    log "    receiver: $(cat "$LR_TMP/dgram.err")"
+    return 1
+  fi
+  got=$(cat "$LR_TMP/dgram.out")
+  [ "$got" = "$sent" ] || { log "    sent '$sent', received '$got'"; return 1; }
+}
+
+udp_bound() { [ -n "$(ip netns exec "$1" ss -Hlun "sport = :$2")" ]; }
+
+# ---------------------------------------------------------------------------
+# UAPI and linerate's own counters
+
+# is_linerate PATH: whether the implementation is linerate (its extra counters).
+is_linerate() { [ "$(impl_name "$1")" = linerate ]; }
+
+# uapi_ask NS IFACE < REQUEST: the raw reply to one request (tests/net/uapi.py).
+uapi_ask() {
+  ip netns exec "$1" "$PYTHON" "$LR_ROOT/tests/net/uapi.py" ask "$WG_SOCK_DIR/$2.sock"
+}
+
+# lr_counters NS IFACE: linerate's raw "name=value" counter lines.
+lr_counters() { printf 'linerate-counters=1\n\n' | uapi_ask "$1" "$2"; }
+
+# lr_counter NS IFACE REGEX: the sum of the counters whose name matches REGEX
+# (awk ERE, anchored), or "none" if none does. Drop counters are only listed
+# once non-zero, so a caller may read "none" as 0 for those.
+lr_counter() {
+  lr_counters "$1" "$2" | awk -F= -v re="^($3)\$" '$1 ~ re { s += $2; n++ } END { print (n ? s : "none") }'
+}
