@@ -9,6 +9,9 @@
 #   IMPLS         implementations to compare, space-separated
 #                 (default "target/release/linerate wireguard-go")
 #   DEMO_SECONDS  length of the iperf3 run (default 10)
+#   DEMO_OUTER    the underlay's IP version, 4 or 6 (default 4); with 6 and the
+#                 default inner MTU of 1420, full-sized packets fill the
+#                 1500-byte underlay exactly
 #   DEMO_JSON     where the JSON goes (default docs/demo/latest.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +20,11 @@ cd "$(dirname "$0")/.."
 
 IMPLS=${IMPLS:-target/release/linerate wireguard-go}
 DEMO_SECONDS=${DEMO_SECONDS:-10}
+DEMO_OUTER=${DEMO_OUTER:-4}
 DEMO_JSON=${DEMO_JSON:-docs/demo/latest.json}
 IPERF_PORT=45201
 
+[[ $DEMO_OUTER =~ ^[46]$ ]] || die "DEMO_OUTER must be 4 or 6"
 if ! [[ $DEMO_SECONDS =~ ^[1-9][0-9]*$ ]] || [ "$DEMO_SECONDS" -gt 120 ]; then
   die "DEMO_SECONDS must be a whole number of seconds, 1 to 120"
 fi
@@ -28,7 +33,7 @@ fi
 measure() {
   local impl out=$2 s e line
   impl=$(resolve_impl "$1")
-  pair_up "$impl" "$impl" 4 both
+  pair_up "$impl" "$impl" "$DEMO_OUTER" both
   log "  $(impl_name "$impl"): tunnel configured"
 
   # First reply: the first ping waits for the handshake. Timed inside the
@@ -80,7 +85,7 @@ child=
 trap 'rm -rf -- "$results"' EXIT
 trap 'log "interrupted"; [ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child" || true; }; exit 130' INT TERM
 
-log "demo: ${impls[*]}; iperf3 for ${DEMO_SECONDS}s each"
+log "demo: ${impls[*]}; iperf3 for ${DEMO_SECONDS}s each, outer IPv$DEMO_OUTER"
 failed=0 i=0
 for impl in "${impls[@]}"; do
   log "== $(impl_name "$impl")"
@@ -98,10 +103,10 @@ for impl in "${impls[@]}"; do
 done
 
 mkdir -p "$(dirname "$DEMO_JSON")"
-"$PYTHON" - "$results" "$DEMO_SECONDS" "$DEMO_JSON" "${impls[@]}" <<'PY'
+"$PYTHON" - "$results" "$DEMO_SECONDS" "$DEMO_OUTER" "$DEMO_JSON" "${impls[@]}" <<'PY'
 import datetime, json, os, platform, sys
 
-results, seconds, out, impls = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+results, seconds, outer, out, impls = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 rows = [
     ("first_reply_ms", "first reply, ms (handshake + 1 RTT)"),
     ("rtt_avg_ms", "ping RTT avg, ms (20 pings)"),
@@ -131,7 +136,7 @@ print(f"{'':38}" + "".join(f"  {c['name']:>{width}}" for c in cols))
 for key, label in rows:
     cells = "".join(f"  {kv.get(key, '-' if c['ok'] else 'failed'):>{width}}" for c, kv in zip(cols, shown))
     print(f"{label:38}{cells}")
-print(f"\n{seconds} s iperf3 run, one TCP stream, same implementation on both ends; "
+print(f"\n{seconds} s iperf3 run, one TCP stream, same implementation on both ends, outer IPv{outer}; "
       f"{os.cpu_count()} CPUs, kernel {platform.release()}")
 
 doc = {
@@ -139,6 +144,7 @@ doc = {
     "setup": "two network namespaces joined by a veth pair; the same implementation on "
              "both ends; ping and one iperf3 TCP stream through the tunnel, a to b",
     "iperf_seconds": seconds,
+    "outer": f"IPv{outer}",
     "host": {"cpus": os.cpu_count(), "kernel": platform.release(), "machine": platform.machine()},
     "implementations": cols,
 }
