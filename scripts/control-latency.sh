@@ -52,14 +52,7 @@ measure() {
   pair_up "$impl" "$(resolve_impl wireguard-go)" 4 both
   wait_until 10 "the tunnel" ping_ok "$NS_A" "$I4_B" 1 2
   wg_ns "$NS_A" showconf "$IF_A" >"$LR_TMP/base.conf"
-  "$PYTHON" - "$n" "$LR_TMP/base.conf" >"$LR_TMP/full.conf" <<'PY'
-import base64, os, sys
-n = int(sys.argv[1])
-sys.stdout.write(open(sys.argv[2]).read())
-for i in range(n):
-    key = base64.b64encode(os.urandom(32)).decode()
-    print(f"\n[Peer]\nPublicKey = {key}\nAllowedIPs = 2001:2:0:8000::{i >> 16:x}:{i & 0xffff:x}/128")
-PY
+  "$PYTHON" tests/net/peers.py "$n" "$LR_TMP/base.conf" >"$LR_TMP/full.conf"
   # The ping runs through all three steps and a second after them, so replies
   # still in flight at the end are counted.
   ip netns exec "$NS_A" ping -n -i 0.01 -W 2 "$I4_B" >"$LR_TMP/ping.log" 2>&1 &

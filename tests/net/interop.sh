@@ -29,9 +29,10 @@ SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}
 
 # Run once per peer in IMPL_B, with that peer as side b.
 SCENARIOS=(a_initiates_v4 a_initiates_v6 b_initiates_v4 b_initiates_v6 tcp
-  tcp_v6 roaming restart syncconf peer_remove wg_quick lifecycle handshake_flood)
+  tcp_v6 roaming restart syncconf peer_remove wg_quick lifecycle handshake_flood
+  control_churn)
 # Run once: IMPL_A alone, or beside REF_IMPL (which they get as $IMPL_B).
-SOLO_SCENARIOS=(uapi_errno uapi_concurrent cli mtu_jumbo)
+SOLO_SCENARIOS=(uapi_errno uapi_concurrent cli mtu_jumbo counters_add_up memory_returns)
 
 # ---------------------------------------------------------------------------
 # Scenarios. Each runs in a fresh process: $IMPL_A and $IMPL_B are resolved
@@ -213,6 +214,37 @@ mac1_drops() {
   echo "$n"
 }
 mac1_drops_seen() { [ "$(mac1_drops "$1" "$2")" -gt 0 ]; }
+
+# While a's control plane adds 5,000 peers, lists them and removes them again,
+# round after round for as long as it lasts, a TCP transfer through its live peer completes intact and
+# no control request fails: control work never stops the packets for long.
+scenario_control_churn() {
+  pair_up "$IMPL_A" "$IMPL_B" 4 a
+  assert "tunnel up" ping_ok "$NS_A" "$I4_B"
+  wg_ns "$NS_A" showconf "$IF_A" >"$LR_TMP/base.conf"
+  "$PYTHON" "$LR_ROOT/tests/net/peers.py" 5000 "$LR_TMP/base.conf" >"$LR_TMP/full.conf"
+  make_payload 100
+  XFER_TIMEOUT=60
+  xfer_start "$NS_A" "$NS_B" "$I4_B" 12 # about 9 s
+  local rounds=0 failed=0 n t0 took longest=0
+  # Bounded: the transfer's own timeout ends it, and at most 200 rounds.
+  while kill -0 "$XFER_SEND_PID" 2>/dev/null && [ "$rounds" -lt 200 ]; do
+    rounds=$((rounds + 1))
+    t0=$EPOCHREALTIME
+    timeout 30 ip netns exec "$NS_A" wg syncconf "$IF_A" "$LR_TMP/full.conf" || failed=$((failed + 1))
+    n=$(wg_ns "$NS_A" show "$IF_A" dump | wc -l) || failed=$((failed + 1))
+    [ "$n" -eq 5002 ] || { log "    round $rounds: wg show dump listed $n lines, not 5002"; failed=$((failed + 1)); }
+    timeout 30 ip netns exec "$NS_A" wg syncconf "$IF_A" "$LR_TMP/base.conf" || failed=$((failed + 1))
+    took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+    longest=$(awk -v a="$longest" -v b="$took" 'BEGIN { print (b > a ? b : a) }')
+  done
+  log "    $rounds rounds of 5,000 peers added, listed and removed; the longest took ${longest}s"
+  assert "100 MiB a -> b during the churn, sha256 matches" xfer_finish
+  assert_eq "control requests that failed" 0 "$failed"
+  assert "at least two rounds ran during the transfer ($rounds)" test "$rounds" -ge 2
+  assert_eq "only the live peer is left" "$PUB_B" "$(wg_ns "$NS_A" show "$IF_A" peers)"
+  assert "tunnel still up" ping_ok "$NS_A" "$I4_B"
+}
 
 # wg showconf | wg syncconf leaves a's configuration as it was.
 scenario_syncconf() {
@@ -474,6 +506,59 @@ scenario_mtu_jumbo() {
 }
 
 mtu_below() { [ "$(if_mtu "$1" "$2")" -lt "$3" ]; }
+
+# Counters read while traffic runs add up: no counter ever goes backwards
+# between two reads, and a's encryptions match the datagrams sent, which b
+# receives, every one.
+scenario_counters_add_up() {
+  pair_up "$IMPL_A" "$IMPL_B" 4 a
+  assert "tunnel up" ping_ok "$NS_A" "$I4_B"
+  local k=5000 port=$((XFER_PORT + 2)) before after recv sent
+  before=$(lr_counter "$NS_A" "$IF_A" 'wg-encrypt[.]packets')
+  timeout 20 ip netns exec "$NS_B" "$PYTHON" "$LR_ROOT/tests/net/counters.py" recv "$I4_B" "$port" "$k" 15 \
+    >"$LR_TMP/recv.out" &
+  recv=$!
+  wait_until 5 "the receiver to bind" udp_bound "$NS_B" "$port"
+  assert "$k datagrams sent while the counters are read every 50 ms, none going backwards" \
+    eval "timeout 20 ip netns exec '$NS_A' '$PYTHON' '$LR_ROOT/tests/net/counters.py' send-watch \
+      '$WG_SOCK_DIR/$IF_A.sock' '$I4_B' $port $k 2500 >'$LR_TMP/send.out'"
+  wait "$recv" || true
+  after=$(lr_counter "$NS_A" "$IF_A" 'wg-encrypt[.]packets')
+  sent=$((after - before))
+  log "    $(cat "$LR_TMP/send.out"); wg-encrypt counted $sent; b received $(cat "$LR_TMP/recv.out")"
+  # A keepalive or a handshake's staged packet may add one or two of a's own.
+  assert "wg-encrypt counted the $k datagrams (and at most 3 more): $sent" \
+    test "$sent" -ge "$k" -a "$sent" -le $((k + 3))
+  assert_eq "b received every datagram" "$k" "$(cat "$LR_TMP/recv.out")"
+}
+
+# Adding and removing 10,000 peers three times gives the memory back: the
+# resident size ends within 8 MiB of where it started (10,000 peers hold about
+# 12 MiB; the allocator may keep some of it for reuse).
+scenario_memory_returns() {
+  net_setup
+  make_keys
+  impl_start "$NS_A" "$IMPL_A" "$IF_A"
+  local pid=$IMPL_PID rss0 rss round
+  wg_ns "$NS_A" set "$IF_A" private-key "$LR_TMP/a.key" listen-port "$PORT_A"
+  wg_ns "$NS_A" showconf "$IF_A" >"$LR_TMP/base.conf"
+  "$PYTHON" "$LR_ROOT/tests/net/peers.py" 10000 "$LR_TMP/base.conf" >"$LR_TMP/full.conf"
+  rss0=$(rss_kib "$pid")
+  log "    resident at start: $rss0 KiB"
+  for round in 1 2 3; do
+    assert "round $round: 10,000 peers set" timeout 30 ip netns exec "$NS_A" wg setconf "$IF_A" "$LR_TMP/full.conf"
+    assert_eq "round $round: peers listed" 10000 "$(wg_ns "$NS_A" show "$IF_A" peers | wc -l)"
+    rss=$(rss_kib "$pid")
+    assert "round $round: all removed" timeout 30 ip netns exec "$NS_A" wg setconf "$IF_A" "$LR_TMP/base.conf"
+    log "    round $round: $rss KiB with 10,000 peers, $(rss_kib "$pid") KiB after removing them"
+  done
+  assert_eq "no peers left" "" "$(wg_ns "$NS_A" show "$IF_A" peers)"
+  rss=$(rss_kib "$pid")
+  assert "resident memory back within 8 MiB of the start ($rss0 -> $rss KiB)" \
+    test $((rss - rss0)) -le 8192
+}
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # ---------------------------------------------------------------------------
 # Driver
