@@ -215,35 +215,62 @@ mac1_drops() {
 }
 mac1_drops_seen() { [ "$(mac1_drops "$1" "$2")" -gt 0 ]; }
 
-# While a's control plane adds 5,000 peers, lists them and removes them again,
-# round after round for as long as it lasts, a TCP transfer through its live peer completes intact and
-# no control request fails: control work never stops the packets for long.
+# While a's control plane adds 2,000 peers, lists them and removes them again,
+# round after round through a paced TCP transfer via its live peer, the transfer
+# completes intact and in time and every wg command exits 0: control work never
+# stops the packets for long.
 scenario_control_churn() {
   pair_up "$IMPL_A" "$IMPL_B" 4 a
   assert "tunnel up" ping_ok "$NS_A" "$I4_B"
   wg_ns "$NS_A" showconf "$IF_A" >"$LR_TMP/base.conf"
-  "$PYTHON" "$LR_ROOT/tests/net/peers.py" 5000 "$LR_TMP/base.conf" >"$LR_TMP/full.conf"
+  "$PYTHON" "$LR_ROOT/tests/net/peers.py" 2000 "$LR_TMP/base.conf" >"$LR_TMP/full.conf"
   make_payload 100
+  # A stalled tunnel fails the transfer in a minute rather than two.
   XFER_TIMEOUT=60
-  xfer_start "$NS_A" "$NS_B" "$I4_B" 12 # about 9 s
-  local rounds=0 failed=0 n t0 took longest=0
-  # Bounded: the transfer's own timeout ends it, and at most 200 rounds.
-  while kill -0 "$XFER_SEND_PID" 2>/dev/null && [ "$rounds" -lt 200 ]; do
+  xfer_start "$NS_A" "$NS_B" "$I4_B" 12 # 100 MiB at 12 MB/s: about 9 s
+  local rounds=0 failed=0 lines t_round took add show del rest secs
+  # At most 8 rounds, each started a second after the last, so that they
+  # spread over the transfer's 9 s instead of bunching at its start; the loop
+  # also ends when the transfer does (bounded by its own timeout).
+  while [ "$rounds" -lt 8 ] && kill -0 "$XFER_SEND_PID" 2>/dev/null; do
     rounds=$((rounds + 1))
-    t0=$EPOCHREALTIME
-    timeout 30 ip netns exec "$NS_A" wg syncconf "$IF_A" "$LR_TMP/full.conf" || failed=$((failed + 1))
-    n=$(wg_ns "$NS_A" show "$IF_A" dump | wc -l) || failed=$((failed + 1))
-    [ "$n" -eq 5002 ] || { log "    round $rounds: wg show dump listed $n lines, not 5002"; failed=$((failed + 1)); }
-    timeout 30 ip netns exec "$NS_A" wg syncconf "$IF_A" "$LR_TMP/base.conf" || failed=$((failed + 1))
-    took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
-    longest=$(awk -v a="$longest" -v b="$took" 'BEGIN { print (b > a ? b : a) }')
+    t_round=$EPOCHREALTIME
+    churn_wg "$LR_TMP/out" syncconf "$IF_A" "$LR_TMP/full.conf"; add=$took
+    churn_wg "$LR_TMP/dump" show "$IF_A" dump; show=$took
+    # The interface's line, the live peer's and the 2,000 added.
+    lines=$(wc -l <"$LR_TMP/dump")
+    if [ "$lines" -ne 2002 ]; then
+      log "    round $rounds: wg show dump listed $lines lines, not 2002"
+      failed=$((failed + 1))
+    fi
+    churn_wg "$LR_TMP/out" syncconf "$IF_A" "$LR_TMP/base.conf"; del=$took
+    log "    round $rounds: add 2,000 ${add}s, show dump ${show}s, remove ${del}s"
+    rest=$(awk -v a="$t_round" -v b="$EPOCHREALTIME" 'BEGIN { r = 1 - (b - a); printf "%.3f", (r > 0 ? r : 0) }')
+    sleep "$rest"
   done
-  log "    $rounds rounds of 5,000 peers added, listed and removed; the longest took ${longest}s"
+  log "    $rounds rounds of 2,000 peers added, listed and removed during the transfer"
   assert "100 MiB a -> b during the churn, sha256 matches" xfer_finish
-  assert_eq "control requests that failed" 0 "$failed"
+  secs=$(awk -v a="$XFER_T0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+  # Paced, it needs about 9 s; a tunnel stalled by control work for seconds
+  # at a time would take far longer.
+  assert "the transfer was not held up: ${secs}s, under 20 s" awk -v s="$secs" 'BEGIN { exit !(s < 20) }'
+  assert_eq "wg commands that failed or listed the wrong peers" 0 "$failed"
   assert "at least two rounds ran during the transfer ($rounds)" test "$rounds" -ge 2
   assert_eq "only the live peer is left" "$PUB_B" "$(wg_ns "$NS_A" show "$IF_A" peers)"
   assert "tunnel still up" ping_ok "$NS_A" "$I4_B"
+}
+
+# churn_wg OUT ARGS...: wg ARGS in a's namespace, its output to OUT; sets
+# took (its seconds) and, if it exits non-zero, logs that and adds one to
+# failed (both the caller's locals).
+churn_wg() {
+  local out=$1 t0=$EPOCHREALTIME rc=0; shift
+  wg_ns "$NS_A" "$@" >"$out" 2>"$LR_TMP/wg.err" || rc=$?
+  took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+  if [ "$rc" -ne 0 ]; then
+    log "    wg $1 exited $rc after ${took}s: $(cat "$LR_TMP/wg.err")"
+    failed=$((failed + 1))
+  fi
 }
 
 # wg showconf | wg syncconf leaves a's configuration as it was.
@@ -507,55 +534,97 @@ scenario_mtu_jumbo() {
 
 mtu_below() { [ "$(if_mtu "$1" "$2")" -lt "$3" ]; }
 
-# Counters read while traffic runs add up: no counter ever goes backwards
-# between two reads, and a's encryptions match the datagrams sent, which b
-# receives, every one.
+# Counters read while traffic runs add up: none goes backwards between two
+# reads of a's, a's encryptions never run ahead of the datagrams sent, and in
+# the end a counted the K datagrams sent and b received every one. Linerate on
+# both sides, so that b's counters also show where any lost datagram went.
 scenario_counters_add_up() {
-  pair_up "$IMPL_A" "$IMPL_B" 4 a
+  pair_up "$IMPL_A" "$IMPL_A" 4 a
   assert "tunnel up" ping_ok "$NS_A" "$I4_B"
-  local k=5000 port=$((XFER_PORT + 2)) before after recv sent
-  before=$(lr_counter "$NS_A" "$IF_A" 'wg-encrypt[.]packets')
+  local k=5000 port=$((XFER_PORT + 2)) recv got enc out dec tun
+  local -A a0 b0
+  # The tunnel is idle now: the starting values.
+  a0[enc]=$(lr_counter "$NS_A" "$IF_A" 'wg-encrypt[.]packets')
+  a0[out]=$(lr_counter "$NS_A" "$IF_A" 'udp-output[.]packets')
+  b0[dec]=$(lr_counter "$NS_B" "$IF_B" 'wg-decrypt[.]packets')
+  b0[tun]=$(lr_counter "$NS_B" "$IF_B" 'tun-output[.]packets')
+  log "    a idle: wg-encrypt.packets=${a0[enc]} udp-output.packets=${a0[out]}"
   timeout 20 ip netns exec "$NS_B" "$PYTHON" "$LR_ROOT/tests/net/counters.py" recv "$I4_B" "$port" "$k" 15 \
     >"$LR_TMP/recv.out" &
   recv=$!
   wait_until 5 "the receiver to bind" udp_bound "$NS_B" "$port"
-  assert "$k datagrams sent while the counters are read every 50 ms, none going backwards" \
+  # 5,000 at 2,500/s: 2 s of sending, about 40 reads of a's counters.
+  assert "$k datagrams sent while a's counters are read every 50 ms: none goes backwards or runs ahead" \
     eval "timeout 20 ip netns exec '$NS_A' '$PYTHON' '$LR_ROOT/tests/net/counters.py' send-watch \
       '$WG_SOCK_DIR/$IF_A.sock' '$I4_B' $port $k 2500 >'$LR_TMP/send.out'"
   wait "$recv" || true
-  after=$(lr_counter "$NS_A" "$IF_A" 'wg-encrypt[.]packets')
-  sent=$((after - before))
-  log "    $(cat "$LR_TMP/send.out"); wg-encrypt counted $sent; b received $(cat "$LR_TMP/recv.out")"
+  got=$(cat "$LR_TMP/recv.out")
+  enc=$(($(lr_counter "$NS_A" "$IF_A" 'wg-encrypt[.]packets') - a0[enc]))
+  out=$(($(lr_counter "$NS_A" "$IF_A" 'udp-output[.]packets') - a0[out]))
+  dec=$(($(lr_counter "$NS_B" "$IF_B" 'wg-decrypt[.]packets') - b0[dec]))
+  tun=$(($(lr_counter "$NS_B" "$IF_B" 'tun-output[.]packets') - b0[tun]))
+  log "    $(cat "$LR_TMP/send.out")"
+  log "    a counted: wg-encrypt +$enc, udp-output +$out; b counted: wg-decrypt +$dec, tun-output +$tun; b's receiver got ${got:-nothing}"
+  if [ "${got:-0}" != "$k" ]; then
+    # The counters above say where they went: not sent by a (udp-output), lost
+    # on the veth (b's wg-decrypt short of a's udp-output), or lost after b's
+    # TUN (tun-output at K but the receiver short).
+    log "    LOST: b's receiver got ${got:-0} of the $k datagrams a sent ($((k - ${got:-0})) lost)"
+  fi
   # A keepalive or a handshake's staged packet may add one or two of a's own.
-  assert "wg-encrypt counted the $k datagrams (and at most 3 more): $sent" \
-    test "$sent" -ge "$k" -a "$sent" -le $((k + 3))
-  assert_eq "b received every datagram" "$k" "$(cat "$LR_TMP/recv.out")"
+  assert "a: wg-encrypt counted the $k datagrams (and at most 3 more): $enc" \
+    test "$enc" -ge "$k" -a "$enc" -le $((k + 3))
+  assert "a: udp-output sent them (and at most 3 more): $out" \
+    test "$out" -ge "$k" -a "$out" -le $((k + 3))
+  assert_eq "b: wg-decrypt counted what a sent" "$out" "$dec"
+  assert_eq "b: tun-output wrote exactly the $k datagrams" "$k" "$tun"
+  assert_eq "b's receiver got every datagram a sent (no loss allowed)" "$k" "$got"
 }
 
 # Adding and removing 10,000 peers three times gives the memory back: the
-# resident size ends within 8 MiB of where it started (10,000 peers hold about
-# 12 MiB; the allocator may keep some of it for reuse).
+# resident size ends within 8 MiB of where it started. 10,000 peers hold about
+# 12-17 MiB; the 8 MiB margin is what the allocator may keep for reuse (free
+# chunks it cannot trim from the middle of the heap, per-thread arenas), well
+# short of a round's worth, so memory kept per round would still fail it.
 scenario_memory_returns() {
   net_setup
   make_keys
   impl_start "$NS_A" "$IMPL_A" "$IF_A"
-  local pid=$IMPL_PID rss0 rss round
+  local pid=$IMPL_PID rss0 rss now round limit settled waited
   wg_ns "$NS_A" set "$IF_A" private-key "$LR_TMP/a.key" listen-port "$PORT_A"
+  # Only the interface: setting it removes every peer.
   wg_ns "$NS_A" showconf "$IF_A" >"$LR_TMP/base.conf"
   "$PYTHON" "$LR_ROOT/tests/net/peers.py" 10000 "$LR_TMP/base.conf" >"$LR_TMP/full.conf"
   rss0=$(rss_kib "$pid")
+  limit=$((rss0 + 8192))
   log "    resident at start: $rss0 KiB"
   for round in 1 2 3; do
     assert "round $round: 10,000 peers set" timeout 30 ip netns exec "$NS_A" wg setconf "$IF_A" "$LR_TMP/full.conf"
     assert_eq "round $round: peers listed" 10000 "$(wg_ns "$NS_A" show "$IF_A" peers | wc -l)"
     rss=$(rss_kib "$pid")
     assert "round $round: all removed" timeout 30 ip netns exec "$NS_A" wg setconf "$IF_A" "$LR_TMP/base.conf"
-    log "    round $round: $rss KiB with 10,000 peers, $(rss_kib "$pid") KiB after removing them"
+    now=$(rss_kib "$pid")
+    # The daemon hands freed memory back just after it answers the request,
+    # so the first read may come before that: wait for it, at most 3 s.
+    rss_settle "$pid" "$limit"
+    log "    round $round: $rss KiB with 10,000 peers; after removing them $now KiB at once, $settled KiB after ${waited}s"
   done
   assert_eq "no peers left" "" "$(wg_ns "$NS_A" show "$IF_A" peers)"
   rss=$(rss_kib "$pid")
   assert "resident memory back within 8 MiB of the start ($rss0 -> $rss KiB)" \
-    test $((rss - rss0)) -le 8192
+    test "$rss" -le "$limit"
+}
+
+# rss_settle PID LIMIT_KIB: polls VmRSS every 0.1 s, at most 30 times, until it
+# is at most LIMIT_KIB; sets settled (the last value) and waited (seconds).
+rss_settle() {
+  local i
+  for ((i = 0; i < 30; i++)); do
+    settled=$(rss_kib "$1")
+    [ "$settled" -gt "$2" ] || break
+    sleep 0.1
+  done
+  waited=$(awk -v i="$i" 'BEGIN { printf "%.1f", i / 10 }')
 }
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
