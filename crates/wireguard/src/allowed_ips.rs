@@ -4,6 +4,7 @@
 //!
 //! Both families share one trie type with keys left-aligned in a `u128`.
 
+use crate::lookup_cache::LookupCache;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::net::IpAddr;
@@ -230,11 +231,13 @@ fn addr_of(key: u128, v4: bool) -> IpAddr {
 /// listing or removing one peer's prefixes costs that peer's count, not a walk of
 /// every prefix of every peer (which made `wg show` quadratic in the peers).
 #[derive(Debug)]
-pub struct AllowedIps<T> {
+pub struct AllowedIps<T: Copy> {
     v4: Trie<T>,
     v6: Trie<T>,
     /// Every value's prefixes (host bits cleared), in the order they were added.
     owned: HashMap<T, Vec<Prefix>>,
+    /// Recent lookups, forgotten whenever the table changes.
+    cache: LookupCache<T>,
 }
 
 impl<T: Copy + Eq + Hash> Default for AllowedIps<T> {
@@ -243,6 +246,7 @@ impl<T: Copy + Eq + Hash> Default for AllowedIps<T> {
             v4: Trie::new(32),
             v6: Trie::new(128),
             owned: HashMap::new(),
+            cache: LookupCache::new(),
         }
     }
 }
@@ -266,6 +270,7 @@ impl<T: Copy + Eq + Hash> AllowedIps<T> {
 
     /// Maps `prefix` to `value`, taking it from whichever value held it before.
     pub fn insert(&mut self, prefix: Prefix, value: T) {
+        self.cache.invalidate();
         let prefix = prefix.network();
         let old = self
             .trie_mut(prefix.addr)
@@ -281,6 +286,7 @@ impl<T: Copy + Eq + Hash> AllowedIps<T> {
 
     /// Removes `prefix` only if it belongs to `value` (wg's `-prefix` removal).
     pub fn remove(&mut self, prefix: Prefix, value: T) -> bool {
+        self.cache.invalidate();
         let prefix = prefix.network();
         let removed = self
             .trie_mut(prefix.addr)
@@ -293,6 +299,7 @@ impl<T: Copy + Eq + Hash> AllowedIps<T> {
 
     /// Removes every prefix of `value`.
     pub fn remove_value(&mut self, value: T) {
+        self.cache.invalidate();
         for prefix in self.owned.remove(&value).unwrap_or_default() {
             self.trie_mut(prefix.addr)
                 .remove(key_of(prefix.addr), prefix.len, value);
@@ -312,7 +319,13 @@ impl<T: Copy + Eq + Hash> AllowedIps<T> {
 
     /// Longest-prefix match.
     pub fn lookup(&self, addr: IpAddr) -> Option<T> {
-        self.trie(addr).lookup(key_of(addr))
+        let (key, v4) = (key_of(addr), addr.is_ipv4());
+        if let Some(hit) = self.cache.get(key, v4) {
+            return hit;
+        }
+        let value = self.trie(addr).lookup(key);
+        self.cache.put(key, v4, value);
+        value
     }
 
     /// The value that holds exactly `prefix`, if any.
@@ -426,7 +439,20 @@ mod tests {
                 let value = i % 17;
                 naive.retain(|&(k, l, _)| !(k == key && l == len));
                 naive.push((key, len, value));
+                // Asked before and after the change: a cached answer must not outlive it.
+                let _ = trie.lookup(a);
                 trie.insert(pre, value);
+                let k = key_of(a);
+                let want = naive
+                    .iter()
+                    .filter(|&&(pk, l, _)| k & mask(l) == pk)
+                    .max_by_key(|&&(_, l, _)| l)
+                    .map(|&(_, _, v)| v);
+                assert_eq!(
+                    trie.lookup(a),
+                    want,
+                    "round {round} step {i}: {a} after a change"
+                );
             }
             for _ in 0..2000 {
                 let a = addr(&mut rng);
