@@ -406,6 +406,16 @@ mod tests {
         assert!(t.owned.is_empty());
     }
 
+    /// The longest of a list's prefixes that covers `a`.
+    fn naive_lookup(naive: &[(u128, u8, u32)], a: IpAddr) -> Option<u32> {
+        let k = key_of(a);
+        naive
+            .iter()
+            .filter(|&&(pk, l, _)| k & mask(l) == pk)
+            .max_by_key(|&&(_, l, _)| l)
+            .map(|&(_, _, v)| v)
+    }
+
     /// Against a naive list of prefixes, on random prefixes and lookups.
     #[test]
     fn matches_naive_list() {
@@ -442,26 +452,15 @@ mod tests {
                 // Asked before and after the change: a cached answer must not outlive it.
                 let _ = trie.lookup(a);
                 trie.insert(pre, value);
-                let k = key_of(a);
-                let want = naive
-                    .iter()
-                    .filter(|&&(pk, l, _)| k & mask(l) == pk)
-                    .max_by_key(|&&(_, l, _)| l)
-                    .map(|&(_, _, v)| v);
                 assert_eq!(
                     trie.lookup(a),
-                    want,
+                    naive_lookup(&naive, a),
                     "round {round} step {i}: {a} after a change"
                 );
             }
             for _ in 0..2000 {
                 let a = addr(&mut rng);
-                let k = key_of(a);
-                let want = naive
-                    .iter()
-                    .filter(|&&(pk, l, _)| k & mask(l) == pk)
-                    .max_by_key(|&&(_, l, _)| l)
-                    .map(|&(_, _, v)| v);
+                let want = naive_lookup(&naive, a);
                 assert_eq!(trie.lookup(a), want, "round {round} lookup {a}");
             }
             for v in 0..17 {
