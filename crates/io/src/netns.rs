@@ -32,8 +32,22 @@ pub fn is_test_addr(ip: IpAddr) -> bool {
     }
 }
 
+/// Set (to 1) where every test that needs privileges must run: `make test` sets it
+/// when run as root, so that a test skipping for a missing piece (no `/dev/net/tun`,
+/// no `wg`) fails instead of passing without having run.
+pub const REQUIRE_PRIVILEGED_TESTS: &str = "LINERATE_REQUIRE_PRIVILEGED_TESTS";
+
+/// Says that `test` cannot run here and why (`SKIPPED test: why` on stderr), for the
+/// caller to return early; panics instead where [`REQUIRE_PRIVILEGED_TESTS`] is set.
+pub fn skip_test(test: &str, why: &str) {
+    if std::env::var(REQUIRE_PRIVILEGED_TESTS).is_ok_and(|v| v == "1") {
+        panic!("{test} cannot run here ({why}), but {REQUIRE_PRIVILEGED_TESTS}=1 requires it to");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+}
+
 /// Whether this process runs as root, which namespace, TUN and SO_MARK tests need.
-/// Tests that need it print a note and return early when it is false.
+/// Tests that need it call [`skip_test`] and return early when it is false.
 pub fn is_root() -> bool {
     // SAFETY: geteuid takes no arguments and cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -308,7 +322,7 @@ mod tests {
     #[test]
     fn create_run_and_remove() {
         if !is_root() {
-            eprintln!("note: skipping netns test, needs root");
+            skip_test("netns", "needs root");
             return;
         }
         let name;
@@ -336,7 +350,7 @@ mod tests {
     #[test]
     fn veth_between_two_namespaces() {
         if !is_root() {
-            eprintln!("note: skipping veth test, needs root");
+            skip_test("veth", "needs root");
             return;
         }
         let a = NetNs::new("lr-io-va").unwrap();

@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use io::netns::{NetNs, is_root};
+use io::netns::{NetNs, is_root, skip_test};
 use io::{Interest, PollFd, RecvMeta, TunDevice, UdpSocket, is_gone, poll};
 
 const TUN_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
@@ -17,11 +17,11 @@ const WAIT: Duration = Duration::from_secs(3);
 
 fn tun_available(test: &str) -> bool {
     if !is_root() {
-        eprintln!("note: skipping {test}: needs root");
+        skip_test(test, "needs root");
         return false;
     }
     if !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("note: skipping {test}: /dev/net/tun is missing");
+        skip_test(test, "/dev/net/tun is missing");
         return false;
     }
     true

@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use io::netns::{NetNs, is_root};
+use io::netns::{NetNs, is_root, skip_test};
 use io::{
     Interest, MAX_BATCH, PollFd, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket, poll,
 };
@@ -213,7 +213,7 @@ fn single_send_to_both_families() {
 #[test]
 fn fwmark_set_and_clear() {
     if !is_root() {
-        eprintln!("note: skipping fwmark_set_and_clear: SO_MARK needs root");
+        skip_test("fwmark_set_and_clear", "SO_MARK needs root");
         return;
     }
     let sock = UdpSocket::bind(0).unwrap();
@@ -229,7 +229,10 @@ fn fwmark_set_and_clear() {
 #[test]
 fn refused_datagrams_are_skipped_not_fatal() {
     if !is_root() {
-        eprintln!("note: skipping refused_datagrams_are_skipped_not_fatal: needs a netns");
+        skip_test(
+            "refused_datagrams_are_skipped_not_fatal",
+            "needs root for a namespace",
+        );
         return;
     }
     // A namespace with only loopback: 198.18.99.1 has no route there (ENETUNREACH), so
@@ -329,8 +332,9 @@ fn gso_batch_arrives_datagram_by_datagram() {
 #[test]
 fn gso_run_over_the_path_mtu_falls_back_to_plain_sends() {
     if !is_root() {
-        eprintln!(
-            "SKIPPED gso_run_over_the_path_mtu_falls_back_to_plain_sends: needs root for namespaces"
+        skip_test(
+            "gso_run_over_the_path_mtu_falls_back_to_plain_sends",
+            "needs root for namespaces",
         );
         return;
     }

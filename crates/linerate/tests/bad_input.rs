@@ -13,7 +13,7 @@
 
 use crypto::x25519::{PrivateKey, PublicKey};
 use crypto::{KeyHandle, KeyRegistry};
-use io::netns::{NetNs, NsChild, VethEnd, is_root, veth_pair};
+use io::netns::{NetNs, NsChild, VethEnd, is_root, skip_test, veth_pair};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -279,11 +279,11 @@ impl Rig {
     /// Starts a configured daemon, or `None` (with a note) where the test cannot run.
     fn start(under_load_threshold: Option<u32>) -> Option<Rig> {
         if !is_root() {
-            eprintln!("note: skipping bad-input test, needs root for namespaces and TUN");
+            skip_test("bad-input", "needs root for namespaces and TUN");
             return None;
         }
         if Command::new("wg").arg("--version").output().is_err() {
-            eprintln!("note: skipping bad-input test, needs wg(8)");
+            skip_test("bad-input", "needs wg(8)");
             return None;
         }
         static SEQ: AtomicU32 = AtomicU32::new(0);
