@@ -4,17 +4,19 @@
 //! for a short, fixed time on scratch memory. The choice per algorithm weighs the
 //! size classes by a simple IMIX (7:4:1 of 64, 570 and 1518 bytes), the traffic mix
 //! VPN gateways are usually judged by: the engine that spends the least time on one
-//! such mix wins. Asynchronous engines are measured but only run when configured. Asynchronous engines are measured but only run when configured.
+//! such mix wins. Asynchronous engines are measured but only run when configured.
 
 use crate::{
     AeadOp, Algorithm, Direction, Engine, EngineSet, KeyRegistry, OpStatus, Span, TAG_LEN,
 };
 use std::time::{Duration, Instant};
 
-/// Size classes of the calibration and their IMIX weights.
-pub const CLASSES: [(usize, u32); 3] = [(64, 7), (570, 4), (1518, 1)];
-/// Ops per batch: one graph frame.
-pub const BATCH: usize = 256;
+/// The simple IMIX: packet sizes and their weights, 7:4:1 of 64, 570 and 1518 bytes.
+pub const IMIX: [(usize, u32); 3] = [(64, 7), (570, 4), (1518, 1)];
+/// Size classes of the calibration and their weights: the IMIX's.
+pub const CLASSES: [(usize, u32); 3] = IMIX;
+/// Ops per batch: one frame of the data path.
+pub const BATCH: usize = crate::FRAME_LEN;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measurement {

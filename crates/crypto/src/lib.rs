@@ -26,5 +26,10 @@ pub mod seal;
 pub mod x25519;
 
 pub use aead::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
+
+/// Packets in one frame of the data path, and so the most ops a node hands an engine
+/// at once: defined here, at the engine API, because engines and their calibration
+/// size their batches by it as the graph sizes its frames.
+pub const FRAME_LEN: usize = 256;
 pub use engine::{AsyncOps, Engine, EngineSet};
 pub use key::{KeyError, KeyHandle, KeyMaterial, KeyRegistry};

@@ -6,7 +6,7 @@
 use crate::arena::{Arena, Handle};
 use crate::counters::{NodeCounters, clocks};
 
-pub const FRAME_LEN: usize = 256;
+pub use crypto::FRAME_LEN;
 /// The edge that frees a packet: the node has counted why (a drop reason) or
 /// finished with it on purpose.
 pub const FREE: u16 = u16::MAX;

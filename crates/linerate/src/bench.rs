@@ -14,9 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use wireguard::{Device, Prefix};
 
-/// IMIX: 7:4:1 of 64, 570 and 1518-byte packets (the classic simple IMIX).
-pub const IMIX: [(usize, usize); 3] = [(64, 7), (570, 4), (1518, 1)];
-const FRAME: usize = 256;
+pub use crypto::calibrate::IMIX;
+use dataplane::graph::FRAME_LEN as FRAME;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
@@ -43,7 +42,7 @@ impl Size {
         match self {
             Size::Fixed(n) => n,
             Size::Imix => {
-                let mut k = i % 12;
+                let mut k = (i % 12) as u32;
                 for (size, weight) in IMIX {
                     if k < weight {
                         return size;
@@ -295,7 +294,7 @@ fn raw_gbps(engine: &str, size: Size, seconds: f64) -> Result<f64, String> {
         .ok_or_else(|| format!("engine {engine} vanished"))?;
     let alg = crypto::Algorithm::ChaCha20Poly1305;
     let time = Duration::from_secs_f64(seconds.max(0.01));
-    let mix: Vec<(usize, usize)> = match size {
+    let mix: Vec<(usize, u32)> = match size {
         Size::Fixed(n) => vec![(n, 1)],
         Size::Imix => IMIX.to_vec(),
     };
@@ -304,7 +303,7 @@ fn raw_gbps(engine: &str, size: Size, seconds: f64) -> Result<f64, String> {
         let m = crypto::calibrate::measure(e.as_mut(), alg, n, time / 3)
             .ok_or_else(|| format!("{engine} failed the raw measurement at {n} bytes"))?;
         secs += weight as f64 / (m.mpps * 1e6);
-        bits += (weight * n * 8) as f64;
+        bits += (weight as usize * n * 8) as f64;
     }
     Ok(bits / secs / 1e9)
 }

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::process::Command;
 use std::time::Duration;
 
-pub const DEFAULT_SIZES: &str = "64,128,256,512,1024,1280,1420,1514,imix";
+pub use crate::bench::DEFAULT_SIZES;
 
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -29,7 +29,7 @@ fn imix_row(engine: &mut dyn crypto::Engine, alg: Algorithm, time: Duration) -> 
     for (size, weight) in IMIX {
         let m: Measurement = measure(engine, alg, size, time)?;
         secs += weight as f64 / (m.mpps * 1e6);
-        bytes += (weight * size) as f64;
+        bytes += (weight as usize * size) as f64;
         count += weight as f64;
     }
     Some((count / secs / 1e6, bytes * 8.0 / secs / 1e9))
