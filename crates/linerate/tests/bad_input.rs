@@ -1161,11 +1161,10 @@ fn under_load_asks_for_cookies_and_accepts_mac2() {
     rig.finish();
 }
 
-/// Datagrams longer than a packet buffer (1888 bytes) reach the daemon's socket (the
-/// kernel counts them in), but the worker frees what the UDP driver reports
-/// truncated without counting it anywhere: no drop reason and no driver counter
-/// moves, unlike the TUN side, which has `tun.truncated`. The brief's 65535-byte
-/// message cannot be sent over IPv4; 65507 bytes is the largest UDP payload.
+/// Datagrams longer than a packet buffer (1888 bytes) reach the daemon's socket and
+/// are dropped before the graph, each counted once as `udp.truncated` (the TUN side
+/// counts its own as `tun.too_big`). A 65535-byte message cannot be sent over IPv4;
+/// 65507 bytes is the largest UDP payload.
 #[test]
 fn oversized_datagrams_are_counted() {
     let Some(mut rig) = Rig::start(None) else {

@@ -565,11 +565,7 @@ impl Device {
         src: SocketAddr,
         now: Instant,
     ) -> Result<(), DropReason> {
-        let kind = msg::Message::classify(packet).map_err(|e| match e {
-            wire::Error::Truncated => DropReason::Truncated,
-            wire::Error::WrongLength { .. } => DropReason::WrongLength,
-            _ => DropReason::UnknownType,
-        })?;
+        let kind = msg::Message::classify(packet).map_err(DropReason::from)?;
         match kind {
             msg::MessageType::HandshakeInitiation => self.handle_initiation(packet, src, now),
             msg::MessageType::HandshakeResponse => self.handle_response(packet, src, now),

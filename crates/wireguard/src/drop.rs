@@ -50,3 +50,42 @@ drop_reasons! {
     NoBuffer => "no-buffer", "The buffer pool was empty.";
     TooBig => "too-big", "A packet too large for a buffer after encapsulation.";
 }
+
+impl From<wire::Error> for DropReason {
+    /// Why a message that does not parse is refused: too short, a handshake of the
+    /// wrong size, or anything else the message views refuse (an unknown type or
+    /// non-zero reserved bytes).
+    fn from(e: wire::Error) -> DropReason {
+        match e {
+            wire::Error::Truncated => DropReason::Truncated,
+            wire::Error::WrongLength { .. } => DropReason::WrongLength,
+            _ => DropReason::UnknownType,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DropReason;
+
+    #[test]
+    fn parse_errors_map_to_their_reasons() {
+        assert_eq!(
+            DropReason::from(wire::Error::Truncated),
+            DropReason::Truncated
+        );
+        let wrong = wire::Error::WrongLength {
+            expected: 148,
+            got: 147,
+        };
+        assert_eq!(DropReason::from(wrong), DropReason::WrongLength);
+        assert_eq!(
+            DropReason::from(wire::Error::UnknownType(9)),
+            DropReason::UnknownType
+        );
+        assert_eq!(
+            DropReason::from(wire::Error::ReservedNotZero),
+            DropReason::UnknownType
+        );
+    }
+}

@@ -52,11 +52,7 @@ impl Node<WgContext> for WgInput {
                     FREE
                 }
                 Err(e) => {
-                    c.drop(match e {
-                        wire::Error::Truncated => DropReason::Truncated,
-                        wire::Error::WrongLength { .. } => DropReason::WrongLength,
-                        _ => DropReason::UnknownType,
-                    });
+                    c.drop(DropReason::from(e));
                     FREE
                 }
             };
