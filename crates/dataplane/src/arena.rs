@@ -17,6 +17,9 @@ pub const TAILROOM: usize = 32;
 
 pub type Handle = u32;
 
+/// The most buffers [`Arena::with_rx_slices`] lends at once: a frame.
+pub const RX_BATCH: usize = crypto::FRAME_LEN;
+
 /// Where a packet's bytes are in its buffer and what the path knows about it.
 #[derive(Clone, Copy, Debug)]
 pub struct PacketMeta {
@@ -50,8 +53,8 @@ pub struct Arena {
     /// Frames lent out and not yet returned; while any are, no reference to the whole
     /// memory may be made ([`Arena::mem_mut`] refuses).
     lent: usize,
-    /// Scratch for rx_slices' distinctness check, kept to avoid allocating.
-    scratch_seen: Vec<bool>,
+    /// Scratch for with_rx_slices' distinctness check, one flag per buffer.
+    seen: Vec<bool>,
     meta: Vec<PacketMeta>,
     free: Vec<Handle>,
     /// Debug aid and double-free guard: which buffers are out.
@@ -75,7 +78,7 @@ impl Arena {
             mem,
             base,
             lent: 0,
-            scratch_seen: Vec::new(),
+            seen: vec![false; count],
             meta: vec![PacketMeta::default(); count],
             free: (0..count as Handle).rev().collect(),
             in_use: vec![false; count],
@@ -114,8 +117,9 @@ impl Arena {
         &mut self.meta[h as usize]
     }
 
-    /// Offset of the buffer's first byte in [`Arena::mem_mut`].
-    pub fn base(h: Handle) -> usize {
+    /// Where buffer `h` starts in [`Arena::mem_mut`], in bytes: what engine ops
+    /// address packets by.
+    pub fn offset_of(h: Handle) -> usize {
         h as usize * FRAME_SIZE
     }
 
@@ -126,7 +130,7 @@ impl Arena {
             "range outside buffer {h}"
         );
         // SAFETY: the checks above keep the pointer inside the allocation.
-        unsafe { self.base.add(Self::base(h) + offset) }
+        unsafe { self.base.add(Self::offset_of(h) + offset) }
     }
 
     /// The whole buffer.
@@ -176,43 +180,55 @@ impl Arena {
         self.mem.len()
     }
 
+    /// One lent frame is back.
     pub fn returned(&mut self) {
         self.lent -= 1;
+    }
+
+    /// Every lent frame is back (an engine said it holds none).
+    pub fn all_returned(&mut self) {
+        self.lent = 0;
     }
 
     pub fn lent(&self) -> usize {
         self.lent
     }
 
-    /// Mutable views of several buffers at once, each from `offset` to the end less
-    /// the tail room, in the order of `handles` (which must be distinct): what a
-    /// driver reads a batch into.
-    pub fn rx_slices(&mut self, handles: &[Handle], offset: usize) -> Vec<&mut [u8]> {
+    /// Lends `f` mutable views of several buffers at once, each from `offset` to the
+    /// end less the tail room, in the order of `handles` (distinct, at most
+    /// [`RX_BATCH`]): what a driver reads a batch into. The views live in an array on
+    /// the stack, so a batch allocates nothing.
+    pub fn with_rx_slices<R>(
+        &mut self,
+        handles: &[Handle],
+        offset: usize,
+        f: impl FnOnce(&mut [&mut [u8]]) -> R,
+    ) -> R {
+        assert!(
+            handles.len() <= RX_BATCH,
+            "more than {RX_BATCH} buffers at once"
+        );
         let len = FRAME_SIZE - offset - TAILROOM;
         // Distinct handles make disjoint slices; a repeat would alias.
-        let mut seen = std::mem::take(&mut self.scratch_seen);
-        seen.resize(self.meta.len(), false);
         for &h in handles {
             assert!(self.in_use[h as usize], "buffer {h} is not allocated");
             assert!(
-                !std::mem::replace(&mut seen[h as usize], true),
+                !std::mem::replace(&mut self.seen[h as usize], true),
                 "buffer {h} twice"
             );
         }
         for &h in handles {
-            seen[h as usize] = false;
+            self.seen[h as usize] = false;
         }
-        self.scratch_seen = seen;
-        handles
-            .iter()
-            .map(|&h| {
-                let p = self.bytes(h, offset, len);
-                // SAFETY: each slice lies inside its own buffer (checked by `bytes`)
-                // and the handles are distinct (checked above), so the slices are
-                // disjoint; `&mut self` keeps them exclusive while they live.
-                unsafe { std::slice::from_raw_parts_mut(p, len) }
-            })
-            .collect()
+        let mut views: [&mut [u8]; RX_BATCH] = std::array::from_fn(|_| Default::default());
+        for (view, &h) in views.iter_mut().zip(handles) {
+            let p = self.bytes(h, offset, len);
+            // SAFETY: each slice lies inside its own buffer (checked by `bytes`) and
+            // the handles are distinct (checked above), so the slices are disjoint;
+            // `&mut self` keeps them exclusive while `f` runs, and they do not outlive it.
+            *view = unsafe { std::slice::from_raw_parts_mut(p, len) };
+        }
+        f(&mut views[..handles.len()])
     }
 
     /// Copies `bytes` into a new buffer at the usual headroom.
@@ -248,14 +264,25 @@ mod tests {
         let mut a = Arena::new(4);
         let hs = [a.alloc().unwrap(), a.alloc().unwrap(), a.alloc().unwrap()];
         let order = [hs[2], hs[0], hs[1]];
-        for (i, s) in a.rx_slices(&order, HEADROOM).into_iter().enumerate() {
-            assert_eq!(s.len(), FRAME_SIZE - HEADROOM - TAILROOM);
-            s[0] = i as u8 + 1;
-        }
+        a.with_rx_slices(&order, HEADROOM, |views| {
+            assert_eq!(views.len(), 3);
+            for (i, s) in views.iter_mut().enumerate() {
+                assert_eq!(s.len(), FRAME_SIZE - HEADROOM - TAILROOM);
+                s[0] = i as u8 + 1;
+            }
+        });
         for (i, &h) in order.iter().enumerate() {
             a.meta_mut(h).len = 1;
             assert_eq!(a.data(h), &[i as u8 + 1]);
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "twice")]
+    fn a_buffer_lent_twice_in_one_batch_is_caught() {
+        let mut a = Arena::new(2);
+        let x = a.alloc().unwrap();
+        a.with_rx_slices(&[x, x], HEADROOM, |_| ());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! own typed `Next` enum and bound to node names once, when the graph is built.
 
 use crate::arena::{Arena, Handle};
-use crate::counters::{NodeCounters, clocks};
+use crate::counters::{ErrorInfo, NodeCounters, clocks};
 
 pub use crypto::FRAME_LEN;
 /// The edge that frees a packet: the node has counted why (a drop reason) or
@@ -21,11 +21,21 @@ pub trait HasArena {
     fn arena(&mut self) -> &mut Arena;
 }
 
+/// What a node is, fixed when it is made: its name, the nodes behind its edges 0, 1,
+/// ... (the order of its `Next` enum), and why it drops packets (the order of its drop
+/// counters: a table made by [`node_errors!`](crate::node_errors)).
+#[derive(Clone, Copy, Debug)]
+pub struct NodeInfo {
+    pub name: &'static str,
+    pub next: &'static [&'static str],
+    pub errors: &'static [ErrorInfo],
+}
+
 pub trait Node<C> {
-    fn name(&self) -> &'static str;
-    /// Names of the nodes behind edges 0, 1, ... (the order of the node's `Next` enum).
-    fn next_nodes(&self) -> &'static [&'static str];
-    /// Processes `packets`, writing `next[i]` (an edge number or [`FREE`]) for each.
+    fn info(&self) -> &NodeInfo;
+    /// Processes `packets`, writing `next[i]` (an edge number, [`FREE`] or [`KEEP`])
+    /// for each; every packet freed is counted, as a drop under one of the node's
+    /// reasons or as consumed.
     fn process(
         &mut self,
         cx: &mut C,
@@ -35,7 +45,8 @@ pub trait Node<C> {
     );
 }
 
-struct Slot<C> {
+/// A node with its edges, the packets waiting for it and its counters.
+struct NodeSlot<C> {
     node: Box<dyn Node<C>>,
     edges: Vec<NodeId>,
     pending: Vec<Handle>,
@@ -43,7 +54,7 @@ struct Slot<C> {
 }
 
 pub struct Graph<C> {
-    slots: Vec<Slot<C>>,
+    slots: Vec<NodeSlot<C>>,
     next: Vec<u16>,
     frame: Vec<Handle>,
 }
@@ -53,24 +64,26 @@ impl<C: HasArena> Graph<C> {
     /// backward edges work but cost another pass). Panics on an edge to a node that
     /// is not there: that is a wiring bug, found at start-up.
     pub fn new(nodes: Vec<Box<dyn Node<C>>>) -> Graph<C> {
-        let names: Vec<&'static str> = nodes.iter().map(|n| n.name()).collect();
+        let names: Vec<&'static str> = nodes.iter().map(|n| n.info().name).collect();
         let slots = nodes
             .into_iter()
             .map(|node| {
-                let edges = node
-                    .next_nodes()
+                let info = *node.info();
+                let edges = info
+                    .next
                     .iter()
                     .map(|target| {
                         names.iter().position(|n| n == target).unwrap_or_else(|| {
-                            panic!("node {} has an edge to missing node {target}", node.name())
+                            panic!("node {} has an edge to missing node {target}", info.name)
                         })
                     })
                     .collect();
-                Slot {
+                let counters = NodeCounters::new(info.errors);
+                NodeSlot {
                     node,
                     edges,
                     pending: Vec::with_capacity(FRAME_LEN),
-                    counters: NodeCounters::default(),
+                    counters,
                 }
             })
             .collect();
@@ -82,7 +95,13 @@ impl<C: HasArena> Graph<C> {
     }
 
     pub fn id(&self, name: &str) -> Option<NodeId> {
-        self.slots.iter().position(|s| s.node.name() == name)
+        self.slots.iter().position(|s| s.node.info().name == name)
+    }
+
+    /// A node's counters, for what is counted on its behalf outside `process` (a
+    /// packet dropped before it reached the node).
+    pub fn counters_of(&mut self, node: NodeId) -> &mut NodeCounters {
+        &mut self.slots[node].counters
     }
 
     /// Hands packets to a node; they run at the next [`Graph::run`].
@@ -121,7 +140,6 @@ impl<C: HasArena> Graph<C> {
         slot.node.process(cx, &self.frame, next, &mut slot.counters);
         let spent = clocks().wrapping_sub(start);
         slot.counters.calls += 1;
-        slot.counters.vectors += 1;
         slot.counters.packets += n as u64;
         slot.counters.clocks += spent;
         for k in 0..n {
@@ -139,7 +157,7 @@ impl<C: HasArena> Graph<C> {
 
     /// Every node's name and counters, in graph order.
     pub fn counters(&self) -> impl Iterator<Item = (&'static str, &NodeCounters)> {
-        self.slots.iter().map(|s| (s.node.name(), &s.counters))
+        self.slots.iter().map(|s| (s.node.info().name, &s.counters))
     }
 }
 
@@ -147,7 +165,12 @@ impl<C: HasArena> Graph<C> {
 mod tests {
     use super::*;
     use crate::arena::Arena;
-    use wireguard::DropReason;
+
+    crate::node_errors! {
+        enum SplitError {
+            Odd => "odd", "An odd first byte.";
+        }
+    }
 
     struct Cx {
         arena: Arena,
@@ -162,11 +185,12 @@ mod tests {
     /// Sends even-numbered packets on, drops odd ones.
     struct Split;
     impl Node<Cx> for Split {
-        fn name(&self) -> &'static str {
-            "split"
-        }
-        fn next_nodes(&self) -> &'static [&'static str] {
-            &["sink"]
+        fn info(&self) -> &NodeInfo {
+            &NodeInfo {
+                name: "split",
+                next: &["sink"],
+                errors: SplitError::TABLE,
+            }
         }
         fn process(
             &mut self,
@@ -179,7 +203,7 @@ mod tests {
                 if cx.arena.data(h)[0].is_multiple_of(2) {
                     next[i] = 0;
                 } else {
-                    c.drop(DropReason::BadInnerPacket);
+                    c.drop(SplitError::Odd);
                 }
             }
         }
@@ -187,11 +211,12 @@ mod tests {
 
     struct Sink;
     impl Node<Cx> for Sink {
-        fn name(&self) -> &'static str {
-            "sink"
-        }
-        fn next_nodes(&self) -> &'static [&'static str] {
-            &[]
+        fn info(&self) -> &NodeInfo {
+            &NodeInfo {
+                name: "sink",
+                next: &[],
+                errors: &[],
+            }
         }
         fn process(
             &mut self,
@@ -227,7 +252,8 @@ mod tests {
         assert_eq!(cx.seen, want);
         let c: Vec<_> = g.counters().map(|(n, c)| (n, c.clone())).collect();
         assert_eq!(c[0].1.packets, 1000);
-        assert_eq!(c[0].1.vectors, 4, "1000 packets make 4 frames of up to 256");
+        assert_eq!(c[0].1.calls, 4, "1000 packets make 4 frames of up to 256");
+        assert_eq!(c[0].1.drops_named("odd"), c[0].1.dropped());
         assert_eq!(c[0].1.dropped() + c[1].1.packets, 1000);
         assert_eq!(
             cx.arena.available(),

@@ -1,17 +1,21 @@
 //! The data path: one arena of packet buffers, frames of handles moving through a
-//! graph of small nodes, per-node counters, and the WireGuard nodes. It knows nothing
-//! of sockets or threads: drivers fill buffers and drain output queues around it.
+//! graph of small nodes that declare their own drop reasons, a worker context the
+//! nodes share, and the WireGuard nodes. It knows nothing of sockets or threads:
+//! drivers fill buffers and drain output queues around it.
 // Reviewed exceptions: reading the time-stamp counter (counters.rs) and the arena's
 // raw memory (arena.rs) and lending it to asynchronous engines (park_frame in
-// wg.rs), memory that async engines and AF_XDP share with other parties.
+// inflight.rs), memory that async engines and AF_XDP share with other parties.
 #![deny(unsafe_code)]
 
 pub mod arena;
+pub mod context;
 pub mod counters;
 pub mod graph;
+pub mod inflight;
 pub mod nodes;
 pub mod wg;
 
 pub use arena::{Arena, FRAME_SIZE, HEADROOM, Handle, PacketMeta};
-pub use counters::NodeCounters;
-pub use graph::{FREE, Graph, HasArena, KEEP, Node, NodeId};
+pub use context::{Context, OutputId};
+pub use counters::{ErrorInfo, NodeCounters};
+pub use graph::{FREE, Graph, HasArena, KEEP, Node, NodeId, NodeInfo};

@@ -45,8 +45,8 @@ fn rekey_after_120_seconds_of_use() {
     let first = net
         .a
         .graph
-        .cx
-        .device
+        .context()
+        .wg_device()
         .peer_info(net.a.peer)
         .unwrap()
         .last_handshake;
@@ -60,8 +60,8 @@ fn rekey_after_120_seconds_of_use() {
     let later = net
         .a
         .graph
-        .cx
-        .device
+        .context()
+        .wg_device()
         .peer_info(net.a.peer)
         .unwrap()
         .last_handshake;
@@ -142,17 +142,17 @@ fn keepalive_after_10_seconds_of_one_way_data() {
 fn keys_are_gone_after_540_seconds() {
     let mut net = Net::new();
     assert!(net.ping_a_to_b(0));
-    assert!(net.a.graph.cx.device.index_count() > 0);
+    assert!(net.a.graph.context().wg_device().index_count() > 0);
     net.advance(Duration::from_secs(530), S);
-    assert!(net.a.graph.cx.device.keys().live_keys() > 0);
+    assert!(net.a.graph.context().wg_device().keys().live_keys() > 0);
     net.advance(Duration::from_secs(15), S);
-    assert_eq!(net.a.graph.cx.device.index_count(), 0);
+    assert_eq!(net.a.graph.context().wg_device().index_count(), 0);
     assert_eq!(
-        net.a.graph.cx.device.keys().live_keys(),
+        net.a.graph.context().wg_device().keys().live_keys(),
         0,
         "key material zeroed"
     );
-    assert_eq!(net.b.graph.cx.device.keys().live_keys(), 0);
+    assert_eq!(net.b.graph.context().wg_device().keys().live_keys(), 0);
 }
 
 #[test]
@@ -184,14 +184,18 @@ fn simultaneous_initiation_ends_in_one_working_session() {
     let mut net = Net::new();
     let a_addr = net.a.addr;
     let b_peer = net.b.peer;
-    net.b.graph.cx.device.set_endpoint(b_peer, a_addr);
+    net.b
+        .graph
+        .context_mut()
+        .wg_device_mut()
+        .set_endpoint(b_peer, a_addr);
     // Both send before either hears the other.
     let pa = inner_v4([198, 19, 0, 1], [198, 19, 0, 2], b"from a");
     let pb = inner_v4([198, 19, 0, 2], [198, 19, 0, 1], b"from b");
     let now = net.now;
     for (b, p) in [(false, &pa), (true, &pb)] {
         let s = net.site(b);
-        let h = s.graph.cx.arena.alloc_with(p).unwrap();
+        let h = s.graph.context_mut().arena_mut().alloc_with(p).unwrap();
         s.graph.from_tun(&[h]);
         s.graph.run(now);
     }
@@ -214,8 +218,8 @@ fn persistent_keepalive_every_interval_without_traffic() {
     let now = net.now;
     net.a
         .graph
-        .cx
-        .device
+        .context_mut()
+        .wg_device_mut()
         .set_persistent_keepalive(peer, 25, now);
     let log = watch(&mut net, |_, _| false);
     // Turning it on sends one at once; after that the link is never quiet for

@@ -1,6 +1,7 @@
 //! The whole WireGuard graph, two sites, in memory.
 
 mod sim;
+use dataplane::wg::UDP_OUT;
 use sim::{Net, inner_v4};
 use wireguard::DropReason;
 
@@ -19,7 +20,13 @@ fn handshake_then_data_both_ways() {
         assert!(net.ping_a_to_b(i));
         assert!(net.ping_b_to_a(i));
     }
-    let info = net.a.graph.cx.device.peer_info(net.a.peer).unwrap();
+    let info = net
+        .a
+        .graph
+        .context()
+        .wg_device()
+        .peer_info(net.a.peer)
+        .unwrap();
     assert!(info.last_handshake.is_some());
     assert!(info.tx_bytes > 0 && info.rx_bytes > 0);
 }
@@ -110,10 +117,10 @@ fn a_full_pool_drops_with_a_counter() {
         net.send(false, &inner_v4([198, 19, 0, 1], [198, 19, 0, 2], &[i; 10]));
     }
     net.deliver();
-    let a = &net.a.graph.cx;
-    assert_eq!(a.arena.capacity(), 8);
-    assert_eq!(a.arena.available(), 8, "every buffer back in the pool");
-    let dropped = a.glue_drops[DropReason::NoBuffer.index()];
+    let arena = net.a.graph.context().arena();
+    assert_eq!(arena.capacity(), 8);
+    assert_eq!(arena.available(), 8, "every buffer back in the pool");
+    let dropped = net.drops_named(false, "wg-encrypt", "no-buffer");
     assert!(
         dropped >= 12,
         "only 8 buffers for 20 staged packets, {dropped} dropped"
@@ -149,24 +156,23 @@ fn async_engine_keeps_order_and_loses_nothing() {
     let now = net.now;
     let handles: Vec<u32> = sent
         .iter()
-        .map(|p| net.a.graph.cx.arena.alloc_with(p).unwrap())
+        .map(|p| net.a.graph.context_mut().arena_mut().alloc_with(p).unwrap())
         .collect();
     net.a.graph.from_tun(&handles);
     net.a.graph.run(now);
-    let a = &mut net.a.graph.cx;
-    let out: Vec<(Vec<u8>, std::net::SocketAddr)> = a
-        .tx_udp
-        .iter()
-        .map(|&h| (a.arena.data(h).to_vec(), a.arena.meta(h).addr))
-        .collect();
-    for h in std::mem::take(&mut a.tx_udp) {
-        a.arena.free(h);
-    }
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    net.a.graph.context_mut().send_output(UDP_OUT, |arena, hs| {
+        out.extend(hs.iter().map(|&h| arena.data(h).to_vec()));
+    });
+    assert_eq!(
+        net.a.graph.context().inflight_counters(),
+        Default::default(),
+        "every frame came back as it left"
+    );
     let from = net.a.addr;
-    net.wire
-        .extend(out.into_iter().map(|(d, _)| (true, d, from)));
+    net.wire.extend(out.into_iter().map(|d| (true, d, from)));
     net.deliver();
     assert_eq!(&net.b.delivered[before..], &sent[..], "all 600, in order");
-    assert_eq!(net.a.graph.cx.arena.available(), 1024);
-    assert_eq!(net.b.graph.cx.arena.available(), 1024);
+    assert_eq!(net.a.graph.context().arena().available(), 1024);
+    assert_eq!(net.b.graph.context().arena().available(), 1024);
 }

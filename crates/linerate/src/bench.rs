@@ -7,7 +7,7 @@
 
 use crate::engines;
 use dataplane::counters::clocks;
-use dataplane::wg::WgGraph;
+use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
 use dataplane::{Arena, HEADROOM, Handle};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -169,8 +169,8 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
     let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
     let mut m = Measured {
         engine: wg
-            .cx
-            .engines
+            .context()
+            .engines()
             .chosen(crypto::Algorithm::ChaCha20Poly1305)
             .unwrap_or("none")
             .to_string(),
@@ -184,12 +184,13 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
     while !rounds.is_multiple_of(64) || Instant::now() < deadline {
         rounds += 1;
         handles.clear();
+        let arena = wg.context_mut().arena_mut();
         for _ in 0..FRAME {
-            let Some(h) = wg.cx.arena.alloc() else { break };
+            let Some(h) = arena.alloc() else { break };
             let len = size.nth(seq);
-            let buf = wg.cx.arena.buffer_mut(h);
+            let buf = arena.buffer_mut(h);
             inner_packet(&mut buf[HEADROOM..], len, seq as u16);
-            wg.cx.arena.meta_mut(h).len = len as u16;
+            arena.meta_mut(h).len = len as u16;
             m.bytes += len as u64;
             seq += 1;
             handles.push(h);
@@ -197,34 +198,29 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
         let now = Instant::now();
         wg.from_tun(&handles);
         wg.run(now);
-        wg.cx.tx_control.clear();
+        wg.context_mut().send_control(|_, _| ());
         // Encrypted datagrams come straight back in, as if from the peer.
         back.clear();
-        back.append(&mut wg.cx.tx_udp);
+        wg.context_mut().take_output(UDP_OUT, &mut back);
         wg.from_udp(&back);
         wg.run(now);
-        m.packets += wg.cx.tx_tun.len() as u64;
-        for h in wg.cx.tx_tun.drain(..) {
-            wg.cx.arena.free(h);
-        }
+        wg.context_mut()
+            .send_output(TUN_OUT, |_, delivered| m.packets += delivered.len() as u64);
     }
     m.clocks = clocks().wrapping_sub(c0);
     m.elapsed = start.elapsed();
     let delivered = m.packets.max(1) as f64;
     m.nodes = wg
-        .graph
         .counters()
         .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
         .collect();
     // Only delivered packets count; a drop means the graph misbehaved: say where.
     let drops: Vec<String> = wg
-        .graph
         .counters()
         .flat_map(|(node, c)| {
-            wireguard::DropReason::ALL
-                .iter()
-                .filter(|r| c.drops[r.index()] > 0)
-                .map(move |r| format!("{node}: {} {}", c.drops[r.index()], r.name()))
+            c.drops()
+                .filter(|&(_, n)| n > 0)
+                .map(move |(e, n)| format!("{node}: {n} {}", e.name))
         })
         .collect();
     if !drops.is_empty() {

@@ -6,6 +6,7 @@ mod bench;
 mod bench_command;
 mod bench_crypto;
 mod cli;
+mod counter_report;
 mod daemon;
 mod engines;
 mod show;
@@ -22,7 +23,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Show {
             what: Show::Counters { ifname },
-        }) => daemon::ask(&ifname, "linerate-counters=1\n").map(|text| show::print_counters(&text)),
+        }) => daemon::ask(&ifname, "linerate-counters=1\n").and_then(|text| show::counters(&text)),
         Some(Command::Show {
             what: Show::Crypto { seconds },
         }) => show::crypto(seconds),

@@ -1,56 +1,39 @@
 //! `linerate show`: what a running interface counts, and what the engines measure here.
 
-/// Prints the `node.counter=value` lines a running interface answers as one row per
-/// node, its drops listed after it; other counters one per line.
-pub fn print_counters(text: &str) {
-    // node.counter=value lines; show one row per node with drops listed after it.
-    let mut rows: Vec<(String, Vec<(String, String)>)> = Vec::new();
-    for line in text.lines() {
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        if k == "errno" {
-            continue;
-        }
-        let (node, what) = k.split_once('.').unwrap_or((k, ""));
-        match rows.last_mut() {
-            Some((n, items)) if n == node => items.push((what.into(), v.into())),
-            _ => rows.push((node.into(), vec![(what.into(), v.into())])),
-        }
-    }
+use crate::counter_report::CounterReport;
+
+/// Prints what a running interface answered as one row per node, its drops by the
+/// node's own reason names after it, then the other counters one per line.
+pub fn counters(text: &str) -> Result<(), String> {
+    let report = CounterReport::parse(text)?;
     println!(
-        "{:<12} {:>10} {:>10} {:>12} {:>10}  drops",
-        "node", "vectors", "packets", "clocks/pkt", "consumed"
+        "{:<16} {:>10} {:>12} {:>10} {:>12} {:>10} {:>10}  drops by reason",
+        "node", "calls", "packets", "pkts/call", "clocks/pkt", "consumed", "dropped"
     );
-    for (node, items) in rows {
-        let get = |k: &str| {
-            items
-                .iter()
-                .find(|(w, _)| w == k)
-                .map(|(_, v)| v.parse::<u64>().unwrap_or(0))
-        };
-        let (Some(vectors), Some(packets)) = (get("vectors"), get("packets")) else {
-            for (w, v) in items {
-                println!("{node}.{w} = {v}");
-            }
-            continue;
-        };
-        let clocks = get("clocks").unwrap_or(0);
-        let per = if packets > 0 {
-            clocks as f64 / packets as f64
-        } else {
-            0.0
-        };
-        let drops: Vec<String> = items
+    for n in &report.nodes {
+        let per = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let drops: Vec<String> = n
+            .drops
             .iter()
-            .filter_map(|(w, v)| w.strip_prefix("drop.").map(|r| format!("{r}={v}")))
+            .filter(|(_, v)| *v > 0)
+            .map(|(r, v)| format!("{r}={v}"))
             .collect();
         println!(
-            "{node:<12} {vectors:>10} {packets:>10} {per:>12.1} {:>10}  {}",
-            get("consumed").unwrap_or(0),
+            "{:<16} {:>10} {:>12} {:>10.1} {:>12.1} {:>10} {:>10}  {}",
+            n.name,
+            n.calls,
+            n.packets,
+            per(n.packets, n.calls),
+            per(n.clocks, n.packets),
+            n.consumed,
+            n.dropped(),
             drops.join(" ")
         );
     }
+    for (name, v) in &report.other {
+        println!("{name} = {v}");
+    }
+    Ok(())
 }
 
 /// `linerate show crypto`: every engine measured here, and the choice per algorithm.

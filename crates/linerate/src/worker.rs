@@ -3,14 +3,16 @@
 //! by the UAPI threads, arrive over a channel with an eventfd wake-up and are carried
 //! out between batches of packets, a bounded step at a time.
 
+use crate::counter_report::CounterReport;
 use crate::uapi::{self, EADDRINUSE, EIO, Job, SocketSettings};
-use dataplane::wg::WgGraph;
+use dataplane::graph::FRAME_LEN;
+use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
 use dataplane::{HEADROOM, Handle};
 use io::{
     GsoSendBatch, Interest, PollFd, RecvBatch, RecvMeta, SendBatch, TunDevice, UdpSocket, Waker,
 };
 use std::collections::VecDeque;
-use std::fmt::Write as _;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +23,9 @@ use std::time::{Duration, Instant};
 const BATCHES_PER_WAKE: usize = 8;
 /// Longest sleep: the loop also checks that the TUN and the UAPI socket still exist.
 const MAX_SLEEP: Duration = Duration::from_millis(500);
+
+/// A placeholder for the unused entries of a batch array.
+const NO_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
 
 /// Longest time one step of a control request may hold the packets back.
 const CONTROL_STEP: Duration = Duration::from_micros(300);
@@ -108,7 +113,9 @@ pub struct Worker {
     udp_send_failed: u64,
     /// Times the interface MTU was set above what the data path carries and set back.
     mtu_refused: u64,
+    /// Buffers for the batch being read, and those of it that go on to the graph.
     handles: Vec<Handle>,
+    good: Vec<Handle>,
 }
 
 impl Worker {
@@ -139,6 +146,7 @@ impl Worker {
             udp_send_failed: 0,
             mtu_refused: 0,
             handles: Vec::with_capacity(io::MAX_BATCH),
+            good: Vec::with_capacity(io::MAX_BATCH),
         }
     }
 
@@ -152,8 +160,8 @@ impl Worker {
             let now = Instant::now();
             let sleep = if self.jobs.is_empty() {
                 self.wg
-                    .cx
-                    .device
+                    .context()
+                    .wg_device()
                     .next_deadline()
                     .map(|d| d.saturating_duration_since(now))
                     .unwrap_or(MAX_SLEEP)
@@ -185,10 +193,12 @@ impl Worker {
                 while let Ok(req) = self.requests.try_recv() {
                     match req.what {
                         Control::Counters => {
-                            let _ = req.reply.send(self.counters_text());
+                            let _ = req
+                                .reply
+                                .send(self.counter_report().to_text() + "errno=0\n\n");
                         }
                         Control::Uapi(r) => {
-                            let job = Job::new(r, &self.wg.cx.device);
+                            let job = Job::new(r, self.wg.context().wg_device());
                             self.jobs.push_back((job, req.reply));
                         }
                     }
@@ -248,7 +258,7 @@ impl Worker {
         };
         let now = Instant::now();
         let done = job.step(
-            &mut self.wg.cx.device,
+            self.wg.context_mut().wg_device_mut(),
             &mut self.outer,
             now,
             now + CONTROL_STEP,
@@ -263,51 +273,34 @@ impl Worker {
         self.drain();
     }
 
-    /// Per-node counters, one `node.counter=value` line each, for `linerate show`.
-    pub fn counters_text(&self) -> String {
-        let mut out = String::new();
-        for (name, c) in self.wg.graph.counters() {
-            let _ = writeln!(
-                out,
-                "{name}.calls={}\n{name}.vectors={}\n{name}.packets={}\n{name}.clocks={}\n{name}.consumed={}",
-                c.calls, c.vectors, c.packets, c.clocks, c.consumed
-            );
-            for r in wireguard::DropReason::ALL {
-                let n = c.drops[r.index()];
-                if n > 0 {
-                    let _ = writeln!(out, "{name}.drop.{}={n}", r.name());
-                }
-            }
+    /// Everything the interface counts, for `linerate show counters`.
+    pub fn counter_report(&self) -> CounterReport {
+        let mut r = CounterReport::from_graph(self.wg.counters());
+        let inflight = self.wg.context().inflight_counters();
+        for (name, value) in [
+            ("tun.too_big", self.tun.too_big()),
+            ("tun.malformed", self.tun.malformed()),
+            ("tun.dropped", self.tun.dropped()),
+            ("tun.mtu_refused", self.mtu_refused),
+            ("udp.truncated", self.udp_truncated),
+            ("udp.send_failed", self.udp_send_failed),
+            ("async.out_of_order", inflight.out_of_order),
+            ("async.unknown", inflight.unknown),
+            ("async.wrong_length", inflight.wrong_length),
+            ("async.lost", inflight.lost),
+        ] {
+            r.add_other(name, value);
         }
-        let _ = writeln!(
-            out,
-            "tun.too_big={}\ntun.malformed={}\ntun.dropped={}\ntun.mtu_refused={}",
-            self.tun.too_big(),
-            self.tun.malformed(),
-            self.tun.dropped(),
-            self.mtu_refused
-        );
-        let _ = writeln!(
-            out,
-            "udp.truncated={}\nudp.send_failed={}",
-            self.udp_truncated, self.udp_send_failed
-        );
-        let glue = &self.wg.cx.glue_drops;
-        for r in wireguard::DropReason::ALL {
-            if glue[r.index()] > 0 {
-                let _ = writeln!(out, "staged.drop.{}={}", r.name(), glue[r.index()]);
-            }
-        }
-        out.push_str("errno=0\n\n");
-        out
+        r
     }
 
     fn alloc_batch(&mut self) -> usize {
         self.handles.clear();
+        let arena = self.wg.context_mut().arena_mut();
         // Keep a reserve so that decrypted and staged packets always find a buffer.
-        let want = io::MAX_BATCH.min(self.wg.cx.arena.available().saturating_sub(64));
+        let want = io::MAX_BATCH.min(arena.available().saturating_sub(64));
         for _ in 0..want {
-            match self.wg.cx.arena.alloc() {
+            match arena.alloc() {
                 Some(h) => self.handles.push(h),
                 None => break,
             }
@@ -320,32 +313,28 @@ impl Worker {
             if self.alloc_batch() == 0 {
                 return;
             }
-            let n = {
-                let mut bufs = self.wg.cx.arena.rx_slices(&self.handles, HEADROOM);
-                self.outer
-                    .udp
-                    .recv_batch_with(&mut self.rx, &mut bufs, &mut self.metas)
-                    .unwrap_or(0)
-            };
-            let mut good = Vec::with_capacity(n);
-            for i in 0..n {
-                let h = self.handles[i];
-                let m = self.metas[i];
+            let (udp, rx, metas) = (&self.outer.udp, &mut self.rx, &mut self.metas);
+            let arena = self.wg.context_mut().arena_mut();
+            let n = arena.with_rx_slices(&self.handles, HEADROOM, |bufs| {
+                udp.recv_batch_with(rx, bufs, metas).unwrap_or(0)
+            });
+            self.good.clear();
+            for (&h, m) in self.handles[..n].iter().zip(&self.metas) {
                 if m.truncated {
                     // No WireGuard message is this long; the graph never sees it.
                     self.udp_truncated += 1;
-                    self.wg.cx.arena.free(h);
+                    arena.free(h);
                     continue;
                 }
-                let meta = self.wg.cx.arena.meta_mut(h);
+                let meta = arena.meta_mut(h);
                 meta.len = m.len as u16;
                 meta.addr = m.src;
-                good.push(h);
+                self.good.push(h);
             }
             for &h in &self.handles[n..] {
-                self.wg.cx.arena.free(h);
+                arena.free(h);
             }
-            self.wg.from_udp(&good);
+            self.wg.from_udp(&self.good);
             let now = Instant::now();
             self.wg.run(now);
             self.drain();
@@ -360,27 +349,26 @@ impl Worker {
             if self.alloc_batch() == 0 {
                 return Ok(());
             }
-            let res = {
-                let mut bufs = self.wg.cx.arena.rx_slices(&self.handles, HEADROOM);
-                self.tun.read_batch(&mut bufs, &mut self.lens)
-            };
+            let (tun, lens) = (&self.tun, &mut self.lens);
+            let arena = self.wg.context_mut().arena_mut();
+            let res =
+                arena.with_rx_slices(&self.handles, HEADROOM, |bufs| tun.read_batch(bufs, lens));
             let n = match res {
                 Ok(n) => n,
                 Err(e) => {
                     for &h in &self.handles {
-                        self.wg.cx.arena.free(h);
+                        arena.free(h);
                     }
                     return Err(e);
                 }
             };
-            for i in 0..n {
-                self.wg.cx.arena.meta_mut(self.handles[i]).len = self.lens[i] as u16;
+            for (&h, &len) in self.handles[..n].iter().zip(&self.lens) {
+                arena.meta_mut(h).len = len as u16;
             }
             for &h in &self.handles[n..] {
-                self.wg.cx.arena.free(h);
+                arena.free(h);
             }
-            let got: Vec<Handle> = self.handles[..n].to_vec();
-            self.wg.from_tun(&got);
+            self.wg.from_tun(&self.handles[..n]);
             let now = Instant::now();
             self.wg.run(now);
             self.drain();
@@ -391,35 +379,38 @@ impl Worker {
         Ok(())
     }
 
-    /// Sends what the graph queued: datagrams in one batch, inner packets to the TUN.
+    /// Sends what the graph queued: control messages one by one, datagrams in batches
+    /// of up to a frame, inner packets to the TUN. The slices for a batch live on the
+    /// stack, so sending allocates nothing.
     fn drain(&mut self) {
-        let cx = &mut self.wg.cx;
-        for (to, packet) in cx.tx_control.drain(..) {
-            if self.outer.udp.send_to(&packet, to).is_err() {
-                self.udp_send_failed += 1;
+        let cx = self.wg.context_mut();
+        let udp = &self.outer.udp;
+        let failed = &mut self.udp_send_failed;
+        cx.send_control(|to, msg| {
+            if udp.send_to(msg, to).is_err() {
+                *failed += 1;
             }
-        }
-        if !cx.tx_udp.is_empty() {
-            let pkts: Vec<(&[u8], std::net::SocketAddr)> = cx
-                .tx_udp
-                .iter()
-                .map(|&h| (cx.arena.data(h), cx.arena.meta(h).addr))
-                .collect();
-            let res = self
-                .outer
-                .udp
-                .send_gso_batch_with(&mut self.tx_gso, &mut self.tx, &pkts);
-            self.udp_send_failed += res.failed as u64;
-            for h in cx.tx_udp.drain(..) {
-                cx.arena.free(h);
+        });
+        let (gso, tx) = (&mut self.tx_gso, &mut self.tx);
+        cx.send_output(UDP_OUT, |arena, queue| {
+            let mut pkts: [(&[u8], SocketAddr); FRAME_LEN] = [(&[], NO_ADDR); FRAME_LEN];
+            for chunk in queue.chunks(FRAME_LEN) {
+                for (p, &h) in pkts.iter_mut().zip(chunk) {
+                    *p = (arena.data(h), arena.meta(h).addr);
+                }
+                let res = udp.send_gso_batch_with(gso, tx, &pkts[..chunk.len()]);
+                *failed += res.failed as u64;
             }
-        }
-        if !cx.tx_tun.is_empty() {
-            let pkts: Vec<&[u8]> = cx.tx_tun.iter().map(|&h| cx.arena.data(h)).collect();
-            self.tun.write_batch(&pkts);
-            for h in cx.tx_tun.drain(..) {
-                cx.arena.free(h);
+        });
+        let tun = &self.tun;
+        cx.send_output(TUN_OUT, |arena, queue| {
+            let mut pkts: [&[u8]; FRAME_LEN] = [&[]; FRAME_LEN];
+            for chunk in queue.chunks(FRAME_LEN) {
+                for (p, &h) in pkts.iter_mut().zip(chunk) {
+                    *p = arena.data(h);
+                }
+                tun.write_batch(&pkts[..chunk.len()]);
             }
-        }
+        });
     }
 }

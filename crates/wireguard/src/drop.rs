@@ -1,5 +1,7 @@
-//! Every reason the protocol refuses a packet, named once. The data path keeps one
-//! counter per reason, so an operator sees exactly why packets die.
+//! Every reason the protocol refuses a packet, named once. The data path's nodes that
+//! pass these on count each under its own name, so an operator sees exactly why
+//! packets die; what the data path itself refuses (no buffer, an engine failure, no
+//! room for headers) its nodes declare themselves.
 
 macro_rules! drop_reasons {
     ($($variant:ident => $name:literal, $doc:literal;)*) => {
@@ -18,6 +20,11 @@ macro_rules! drop_reasons {
 
             pub const fn index(self) -> usize {
                 self as usize
+            }
+
+            /// One line that says what the reason means.
+            pub const fn doc(self) -> &'static str {
+                match self { $(DropReason::$variant => $doc,)* }
             }
         }
     };
@@ -46,9 +53,7 @@ drop_reasons! {
     NoPeerForDestination => "no-peer", "Outbound packet to an address no peer's allowed IPs cover.";
     NoEndpoint => "no-endpoint", "The peer has no known endpoint to send to.";
     StagedOverflow => "staged-overflow", "Packets waiting for a handshake exceeded the queue.";
-    CryptoFailed => "crypto-failed", "The crypto engine could not process the op.";
-    NoBuffer => "no-buffer", "The buffer pool was empty.";
-    TooBig => "too-big", "A packet too large for a buffer after encapsulation.";
+    CryptoFailed => "crypto-failed", "A handshake's keys could not be installed (the key registry is full).";
 }
 
 impl From<wire::Error> for DropReason {

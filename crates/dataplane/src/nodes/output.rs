@@ -1,56 +1,45 @@
 //! The graph's exits: packets leave for a driver's output queue.
 
 use crate::arena::Handle;
+use crate::context::{Context, OutputId};
 use crate::counters::NodeCounters;
-use crate::graph::{KEEP, Node};
-use crate::wg::WgContext;
+use crate::graph::{KEEP, Node, NodeInfo};
 
 pub struct Output {
-    name: &'static str,
-    to_tun: bool,
+    info: NodeInfo,
+    queue: OutputId,
 }
 
 impl Output {
     pub const TUN: &'static str = "tun-output";
     pub const UDP: &'static str = "udp-output";
 
-    pub fn tun() -> Output {
+    /// An exit named `name` into the context's output queue `queue`.
+    pub fn new(name: &'static str, queue: OutputId) -> Output {
         Output {
-            name: Self::TUN,
-            to_tun: true,
-        }
-    }
-
-    pub fn udp() -> Output {
-        Output {
-            name: Self::UDP,
-            to_tun: false,
+            info: NodeInfo {
+                name,
+                next: &[],
+                errors: &[],
+            },
+            queue,
         }
     }
 }
 
-impl Node<WgContext> for Output {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn next_nodes(&self) -> &'static [&'static str] {
-        &[]
+impl Node<Context> for Output {
+    fn info(&self) -> &NodeInfo {
+        &self.info
     }
 
     fn process(
         &mut self,
-        cx: &mut WgContext,
+        cx: &mut Context,
         packets: &[Handle],
         next: &mut [u16],
         _c: &mut NodeCounters,
     ) {
-        let queue = if self.to_tun {
-            &mut cx.tx_tun
-        } else {
-            &mut cx.tx_udp
-        };
-        queue.extend_from_slice(packets);
+        cx.outputs.queue(self.queue).extend_from_slice(packets);
         next.fill(KEEP);
     }
 }

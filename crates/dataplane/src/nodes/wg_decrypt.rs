@@ -3,15 +3,28 @@
 //! decrypt the whole frame as one batch of AEAD ops, then for each packet that
 //! verified: parse the inner header, check its source against the peer's allowed IPs,
 //! and commit the counter (which is when the session, timers and endpoint change).
+//! With an asynchronous engine the frame is parked instead and `wg-decrypt-post`
+//! finishes it.
 
 use crate::arena::{Arena, Handle};
+use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, Node};
-use crate::nodes::Output;
-use crate::wg::{Resume, WgContext, park_frame};
+use crate::graph::{FREE, Node, NodeInfo};
+use crate::inflight::{Resume, park_frame};
+use crate::nodes::{Output, Resumed};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData};
 use wireguard::{DropReason, RecvTicket};
+
+crate::node_errors! {
+    /// Why wg-decrypt (and wg-decrypt-post) drop a packet, besides the protocol's
+    /// reasons.
+    pub enum DecryptError {
+        EngineFailed => "engine-failed", "The crypto engine did not process the op.";
+        NotParked => "not-parked", "At the post node without a returned frame (a bug).";
+    }
+    protocol DropReason;
+}
 
 #[repr(u16)]
 enum Next {
@@ -32,20 +45,64 @@ pub struct WgDecrypt {
 
 impl WgDecrypt {
     pub const NAME: &'static str = "wg-decrypt";
-}
+    pub const POST: &'static str = "wg-decrypt-post";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[Output::TUN],
+        errors: DecryptError::TABLE,
+    };
 
-impl Node<WgContext> for WgDecrypt {
-    fn name(&self) -> &'static str {
-        Self::NAME
+    /// The node that finishes frames an asynchronous engine decrypted.
+    pub fn post() -> Resumed {
+        let info = NodeInfo {
+            name: Self::POST,
+            ..Self::INFO
+        };
+        Resumed::new(info, finish_resumed, DecryptError::NotParked.into())
     }
 
-    fn next_nodes(&self) -> &'static [&'static str] {
-        &[Output::TUN]
+    /// Finds the packet's session and adds its op, or drops it (counted).
+    fn prepare(&mut self, cx: &mut Context, i: usize, h: Handle, c: &mut NodeCounters) {
+        // wg-input checked the type and the minimum length.
+        let Ok(msg) = TransportData::new_checked(cx.arena.data(h)) else {
+            c.drop(DecryptError::from(DropReason::Truncated));
+            return;
+        };
+        let (index, counter) = (msg.receiver_index(), msg.counter());
+        let ticket = match cx.tunnels.wg.device.recv_ticket(index, counter, cx.now) {
+            Ok(t) => t,
+            Err(reason) => {
+                c.drop(DecryptError::from(reason));
+                return;
+            }
+        };
+        let m = cx.arena.meta(h);
+        let text_len = m.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
+        let text = Arena::offset_of(h) + m.offset as usize + TRANSPORT_HEADER_LEN;
+        self.ops.push(AeadOp::in_place(
+            Algorithm::ChaCha20Poly1305,
+            ticket.key,
+            Direction::Decrypt,
+            crypto::seal::counter_nonce(counter),
+            Span::EMPTY,
+            Span::new(text as u32, text_len as u32),
+        ));
+        self.pending.push(Pending {
+            index: i,
+            ticket,
+            counter,
+        });
+    }
+}
+
+impl Node<Context> for WgDecrypt {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
     }
 
     fn process(
         &mut self,
-        cx: &mut WgContext,
+        cx: &mut Context,
         packets: &[Handle],
         next: &mut [u16],
         c: &mut NodeCounters,
@@ -53,35 +110,7 @@ impl Node<WgContext> for WgDecrypt {
         self.ops.clear();
         self.pending.clear();
         for (i, &h) in packets.iter().enumerate() {
-            // wg-input checked the type and the minimum length.
-            let Ok(msg) = TransportData::new_checked(cx.arena.data(h)) else {
-                c.drop(DropReason::Truncated);
-                continue;
-            };
-            let (index, counter) = (msg.receiver_index(), msg.counter());
-            let ticket = match cx.device.recv_ticket(index, counter, cx.now) {
-                Ok(t) => t,
-                Err(reason) => {
-                    c.drop(reason);
-                    continue;
-                }
-            };
-            let m = cx.arena.meta(h);
-            let text_len = m.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
-            let text = Arena::base(h) + m.offset as usize + TRANSPORT_HEADER_LEN;
-            self.ops.push(AeadOp::in_place(
-                Algorithm::ChaCha20Poly1305,
-                ticket.key,
-                Direction::Decrypt,
-                crypto::seal::counter_nonce(counter),
-                Span::EMPTY,
-                Span::new(text as u32, text_len as u32),
-            ));
-            self.pending.push(Pending {
-                index: i,
-                ticket,
-                counter,
-            });
+            self.prepare(cx, i, h, c);
         }
         if self.ops.is_empty() {
             return;
@@ -96,42 +125,36 @@ impl Node<WgContext> for WgDecrypt {
         if park_frame(cx, &mut self.ops, parked, next) {
             return;
         }
-        let keys = cx.device.keys().clone();
-        cx.engines.process(&keys, cx.arena.mem_mut(), &mut self.ops);
+        cx.run_ops(&mut self.ops);
         for (op, p) in self.ops.iter().zip(&self.pending) {
-            next[p.index] = finish(
-                cx,
-                packets[p.index],
-                op.status,
-                op.len as usize,
-                &p.ticket,
-                p.counter,
-                c,
-            );
+            next[p.index] = finish(cx, packets[p.index], op.status, &p.ticket, p.counter, c);
         }
     }
 }
 
 /// After the crypto: parse the inner packet, check its source, commit the counter,
 /// and pass it on, or drop it.
-pub(crate) fn finish(
-    cx: &mut WgContext,
+fn finish(
+    cx: &mut Context,
     h: Handle,
     status: OpStatus,
-    plain_len: usize,
     ticket: &RecvTicket,
     counter: u64,
     c: &mut NodeCounters,
 ) -> u16 {
-    if status != OpStatus::Ok {
-        c.drop(if status == OpStatus::BadTag {
-            DropReason::BadTag
-        } else {
-            DropReason::CryptoFailed
-        });
-        return FREE;
+    match status {
+        OpStatus::Ok => {}
+        OpStatus::BadTag => {
+            c.drop(DecryptError::from(DropReason::BadTag));
+            return FREE;
+        }
+        _ => {
+            c.drop(DecryptError::EngineFailed);
+            return FREE;
+        }
     }
     let meta = *cx.arena.meta(h);
+    let plain_len = meta.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
     let plain_start = meta.offset as usize + TRANSPORT_HEADER_LEN;
     let (inner_src, inner_len) = if plain_len == 0 {
         (None, 0) // keepalive
@@ -140,12 +163,12 @@ pub(crate) fn finish(
         match wire::IpPacket::parse(buf) {
             Ok(ip) if ip.total_len() <= plain_len => (Some(ip.src_addr()), ip.total_len()),
             _ => {
-                c.drop(DropReason::BadInnerPacket);
+                c.drop(DecryptError::from(DropReason::BadInnerPacket));
                 return FREE;
             }
         }
     };
-    if let Err(reason) = cx.device.recv_commit(
+    if let Err(reason) = cx.tunnels.wg.device.recv_commit(
         ticket,
         counter,
         inner_src,
@@ -153,7 +176,7 @@ pub(crate) fn finish(
         meta.addr,
         cx.now,
     ) {
-        c.drop(reason);
+        c.drop(DecryptError::from(reason));
         return FREE;
     }
     if inner_src.is_none() {
@@ -167,40 +190,18 @@ pub(crate) fn finish(
     Next::Tun as u16
 }
 
-/// `wg-decrypt-post`: finishes packets whose frame an asynchronous engine decrypted.
-#[derive(Default)]
-pub struct WgDecryptPost;
-
-impl WgDecryptPost {
-    pub const NAME: &'static str = "wg-decrypt-post";
-}
-
-impl Node<WgContext> for WgDecryptPost {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    fn next_nodes(&self) -> &'static [&'static str] {
-        &[Output::TUN]
-    }
-
-    fn process(
-        &mut self,
-        cx: &mut WgContext,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            let (rh, status, resume) = cx
-                .resumed_decrypt
-                .pop_front()
-                .expect("a resumed packet per packet");
-            debug_assert_eq!(rh, h, "resumed in order");
-            if let Resume::Decrypt { ticket, counter } = resume {
-                let plain_len = cx.arena.meta(h).len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
-                next[i] = finish(cx, h, status, plain_len, &ticket, counter, c);
-            }
+fn finish_resumed(
+    cx: &mut Context,
+    h: Handle,
+    status: OpStatus,
+    resume: Resume,
+    c: &mut NodeCounters,
+) -> u16 {
+    match resume {
+        Resume::Decrypt { ticket, counter } => finish(cx, h, status, &ticket, counter, c),
+        Resume::Encrypt { .. } => {
+            c.drop(DecryptError::NotParked);
+            FREE
         }
     }
 }

@@ -4,12 +4,18 @@
 //! anything malformed is dropped with its reason.
 
 use crate::arena::Handle;
+use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, Node};
+use crate::graph::{FREE, Node, NodeInfo};
 use crate::nodes::WgDecrypt;
-use crate::wg::WgContext;
 use wire::wireguard::{Message, MessageType};
 use wireguard::DropReason;
+
+crate::node_errors! {
+    /// Why wg-input drops a datagram: only what the protocol refuses.
+    pub enum InputError {}
+    protocol DropReason;
+}
 
 #[repr(u16)]
 enum Next {
@@ -21,20 +27,21 @@ pub struct WgInput;
 
 impl WgInput {
     pub const NAME: &'static str = "wg-input";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[WgDecrypt::NAME],
+        errors: InputError::TABLE,
+    };
 }
 
-impl Node<WgContext> for WgInput {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    fn next_nodes(&self) -> &'static [&'static str] {
-        &[WgDecrypt::NAME]
+impl Node<Context> for WgInput {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
     }
 
     fn process(
         &mut self,
-        cx: &mut WgContext,
+        cx: &mut Context,
         packets: &[Handle],
         next: &mut [u16],
         c: &mut NodeCounters,
@@ -45,14 +52,14 @@ impl Node<WgContext> for WgInput {
                 Ok(MessageType::TransportData) => Next::Decrypt as u16,
                 Ok(_) => {
                     let src = cx.arena.meta(h).addr;
-                    match cx.device.handle_handshake(data, src, cx.now) {
+                    match cx.tunnels.wg.device.handle_handshake(data, src, cx.now) {
                         Ok(()) => c.consumed += 1,
-                        Err(reason) => c.drop(reason),
+                        Err(reason) => c.drop(InputError::from(reason)),
                     }
                     FREE
                 }
                 Err(e) => {
-                    c.drop(DropReason::from(e));
+                    c.drop(InputError::from(DropReason::from(e)));
                     FREE
                 }
             };

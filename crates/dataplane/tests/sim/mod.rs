@@ -5,8 +5,8 @@
 
 use crypto::x25519::PrivateKey;
 use crypto::{EngineSet, KeyRegistry};
-use dataplane::wg::WgGraph;
-use dataplane::{Arena, Handle};
+use dataplane::Arena;
+use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
 use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
@@ -151,7 +151,12 @@ impl Net {
     pub fn send(&mut self, from_b: bool, packet: &[u8]) {
         let now = self.now;
         let s = self.site(from_b);
-        let h = s.graph.cx.arena.alloc_with(packet).expect("arena");
+        let h = s
+            .graph
+            .context_mut()
+            .arena_mut()
+            .alloc_with(packet)
+            .expect("arena");
         s.graph.from_tun(&[h]);
         s.graph.run(now);
         self.collect(from_b);
@@ -161,20 +166,18 @@ impl Net {
     fn collect(&mut self, from_b: bool) {
         let s = self.site(from_b);
         let from = s.addr;
-        let cx = &mut s.graph.cx;
+        let cx = s.graph.context_mut();
         let mut out = Vec::new();
-        for (_, bytes) in cx.tx_control.drain(..) {
-            out.push((!from_b, bytes, from));
-        }
-        for h in cx.tx_udp.drain(..) {
-            out.push((!from_b, cx.arena.data(h).to_vec(), from));
-            cx.arena.free(h);
-        }
-        let tun: Vec<Handle> = cx.tx_tun.drain(..).collect();
-        for h in tun {
-            s.delivered.push(s.graph.cx.arena.data(h).to_vec());
-            s.graph.cx.arena.free(h);
-        }
+        cx.send_control(|_, bytes| out.push((!from_b, bytes.to_vec(), from)));
+        cx.send_output(UDP_OUT, |arena, hs| {
+            for &h in hs {
+                out.push((!from_b, arena.data(h).to_vec(), from));
+            }
+        });
+        let delivered = &mut s.delivered;
+        cx.send_output(TUN_OUT, |arena, hs| {
+            delivered.extend(hs.iter().map(|&h| arena.data(h).to_vec()));
+        });
         self.wire.extend(out);
     }
 
@@ -192,10 +195,11 @@ impl Net {
                 }
                 let now = self.now;
                 let s = self.site(to_b);
-                let Some(h) = s.graph.cx.arena.alloc_with(&bytes) else {
+                let arena = s.graph.context_mut().arena_mut();
+                let Some(h) = arena.alloc_with(&bytes) else {
                     continue;
                 };
-                s.graph.cx.arena.meta_mut(h).addr = from;
+                arena.meta_mut(h).addr = from;
                 s.graph.from_udp(&[h]);
                 s.graph.run(now);
                 self.collect(to_b);
@@ -238,12 +242,16 @@ impl Net {
     }
 
     pub fn counter(&self, b: bool, node: &str, reason: wireguard::DropReason) -> u64 {
+        self.drops_named(b, node, reason.name())
+    }
+
+    /// What `node` of A (or B) counted under the drop reason `name`.
+    pub fn drops_named(&self, b: bool, node: &str, name: &str) -> u64 {
         let s = if b { &self.b } else { &self.a };
         s.graph
-            .graph
             .counters()
             .find(|(n, _)| *n == node)
-            .map(|(_, c)| c.drops[reason.index()])
+            .map(|(_, c)| c.drops_named(name))
             .unwrap_or(0)
     }
 }

@@ -1,0 +1,173 @@
+//! The worker context: everything a worker's nodes share. One per worker, used by one
+//! thread: the buffer arena, the crypto engines, the time of the batch, the output
+//! queues the drivers drain, the frames out at an asynchronous engine, and the
+//! tunnels (WireGuard devices now; more kinds later, each a field of [`Tunnels`]).
+//!
+//! Nodes, inside this crate, reach the fields directly so that borrows of different
+//! parts (the arena and a device, say) stay disjoint; drivers, the bench and tests
+//! use the methods.
+
+use crate::arena::{Arena, Handle};
+use crate::graph::HasArena;
+use crate::inflight::InFlight;
+use crypto::{AeadOp, EngineSet, KeyRegistry};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use wireguard::Device;
+
+/// One of the context's output queues, each drained by one driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputId(pub usize);
+
+/// Packets the graph finished, waiting for the drivers.
+pub(crate) struct Outputs {
+    queues: Vec<Vec<Handle>>,
+    /// Messages made outside the arena (handshakes, cookie replies), to send as they
+    /// are: rare, small, and not on the packet path.
+    pub(crate) control: Vec<(SocketAddr, Vec<u8>)>,
+}
+
+impl Outputs {
+    fn new(count: usize) -> Outputs {
+        Outputs {
+            queues: (0..count).map(|_| Vec::new()).collect(),
+            control: Vec::new(),
+        }
+    }
+
+    pub(crate) fn queue(&mut self, id: OutputId) -> &mut Vec<Handle> {
+        &mut self.queues[id.0]
+    }
+}
+
+/// The WireGuard side of the tunnels: the protocol device and the inner interface's
+/// MTU, which bounds the padding (0: not known).
+pub(crate) struct WgTunnel {
+    pub(crate) device: Device,
+    pub(crate) mtu: usize,
+}
+
+/// Every kind of tunnel the worker serves.
+pub(crate) struct Tunnels {
+    pub(crate) wg: WgTunnel,
+}
+
+pub struct Context {
+    pub(crate) arena: Arena,
+    pub(crate) engines: EngineSet,
+    /// The keys the engines' ops name, shared with every tunnel that makes them.
+    pub(crate) keys: Arc<KeyRegistry>,
+    /// The time of the batch being processed.
+    pub(crate) now: Instant,
+    pub(crate) outputs: Outputs,
+    pub(crate) tunnels: Tunnels,
+    pub(crate) inflight: InFlight,
+}
+
+impl HasArena for Context {
+    fn arena(&mut self) -> &mut Arena {
+        &mut self.arena
+    }
+}
+
+impl Context {
+    /// A context with `outputs` output queues, numbered from 0.
+    pub fn new(
+        arena: Arena,
+        engines: EngineSet,
+        device: Device,
+        outputs: usize,
+        now: Instant,
+    ) -> Context {
+        let buffers = arena.capacity();
+        Context {
+            arena,
+            engines,
+            keys: device.keys().clone(),
+            now,
+            outputs: Outputs::new(outputs),
+            tunnels: Tunnels {
+                wg: WgTunnel { device, mtu: 0 },
+            },
+            inflight: InFlight::new(buffers),
+        }
+    }
+
+    pub fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    pub fn arena_mut(&mut self) -> &mut Arena {
+        &mut self.arena
+    }
+
+    pub fn engines(&self) -> &EngineSet {
+        &self.engines
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    pub fn set_now(&mut self, now: Instant) {
+        self.now = now;
+    }
+
+    pub fn wg_device(&self) -> &Device {
+        &self.tunnels.wg.device
+    }
+
+    pub fn wg_device_mut(&mut self) -> &mut Device {
+        &mut self.tunnels.wg.device
+    }
+
+    pub fn wg_mtu(&self) -> usize {
+        self.tunnels.wg.mtu
+    }
+
+    pub(crate) fn set_wg_mtu(&mut self, mtu: usize) {
+        self.tunnels.wg.mtu = mtu;
+    }
+
+    /// Packets waiting in an output queue.
+    pub fn output(&self, id: OutputId) -> &[Handle] {
+        &self.outputs.queues[id.0]
+    }
+
+    /// Hands an output queue's packets to a driver (`send` sees them with the arena),
+    /// then frees them all: what was sent and what the driver could not send alike
+    /// (the driver counts its failures).
+    pub fn send_output(&mut self, id: OutputId, send: impl FnOnce(&Arena, &[Handle])) {
+        let queue = &mut self.outputs.queues[id.0];
+        if queue.is_empty() {
+            return;
+        }
+        send(&self.arena, queue);
+        for h in queue.drain(..) {
+            self.arena.free(h);
+        }
+    }
+
+    /// Moves an output queue's packets to `into`; the caller owns them now.
+    pub fn take_output(&mut self, id: OutputId, into: &mut Vec<Handle>) {
+        into.append(&mut self.outputs.queues[id.0]);
+    }
+
+    /// Hands every control message to `send`, oldest first, and forgets them.
+    pub fn send_control(&mut self, mut send: impl FnMut(SocketAddr, &[u8])) {
+        for (to, msg) in self.outputs.control.drain(..) {
+            send(to, &msg);
+        }
+    }
+
+    /// Runs ops on the synchronous engine chosen for their algorithm, in the arena.
+    pub(crate) fn run_ops(&mut self, ops: &mut [AeadOp]) {
+        self.engines.process(&self.keys, self.arena.mem_mut(), ops);
+    }
+
+    /// What happened to frames handed to asynchronous engines.
+    pub fn inflight_counters(&self) -> crate::inflight::InFlightCounters {
+        self.inflight.counters()
+    }
+}

@@ -1,0 +1,187 @@
+//! What a running interface counts, as data: one row per graph node (calls, packets,
+//! clocks, consumed, drops by the node's own reason names) and the drivers' counters.
+//! The worker fills it from the graph; it travels over the control socket as
+//! `name=value` lines (the UAPI's format, which scripts read too) and is parsed back
+//! into the same structure by `linerate show counters`. Writing and reading live here
+//! together, so the two cannot drift apart.
+
+use std::fmt::Write as _;
+
+/// One node's counters. Drops list every reason the node declares, zero or not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeRow {
+    pub name: String,
+    pub calls: u64,
+    pub packets: u64,
+    pub clocks: u64,
+    pub consumed: u64,
+    pub drops: Vec<(String, u64)>,
+}
+
+impl NodeRow {
+    pub fn dropped(&self) -> u64 {
+        self.drops.iter().map(|(_, n)| n).sum()
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CounterReport {
+    pub nodes: Vec<NodeRow>,
+    /// Counters outside the graph, by full name (`tun.too_big`, `udp.send_failed`, ...).
+    pub other: Vec<(String, u64)>,
+}
+
+const NODE_FIELDS: [&str; 4] = ["calls", "packets", "clocks", "consumed"];
+
+impl CounterReport {
+    pub fn from_graph<'a>(
+        nodes: impl Iterator<Item = (&'static str, &'a dataplane::NodeCounters)>,
+    ) -> CounterReport {
+        let nodes = nodes
+            .map(|(name, c)| NodeRow {
+                name: name.to_string(),
+                calls: c.calls,
+                packets: c.packets,
+                clocks: c.clocks,
+                consumed: c.consumed,
+                drops: c.drops().map(|(e, n)| (e.name.to_string(), n)).collect(),
+            })
+            .collect();
+        CounterReport {
+            nodes,
+            other: Vec::new(),
+        }
+    }
+
+    pub fn add_other(&mut self, name: &str, value: u64) {
+        self.other.push((name.to_string(), value));
+    }
+
+    /// The `name=value` lines, without the UAPI's closing `errno` line. Drops that
+    /// are zero are left out, so the answer stays short.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for n in &self.nodes {
+            let values = [n.calls, n.packets, n.clocks, n.consumed];
+            for (field, v) in NODE_FIELDS.iter().zip(values) {
+                let _ = writeln!(out, "{}.{field}={v}", n.name);
+            }
+            for (reason, v) in n.drops.iter().filter(|(_, v)| *v > 0) {
+                let _ = writeln!(out, "{}.drop.{reason}={v}", n.name);
+            }
+        }
+        for (name, v) in &self.other {
+            let _ = writeln!(out, "{name}={v}");
+        }
+        out
+    }
+
+    /// Reads what [`CounterReport::to_text`] wrote (and the `errno` line the socket
+    /// adds). A name that is a node's field starts or continues that node's row;
+    /// anything else is an other counter. A line that is not `name=number` is refused.
+    pub fn parse(text: &str) -> Result<CounterReport, String> {
+        let mut report = CounterReport::default();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let (key, value) = line
+                .split_once('=')
+                .ok_or_else(|| format!("not a counter line: {line:?}"))?;
+            let value: i64 = value
+                .parse()
+                .map_err(|_| format!("not a number in {line:?}"))?;
+            if key == "errno" {
+                if value != 0 {
+                    return Err(format!("the interface answered errno={value}"));
+                }
+                continue;
+            }
+            let value = u64::try_from(value).map_err(|_| format!("negative in {line:?}"))?;
+            match key.split_once('.') {
+                Some((node, field)) if NODE_FIELDS.contains(&field) => {
+                    let row = report.row(node);
+                    match field {
+                        "calls" => row.calls = value,
+                        "packets" => row.packets = value,
+                        "clocks" => row.clocks = value,
+                        _ => row.consumed = value,
+                    }
+                }
+                Some((node, field)) if field.starts_with("drop.") => {
+                    let reason = &field["drop.".len()..];
+                    report.row(node).drops.push((reason.to_string(), value));
+                }
+                _ => report.other.push((key.to_string(), value)),
+            }
+        }
+        Ok(report)
+    }
+
+    fn row(&mut self, name: &str) -> &mut NodeRow {
+        match self.nodes.iter().position(|n| n.name == name) {
+            Some(i) => &mut self.nodes[i],
+            None => {
+                self.nodes.push(NodeRow {
+                    name: name.to_string(),
+                    ..NodeRow::default()
+                });
+                self.nodes.last_mut().expect("pushed")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CounterReport {
+        CounterReport {
+            nodes: vec![
+                NodeRow {
+                    name: "wg-input".into(),
+                    calls: 3,
+                    packets: 700,
+                    clocks: 123_456,
+                    consumed: 2,
+                    drops: vec![("bad-mac1".into(), 5), ("replay".into(), 1)],
+                },
+                NodeRow {
+                    name: "tun-output".into(),
+                    calls: 1,
+                    packets: 1,
+                    ..NodeRow::default()
+                },
+            ],
+            other: vec![("tun.too_big".into(), 4), ("udp.send_failed".into(), 0)],
+        }
+    }
+
+    #[test]
+    fn text_reads_back_as_the_same_report() {
+        let r = sample();
+        let text = r.to_text() + "errno=0\n\n";
+        assert_eq!(CounterReport::parse(&text).unwrap(), r);
+    }
+
+    #[test]
+    fn zero_drops_are_not_sent() {
+        let mut r = sample();
+        r.nodes[0].drops.push(("unknown-index".into(), 0));
+        assert!(!r.to_text().contains("unknown-index"));
+        assert_eq!(
+            CounterReport::parse(&r.to_text()).unwrap().nodes[0].dropped(),
+            6
+        );
+    }
+
+    #[test]
+    fn malformed_answers_are_refused() {
+        for bad in [
+            "wg-input.calls",
+            "wg-input.calls=x",
+            "a.calls=-1",
+            "errno=-19",
+        ] {
+            assert!(CounterReport::parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}
