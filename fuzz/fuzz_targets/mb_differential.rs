@@ -12,6 +12,7 @@
 //! the flipped ones must fail alone.
 #![no_main]
 
+use crypto::op_layout::{OpLayout, OpShape};
 use crypto::reference::ReferenceEngine;
 use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus, Span};
 use crypto_mb::{MbEngine, Path};
@@ -54,44 +55,25 @@ fuzz_target!(|data: &[u8]| {
     };
     let k = keys();
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15 ^ data.len() as u64);
-    let mut mem = Vec::new();
-    let mut ops = Vec::new();
+    let mut batch = OpLayout::new();
     let mut flips = Vec::new();
     for rec in rest.chunks_exact(6).take(300) {
-        let len = u16::from_le_bytes([rec[0], rec[1]]) as usize % 4097;
-        let aad_len = (rec[2] % 41) as usize;
         let flags = rec[4];
         rng.0 ^= u64::from(rec[5]) << 8 | 1;
-        let aad = Span::new(mem.len() as u32, aad_len as u32);
-        mem.resize(mem.len() + aad_len, 0);
-        let src = mem.len() as u32;
-        mem.resize(mem.len() + len, 0);
-        let dst = if flags & 1 != 0 {
-            let d = mem.len() as u32;
-            mem.resize(mem.len() + len, 0);
-            d
-        } else {
-            src
-        };
-        let tag = mem.len() as u32;
-        mem.resize(mem.len() + 16, 0);
         let mut nonce = [0u8; 12];
         nonce[..8].copy_from_slice(&rng.next().to_le_bytes());
         nonce[8..].copy_from_slice(&(rng.next() as u32).to_le_bytes());
-        ops.push(AeadOp {
+        batch.push(OpShape {
             alg: Algorithm::ChaCha20Poly1305,
             key: k.handles[(rec[3] % 4) as usize],
-            direction: Direction::Encrypt,
             nonce,
-            aad,
-            src,
-            dst,
-            len: len as u32,
-            tag,
-            status: OpStatus::Pending,
+            aad_len: (rec[2] % 41) as usize,
+            len: u16::from_le_bytes([rec[0], rec[1]]) as usize % 4097,
+            in_place: flags & 1 == 0,
         });
         flips.push(flags);
     }
+    let OpLayout { mut mem, mut ops } = batch;
     if ops.is_empty() {
         return;
     }

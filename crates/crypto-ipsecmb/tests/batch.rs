@@ -2,8 +2,9 @@
 //! reference engine: mixed algorithms, sizes and layouts, with failures of every kind
 //! in the same vector as good ops.
 
+use crypto::op_layout::{OpLayout, OpShape};
 use crypto::reference::ReferenceEngine;
-use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus, Span};
+use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus};
 use crypto_ipsecmb::IpsecMbEngine;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -17,13 +18,6 @@ fn engine() -> IpsecMbEngine {
     IpsecMbEngine::new().expect("intel-ipsec-mb engine")
 }
 
-/// Appends `len` bytes to `mem` and returns their span.
-fn grow(mem: &mut Vec<u8>, len: usize) -> Span {
-    let s = Span::new(mem.len() as u32, len as u32);
-    mem.resize(mem.len() + len, 0);
-    s
-}
-
 /// One op per entry of `plan` (algorithm, text length, aad length, in place),
 /// each with its own memory, a random key of its algorithm and random contents.
 fn lay_out(
@@ -31,36 +25,22 @@ fn lay_out(
     keys: &[(Algorithm, KeyHandle)],
     plan: &[(Algorithm, usize, usize, bool)],
 ) -> (Vec<u8>, Vec<AeadOp>) {
-    let mut mem = Vec::new();
-    let mut ops = Vec::new();
+    let mut batch = OpLayout::new();
     for &(alg, len, aad_len, in_place) in plan {
         let own: Vec<_> = keys.iter().filter(|(a, _)| *a == alg).collect();
-        let key = own[rng.gen_range(0..own.len())].1;
-        let aad = grow(&mut mem, aad_len);
-        let src = grow(&mut mem, len).offset;
-        let dst = if in_place {
-            src
-        } else {
-            grow(&mut mem, len).offset
-        };
-        let tag = grow(&mut mem, 16).offset;
         let mut nonce = [0u8; 12];
         rng.fill_bytes(&mut nonce);
-        ops.push(AeadOp {
+        batch.push(OpShape {
             alg,
-            key,
-            direction: Direction::Encrypt,
+            key: own[rng.gen_range(0..own.len())].1,
             nonce,
-            aad,
-            src,
-            dst,
-            len: len as u32,
-            tag,
-            status: OpStatus::Pending,
+            aad_len,
+            len,
+            in_place,
         });
     }
-    rng.fill_bytes(&mut mem);
-    (mem, ops)
+    rng.fill_bytes(&mut batch.mem);
+    (batch.mem, batch.ops)
 }
 
 fn register(rng: &mut StdRng, reg: &KeyRegistry, per_alg: usize) -> Vec<(Algorithm, KeyHandle)> {

@@ -5,16 +5,12 @@
 //! mixed in one vector. Every byte of memory and every status must match; a single
 //! flipped bit anywhere in one op (aad, ciphertext or tag) must fail exactly that op.
 
+use crypto::op_layout::{OpLayout, OpShape};
 use crypto::reference::ReferenceEngine;
-use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus, Span};
+use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus};
 use crypto_mb::{MbEngine, Path};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
-
-struct Batch {
-    mem: Vec<u8>,
-    ops: Vec<AeadOp>,
-}
 
 fn random_len(rng: &mut StdRng) -> usize {
     match rng.gen_range(0..10) {
@@ -26,42 +22,23 @@ fn random_len(rng: &mut StdRng) -> usize {
 
 /// `count` ops laid out one after another (aad, input, output when out of place,
 /// tag), random contents.
-fn random_batch(rng: &mut StdRng, keys: &[KeyHandle], count: usize) -> Batch {
-    let mut mem = Vec::new();
-    let mut ops = Vec::with_capacity(count);
+fn random_batch(rng: &mut StdRng, keys: &[KeyHandle], count: usize) -> OpLayout {
+    let mut batch = OpLayout::new();
     for _ in 0..count {
         let len = random_len(rng);
-        let aad_len = rng.gen_range(0..=40);
-        let aad = Span::new(mem.len() as u32, aad_len);
-        mem.resize(mem.len() + aad_len as usize, 0);
-        let src = mem.len() as u32;
-        mem.resize(mem.len() + len, 0);
-        let dst = if rng.gen_bool(0.5) {
-            src
-        } else {
-            let d = mem.len() as u32;
-            mem.resize(mem.len() + len, 0);
-            d
-        };
-        let tag = mem.len() as u32;
-        mem.resize(mem.len() + 16, 0);
         let mut nonce = [0u8; 12];
         rng.fill_bytes(&mut nonce);
-        ops.push(AeadOp {
+        batch.push(OpShape {
             alg: Algorithm::ChaCha20Poly1305,
             key: keys[rng.gen_range(0..keys.len())],
-            direction: Direction::Encrypt,
             nonce,
-            aad,
-            src,
-            dst,
-            len: len as u32,
-            tag,
-            status: OpStatus::Pending,
+            aad_len: rng.gen_range(0..=40),
+            len,
+            in_place: rng.gen_bool(0.5),
         });
     }
-    rng.fill_bytes(&mut mem);
-    Batch { mem, ops }
+    rng.fill_bytes(&mut batch.mem);
+    batch
 }
 
 fn keys(rng: &mut StdRng, reg: &KeyRegistry) -> Vec<KeyHandle> {
@@ -129,7 +106,7 @@ fn random_vectors_match_the_reference() {
                 "{path} threshold {:?} round {round}",
                 ours.block_threshold()
             );
-            let Batch { mem, ops } = random_batch(&mut rng, &keys, count.min(300));
+            let OpLayout { mem, ops } = random_batch(&mut rng, &keys, count.min(300));
             let (sealed, mut ops) = same_as_reference(&what, &reg, &mut ours, &mem, &ops);
             // A mixed vector: some ops open what was sealed (out of place ones back into
             // their input range), the rest seal their ciphertext again.
@@ -164,7 +141,7 @@ fn one_flipped_bit_fails_exactly_that_op() {
                 ours.block_threshold()
             );
             let count = rng.gen_range(1..=64);
-            let Batch { mut mem, mut ops } = random_batch(&mut rng, &keys, count);
+            let OpLayout { mut mem, mut ops } = random_batch(&mut rng, &keys, count);
             ReferenceEngine::new().process(&reg, &mut mem, &mut ops);
             for op in ops.iter_mut() {
                 op.status = OpStatus::Pending;

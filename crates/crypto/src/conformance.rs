@@ -4,6 +4,7 @@
 //! Each check returns `Err(description)` on the first mismatch so that a failing
 //! engine test says which op, size and direction went wrong.
 
+use crate::op_layout::{OpLayout, OpShape};
 use crate::reference::ReferenceEngine;
 use crate::{
     AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus, Span, TAG_LEN,
@@ -111,11 +112,6 @@ pub fn wycheproof_vectors(make: MakeEngine, alg: Algorithm) -> Result<(), String
     Ok(())
 }
 
-struct Batch {
-    mem: Vec<u8>,
-    ops: Vec<AeadOp>,
-}
-
 /// Lays out `count` ops of random sizes up to `max_len`, random keys out of a few,
 /// random aad, half of them out of place, with random plaintext.
 fn random_batch(
@@ -124,45 +120,26 @@ fn random_batch(
     keys: &[KeyHandle],
     count: usize,
     max_len: usize,
-) -> Batch {
-    let mut mem = Vec::new();
-    let mut ops = Vec::with_capacity(count);
+) -> OpLayout {
+    let mut batch = OpLayout::new();
     for _ in 0..count {
         let len = match rng.gen_range(0..4) {
             0 => rng.gen_range(0..=64.min(max_len)),
             _ => rng.gen_range(0..=max_len),
         };
-        let aad_len = [0, 8, 12, 13, 32][rng.gen_range(0..5)];
-        let aad = Span::new(mem.len() as u32, aad_len as u32);
-        mem.resize(mem.len() + aad_len, 0);
-        let src = mem.len() as u32;
-        mem.resize(mem.len() + len, 0);
-        let dst = if rng.gen_bool(0.5) {
-            src
-        } else {
-            let d = mem.len() as u32;
-            mem.resize(mem.len() + len, 0);
-            d
-        };
-        let tag = mem.len() as u32;
-        mem.resize(mem.len() + TAG_LEN, 0);
         let mut nonce = [0u8; 12];
         rng.fill_bytes(&mut nonce);
-        ops.push(AeadOp {
+        batch.push(OpShape {
             alg,
             key: keys[rng.gen_range(0..keys.len())],
-            direction: Direction::Encrypt,
             nonce,
-            aad,
-            src,
-            dst,
-            len: len as u32,
-            tag,
-            status: OpStatus::Pending,
+            aad_len: [0, 8, 12, 13, 32][rng.gen_range(0..5)],
+            len,
+            in_place: rng.gen_bool(0.5),
         });
     }
-    rng.fill_bytes(&mut mem);
-    Batch { mem, ops }
+    rng.fill_bytes(&mut batch.mem);
+    batch
 }
 
 fn fresh_keys(rng: &mut StdRng, reg: &KeyRegistry, alg: Algorithm, n: usize) -> Vec<KeyHandle> {
@@ -190,7 +167,7 @@ pub fn random_batches(
     let mut engine = make(&reg);
     let keys = fresh_keys(&mut rng, &reg, alg, 5);
     let mut reference = ReferenceEngine::new();
-    let Batch {
+    let OpLayout {
         mem: plain,
         mut ops,
     } = random_batch(&mut rng, alg, &keys, count, max_len);
@@ -259,7 +236,7 @@ pub fn flipped_bits(make: MakeEngine, alg: Algorithm, seed: u64) -> Result<(), S
     let keys = fresh_keys(&mut rng, &reg, alg, 3);
     for round in 0..40 {
         let count = rng.gen_range(1..=40);
-        let Batch { mut mem, mut ops } = random_batch(&mut rng, alg, &keys, count, 2000);
+        let OpLayout { mut mem, mut ops } = random_batch(&mut rng, alg, &keys, count, 2000);
         for o in ops.iter_mut() {
             o.dst = o.src; // in place, so the flipped ciphertext is what gets decrypted
         }
@@ -307,7 +284,7 @@ pub fn stale_keys_and_bad_ranges(make: MakeEngine, alg: Algorithm) -> Result<(),
     let reg = Arc::new(KeyRegistry::new(64));
     let mut engine = make(&reg);
     let keys = fresh_keys(&mut rng, &reg, alg, 2);
-    let Batch { mut mem, mut ops } = random_batch(&mut rng, alg, &keys[..1], 6, 100);
+    let OpLayout { mut mem, mut ops } = random_batch(&mut rng, alg, &keys[..1], 6, 100);
     engine.process(&reg, &mut mem, &mut ops); // warm the engine's key cache
     for o in ops.iter_mut() {
         o.status = OpStatus::Pending;

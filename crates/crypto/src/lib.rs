@@ -21,6 +21,7 @@ pub mod calibrate;
 pub mod conformance;
 pub mod engine;
 pub mod key;
+pub mod op_layout;
 pub mod reference;
 pub mod seal;
 pub mod x25519;
