@@ -8,7 +8,7 @@ use crate::constants::*;
 use crate::cookie::{CookieChecker, MacCheck};
 use crate::drop::DropReason;
 use crate::keypair::{Keypair, Slot};
-use crate::noise::{self, HandshakeError, INITIATION_LEN, Identity, RESPONSE_LEN};
+use crate::noise::{self, HandshakeError, Identity};
 use crate::peer::{Peer, PeerId};
 use crate::ratelimit::{LoadMonitor, RateLimiter};
 use crate::tai64n::Tai64N;
@@ -524,7 +524,7 @@ impl Device {
                 break i;
             }
         };
-        let mut packet = [0u8; INITIATION_LEN];
+        let mut packet = [0u8; msg::HANDSHAKE_INITIATION_LEN];
         let Ok(state) =
             noise::create_initiation(identity, &public, index, Tai64N::at(wall), &mut packet)
         else {
@@ -621,9 +621,7 @@ impl Device {
             msg::HandshakeInitiation::new_checked(packet).map_err(|_| DropReason::WrongLength)?;
         self.check_macs(packet, view.sender_index(), src, now)?;
         let identity = self.identity.as_ref().ok_or(DropReason::NoPrivateKey)?;
-        let bytes: &[u8; INITIATION_LEN] =
-            packet.try_into().map_err(|_| DropReason::WrongLength)?;
-        let consumed = noise::consume_initiation(identity, bytes).map_err(handshake_drop)?;
+        let consumed = noise::consume_initiation(identity, &view).map_err(handshake_drop)?;
         let id = self
             .peer_id(&consumed.peer_public)
             .ok_or(DropReason::UnknownPeer)?;
@@ -640,7 +638,7 @@ impl Device {
         }
         // Valid: from here on the peer's state changes.
         let index = self.new_index(id);
-        let mut response = [0u8; RESPONSE_LEN];
+        let mut response = [0u8; msg::HANDSHAKE_RESPONSE_LEN];
         let psk = *self.peer(id).expect("found above").preshared_key;
         let session = match noise::create_response(&consumed, &psk, index, &mut response) {
             Ok(s) => s,
@@ -716,8 +714,7 @@ impl Device {
             .as_ref()
             .filter(|s| s.local_index == receiver)
             .ok_or(DropReason::UnknownIndex)?;
-        let bytes: &[u8; RESPONSE_LEN] = packet.try_into().map_err(|_| DropReason::WrongLength)?;
-        let session = noise::consume_response(identity, state, &p.preshared_key, bytes)
+        let session = noise::consume_response(identity, state, &p.preshared_key, &view)
             .map_err(handshake_drop)?;
         let keypair = Keypair::new(&self.keys, &session, receiver, sender, true, now)
             .map_err(|_| DropReason::CryptoFailed)?;
