@@ -1,5 +1,6 @@
 //! The handshake entry point: one handshake-class message from a fixed source goes
-//! through `Device::handle_handshake` of a device with a private key and one peer.
+//! through `Device::handle_handshake` of a device with a private key and one peer,
+//! classified first as `wg-input` classifies it.
 //! It must never panic, and every answer must be consistent with the message:
 //!
 //! - a refused message changes nothing (no new receiver index, nothing to send),
@@ -104,6 +105,12 @@ fn static_initiation() -> &'static [u8] {
     })
 }
 
+/// One datagram as `wg-input` hands it over: parsed once, the view to the device.
+fn handle(d: &mut Device, bytes: &[u8], src: SocketAddr, now: Instant) -> Result<(), DropReason> {
+    let message = Message::parse(bytes).map_err(DropReason::from)?;
+    d.handle_handshake(message, src, now)
+}
+
 fn sender_index(msg: &[u8]) -> u32 {
     u32::from_le_bytes(msg[4..8].try_into().expect("4 bytes"))
 }
@@ -132,7 +139,7 @@ fuzz_target!(|data: &[u8]| {
     if with_cookie {
         let mut init = static_initiation().to_vec();
         assert_eq!(
-            dev.handle_handshake(&init, src, now),
+            handle(&mut dev, &init, src, now),
             Err(DropReason::CookieSent)
         );
         let (to, reply) = sent(&mut dev).expect("a cookie reply");
@@ -158,7 +165,7 @@ fuzz_target!(|data: &[u8]| {
             if base_kind == 3 {
                 peer.set_under_load_threshold(0);
             }
-            let r = peer.handle_handshake(&init, addr(OUR_ADDR), now);
+            let r = handle(&mut peer, &init, addr(OUR_ADDR), now);
             assert_eq!(
                 r,
                 if base_kind == 3 {
@@ -183,7 +190,7 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let indices_before = dev.index_count();
-    let result = dev.handle_handshake(&msg, src, now);
+    let result = handle(&mut dev, &msg, src, now);
     let actions: Vec<Action> = std::iter::from_fn(|| dev.poll_action()).collect();
 
     let classified = Message::classify(&msg);
@@ -262,7 +269,7 @@ fuzz_target!(|data: &[u8]| {
                 // The same initiation again is a replay: same timestamp.
                 let indices = dev.index_count();
                 assert_eq!(
-                    dev.handle_handshake(&msg, src, now),
+                    handle(&mut dev, &msg, src, now),
                     Err(DropReason::StaleTimestamp)
                 );
                 assert!(dev.poll_action().is_none());
@@ -274,7 +281,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(actions, [Action::Flush(peer_id)]);
                 let indices = dev.index_count();
                 assert_eq!(
-                    dev.handle_handshake(&msg, src, now),
+                    handle(&mut dev, &msg, src, now),
                     Err(DropReason::UnknownIndex),
                     "a response completed the handshake twice"
                 );

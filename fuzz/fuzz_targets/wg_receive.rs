@@ -39,8 +39,9 @@ use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+use wire::wireguard::{HANDSHAKE_INITIATION_LEN, HandshakeResponse};
 use wireguard::cookie::CookieJar;
-use wireguard::noise::{self, INITIATION_LEN, Identity, InitiatorState, RESPONSE_LEN};
+use wireguard::noise::{self, Identity, InitiatorState};
 use wireguard::tai64n::Tai64N;
 use wireguard::{Device, PeerId, Prefix};
 
@@ -81,7 +82,7 @@ fn peer_initiation() -> &'static PeerInitiation {
     static INIT: OnceLock<PeerInitiation> = OnceLock::new();
     INIT.get_or_init(|| {
         let identity = Identity::new(PrivateKey::from_bytes(PEER_KEY));
-        let mut packet = [0u8; INITIATION_LEN];
+        let mut packet = [0u8; HANDSHAKE_INITIATION_LEN];
         let state = noise::create_initiation(
             &identity,
             &our_public(),
@@ -124,12 +125,12 @@ fn setup(now: Instant) -> (WgGraph, PeerId, PeerSession) {
     g.run(now);
     let (_, response) = g.cx.tx_control.pop().expect("our device answered");
     g.cx.tx_control.clear();
-    let response: &[u8; RESPONSE_LEN] = response[..].try_into().expect("a response");
-    let keys = noise::consume_response(&init.identity, &init.state, &[0; 32], response)
+    let response = HandshakeResponse::new_checked(&response[..]).expect("a response");
+    let keys = noise::consume_response(&init.identity, &init.state, &[0; 32], &response)
         .expect("the peer accepts our response");
     let session = PeerSession {
         key: keys.send,
-        receiver_index: u32::from_le_bytes(response[4..8].try_into().expect("4 bytes")),
+        receiver_index: response.sender_index(),
         next_counter: 0,
     };
     (g, peer, session)

@@ -182,7 +182,8 @@ impl Peer {
 
     fn handle(&mut self, bytes: &[u8]) -> Result<(), DropReason> {
         let now = self.now();
-        self.dev.handle_handshake(bytes, self.daemon, now)
+        let message = msg::Message::parse(bytes).map_err(DropReason::from)?;
+        self.dev.handle_handshake(message, self.daemon, now)
     }
 
     /// Key, receiver index and counter for the next packet to the daemon.

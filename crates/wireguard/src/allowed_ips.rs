@@ -68,21 +68,6 @@ impl<T: Copy + Eq> Trie<T> {
         best
     }
 
-    fn exact(&self, key: u128, len: u8) -> Option<T> {
-        let key = key & mask(len);
-        let mut node = self.root.as_deref();
-        while let Some(n) = node {
-            if n.len > len || common_len(n.key, key, n.len) < n.len {
-                return None;
-            }
-            if n.len == len {
-                return n.value;
-            }
-            node = n.children[bit(key, n.len)].as_deref();
-        }
-        None
-    }
-
     fn remove(&mut self, key: u128, len: u8, value: T) -> bool {
         remove_at(&mut self.root, key & mask(len), len, value)
     }
@@ -326,12 +311,6 @@ impl<T: Copy + Eq + Hash> AllowedIps<T> {
         let value = self.trie(addr).lookup(key);
         self.cache.put(key, v4, value);
         value
-    }
-
-    /// The value that holds exactly `prefix`, if any.
-    pub fn exact(&self, prefix: Prefix) -> Option<T> {
-        self.trie(prefix.addr)
-            .exact(key_of(prefix.addr), prefix.len)
     }
 
     /// Every prefix of `value` (host bits cleared), IPv4 first, each family in

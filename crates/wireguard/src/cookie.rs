@@ -14,10 +14,11 @@ use rand::RngCore;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 use subtle::ConstantTimeEq;
+use wire::wireguard::{ENCRYPTED_COOKIE_LEN, XCHACHA_NONCE_LEN};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-pub const MAC_LEN: usize = 16;
-pub const COOKIE_LEN: usize = 16;
+/// The sizes of a MAC and a cookie are the message format's.
+pub use wire::wireguard::{COOKIE_LEN, MAC_LEN};
 
 /// The byte offsets of MAC1 and MAC2 in a handshake message of `len` bytes: they are
 /// its last 32 bytes.
@@ -95,9 +96,9 @@ impl CookieChecker {
         let (m1, m2) = mac_offsets(msg.len());
         let cookie = self.cookie_for(src, now);
         let mut out = [0u8; wire::wireguard::COOKIE_REPLY_LEN];
-        let mut nonce = [0u8; 24];
+        let mut nonce = [0u8; XCHACHA_NONCE_LEN];
         rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let mut sealed = [0u8; COOKIE_LEN + 16];
+        let mut sealed = [0u8; ENCRYPTED_COOKIE_LEN];
         xseal(&self.cookie_key, &nonce, &msg[m1..m2], &cookie, &mut sealed);
         let mut v = wire::wireguard::CookieReply::emit(&mut out[..], sender_index)
             .expect("the buffer is exactly a cookie reply");
@@ -169,7 +170,7 @@ impl CookieJar {
     /// Takes the cookie out of a reply to our last message. Changes nothing on failure.
     pub fn consume_reply(
         &mut self,
-        nonce: &[u8; 24],
+        nonce: &[u8; XCHACHA_NONCE_LEN],
         sealed: &[u8],
         now: Instant,
     ) -> Result<(), BadCookieReply> {

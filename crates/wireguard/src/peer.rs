@@ -10,38 +10,12 @@ use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 use zeroize::Zeroizing;
 
+/// The deadlines live with the events that arm them.
+pub use crate::device::timers::Timers;
+
 /// A peer's slot in the device; stable while the peer exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PeerId(pub u32);
-
-/// The deadlines of section 6's timers; `None` is "not armed".
-#[derive(Default, Debug, Clone)]
-pub struct Timers {
-    pub retransmit_handshake: Option<Instant>,
-    pub send_keepalive: Option<Instant>,
-    pub new_handshake: Option<Instant>,
-    pub zero_key_material: Option<Instant>,
-    pub persistent_keepalive: Option<Instant>,
-    pub handshake_attempts: u32,
-    pub need_another_keepalive: bool,
-    pub sent_lastminute_handshake: bool,
-    pub last_sent_handshake: Option<Instant>,
-}
-
-impl Timers {
-    pub fn next_deadline(&self) -> Option<Instant> {
-        [
-            self.retransmit_handshake,
-            self.send_keepalive,
-            self.new_handshake,
-            self.zero_key_material,
-            self.persistent_keepalive,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-    }
-}
 
 pub struct Peer {
     pub public_key: PublicKey,

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::graph::{FREE, Node, NodeInfo};
 use crate::nodes::WgDecrypt;
-use wire::wireguard::{Message, MessageType};
+use wire::wireguard::Message;
 use wireguard::DropReason;
 
 crate::node_errors! {
@@ -48,11 +48,16 @@ impl Node<Context> for WgInput {
     ) {
         for (i, &h) in packets.iter().enumerate() {
             let data = cx.arena.data(h);
-            next[i] = match Message::classify(data) {
-                Ok(MessageType::TransportData) => Next::Decrypt as u16,
-                Ok(_) => {
+            next[i] = match Message::parse(data) {
+                Ok(Message::TransportData(_)) => Next::Decrypt as u16,
+                Ok(handshake) => {
                     let src = cx.arena.meta(h).addr;
-                    match cx.tunnels.wg.device.handle_handshake(data, src, cx.now) {
+                    match cx
+                        .tunnels
+                        .wg
+                        .device
+                        .handle_handshake(handshake, src, cx.now)
+                    {
                         Ok(()) => c.consumed += 1,
                         Err(reason) => c.drop(InputError::from(reason)),
                     }

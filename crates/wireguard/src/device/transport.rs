@@ -1,0 +1,335 @@
+//! The data path's side of the protocol (whitepaper section 5.4.6): a ticket per
+//! packet to send (key, counter, receiver index, endpoint) or to receive (the session
+//! found by receiver index, its counter checked), the commit once a received packet's
+//! tag verified, and the staging queue for packets that wait for a session. These run
+//! once per packet or per vector, so they do no cryptography and allocate nothing;
+//! what they change in a peer's timers goes through the named events in `timers`.
+
+use super::{Action, Device};
+use crate::constants::{MAX_STAGED_PACKETS, REJECT_AFTER_MESSAGES, REKEY_AFTER_MESSAGES};
+use crate::drop::DropReason;
+use crate::keypair::Slot;
+use crate::peer::PeerId;
+use crypto::KeyHandle;
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+/// Everything the data path needs to encrypt one packet to a peer.
+#[derive(Debug, Clone, Copy)]
+pub struct SendTicket {
+    pub key: KeyHandle,
+    pub counter: u64,
+    pub receiver_index: u32,
+    pub endpoint: SocketAddr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// No usable session: stage the packet; a handshake has been asked for.
+    NoSession,
+    NoEndpoint,
+}
+
+/// What the data path needs to decrypt one packet, found by receiver index.
+#[derive(Debug, Clone, Copy)]
+pub struct RecvTicket {
+    pub peer: PeerId,
+    pub key: KeyHandle,
+    pub local_index: u32,
+}
+
+impl Device {
+    /// Counter and key for one packet to `id`, or why not. On `NoSession` the caller
+    /// stages the packet ([`Device::stage`]).
+    pub fn send_ticket(&mut self, id: PeerId, now: Instant) -> Result<SendTicket, SendError> {
+        let p = self.peer_mut(id).ok_or(SendError::NoSession)?;
+        let endpoint = p.endpoint.ok_or(SendError::NoEndpoint)?;
+        match p.keypairs.current.as_mut() {
+            Some(k) if k.can_send(now) => {
+                let counter = k.send_counter;
+                k.send_counter += 1;
+                Ok(SendTicket {
+                    key: k.send_key,
+                    counter,
+                    receiver_index: k.remote_index,
+                    endpoint,
+                })
+            }
+            _ => Err(SendError::NoSession),
+        }
+    }
+
+    /// Queues a plaintext packet for `id` until a session exists, and asks for one.
+    /// Returns false when the oldest staged packet had to be dropped to make room.
+    pub fn stage(&mut self, id: PeerId, packet: Vec<u8>, now: Instant) -> bool {
+        let Some(p) = self.peer_mut(id) else {
+            return false;
+        };
+        let mut kept_all = true;
+        if p.staged.len() >= MAX_STAGED_PACKETS {
+            p.staged.pop_front();
+            kept_all = false;
+        }
+        p.staged.push_back(packet);
+        self.initiate(id, false, now);
+        kept_all
+    }
+
+    pub fn take_staged(&mut self, id: PeerId) -> VecDeque<Vec<u8>> {
+        self.peer_mut(id)
+            .map(|p| std::mem::take(&mut p.staged))
+            .unwrap_or_default()
+    }
+
+    /// Stages an empty packet (unless data is already waiting) and asks for a flush.
+    /// The timers run when the data path reports it sent ([`Device::note_sent`]).
+    pub(super) fn send_keepalive(&mut self, id: PeerId, _now: Instant) {
+        let Some(p) = self.peer_mut(id) else { return };
+        if p.staged.is_empty() {
+            p.staged.push_back(Vec::new());
+        }
+        self.actions.push_back(Action::Flush(id));
+    }
+
+    /// The data path sent a packet to `id` (`plaintext_len` 0 is a keepalive).
+    pub fn note_sent(&mut self, id: PeerId, plaintext_len: usize, wire_len: usize, now: Instant) {
+        let Some(p) = self.peer_mut(id) else { return };
+        p.tx_bytes += wire_len as u64;
+        p.any_authenticated_packet_sent();
+        p.any_authenticated_packet_traversal(now);
+        if plaintext_len > 0 {
+            p.data_sent(now);
+        }
+        // Section 6.2: rekey after REKEY_AFTER_MESSAGES, or (initiator) REKEY_AFTER_TIME.
+        let stale = p.keypairs.current.as_ref().is_some_and(|k| {
+            k.send_counter > REKEY_AFTER_MESSAGES || (k.initiator && now >= k.rekey_at)
+        });
+        if stale {
+            self.initiate(id, false, now);
+        }
+    }
+
+    /// Finds the session for a data packet and checks its counter, changing nothing.
+    pub fn recv_ticket(
+        &self,
+        receiver_index: u32,
+        counter: u64,
+        now: Instant,
+    ) -> Result<RecvTicket, DropReason> {
+        let id = self
+            .index_owner(receiver_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        let p = self.peer(id).ok_or(DropReason::UnknownIndex)?;
+        let (_, k) = p
+            .keypairs
+            .find(receiver_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        if !k.can_receive(now) {
+            return Err(DropReason::KeyExpired);
+        }
+        if !k.replay.check(counter) {
+            return Err(if counter >= REJECT_AFTER_MESSAGES {
+                DropReason::KeyExpired
+            } else {
+                DropReason::Replay
+            });
+        }
+        Ok(RecvTicket {
+            peer: id,
+            key: k.recv_key,
+            local_index: receiver_index,
+        })
+    }
+
+    /// After the tag verified: checks the inner source against the peer's allowed
+    /// IPs, commits the counter, confirms a responder's new session, runs the timers,
+    /// and moves the endpoint to where the packet came from. `inner_src` is `None`
+    /// for a keepalive. Nothing changes when it returns an error.
+    pub fn recv_commit(
+        &mut self,
+        t: &RecvTicket,
+        counter: u64,
+        inner_src: Option<IpAddr>,
+        wire_len: usize,
+        src: SocketAddr,
+        now: Instant,
+    ) -> Result<(), DropReason> {
+        if let Some(ip) = inner_src
+            && self.allowed_ips.lookup(ip) != Some(t.peer)
+        {
+            return Err(DropReason::SourceNotAllowed);
+        }
+        let wall = self.wall(now);
+        let p = self.peer_mut(t.peer).ok_or(DropReason::UnknownIndex)?;
+        let (slot, k) = p
+            .keypairs
+            .find_mut(t.local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        if !k.replay.commit(counter) {
+            return Err(DropReason::Replay);
+        }
+        let rekey_on_receive = slot == Slot::Current
+            && k.initiator
+            && now >= k.rekey_on_receive_at
+            && !p.timers.sent_lastminute_handshake;
+        p.rx_bytes += wire_len as u64;
+        p.endpoint = Some(src);
+        // Data on `next`: the initiator has the session too, so it becomes current.
+        let confirmed = slot == Slot::Next;
+        let pushed_out = if confirmed {
+            p.keypairs.confirm_next()
+        } else {
+            None
+        };
+        if confirmed {
+            p.handshake_complete(wall);
+        }
+        p.any_authenticated_packet_received();
+        p.any_authenticated_packet_traversal(now);
+        if inner_src.is_some() {
+            p.data_received(now);
+        }
+        self.release_keypairs(pushed_out);
+        if rekey_on_receive {
+            // Section 6.5: our session is about to expire and the peer keeps talking.
+            if let Some(p) = self.peer_mut(t.peer) {
+                p.timers.sent_lastminute_handshake = true;
+            }
+            self.initiate(t.peer, false, now);
+        }
+        if confirmed && !self.peer(t.peer).is_some_and(|p| p.staged.is_empty()) {
+            self.actions.push_back(Action::Flush(t.peer));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Action;
+    use super::super::testing::*;
+    use super::SendError;
+    use crate::DropReason;
+    use crate::constants::MAX_STAGED_PACKETS;
+    use crypto::KeyRegistry;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn no_session_or_no_endpoint_says_why() {
+        let keys = Arc::new(KeyRegistry::new(8));
+        let now = Instant::now();
+        let mut d = device(&keys, now);
+        let id = d
+            .add_peer(crypto::x25519::PrivateKey::generate().public_key())
+            .unwrap();
+        assert_eq!(d.send_ticket(id, now).err(), Some(SendError::NoEndpoint));
+        d.set_endpoint(id, addr(B_ADDR));
+        assert_eq!(d.send_ticket(id, now).err(), Some(SendError::NoSession));
+        d.install_loopback_session(id, now).unwrap();
+        let counters: Vec<u64> = (0..3)
+            .map(|_| d.send_ticket(id, now).unwrap().counter)
+            .collect();
+        assert_eq!(counters, [0, 1, 2]);
+    }
+
+    #[test]
+    fn staging_keeps_the_newest_and_asks_for_a_handshake_once() {
+        let keys = Arc::new(KeyRegistry::new(8));
+        let now = Instant::now();
+        let mut d = device(&keys, now);
+        let id = peer(&mut d);
+        for i in 0..MAX_STAGED_PACKETS {
+            assert!(d.stage(id, vec![i as u8], now));
+        }
+        assert!(!d.stage(id, vec![0xff], now));
+        assert_eq!(sent(&mut d).len(), 1, "one initiation for all of them");
+        let staged = d.take_staged(id);
+        assert_eq!(staged.len(), MAX_STAGED_PACKETS);
+        assert_eq!((staged[0][0], staged[MAX_STAGED_PACKETS - 1][0]), (1, 0xff));
+        assert!(d.take_staged(id).is_empty());
+    }
+
+    #[test]
+    fn a_counter_is_taken_once_and_nothing_changes_on_a_refusal() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.handshake(now);
+        let t = p.a.send_ticket(p.b_in_a, now).unwrap();
+        let r = p.b.recv_ticket(t.receiver_index, t.counter, now).unwrap();
+        let rx = p.b.peer_info(p.a_in_b).unwrap().rx_bytes;
+        // A source outside a's allowed IPs: refused, counter not taken.
+        assert_eq!(
+            p.b.recv_commit(
+                &r,
+                t.counter,
+                Some("10.9.9.9".parse().unwrap()),
+                64,
+                addr(A_ADDR),
+                now
+            ),
+            Err(DropReason::SourceNotAllowed)
+        );
+        assert_eq!(p.b.peer_info(p.a_in_b).unwrap().rx_bytes, rx);
+        let moved = addr("198.18.0.9:4000");
+        p.b.recv_commit(&r, t.counter, None, 32, moved, now)
+            .unwrap();
+        assert_eq!(p.b.peer_info(p.a_in_b).unwrap().rx_bytes, rx + 32);
+        // The endpoint follows the peer.
+        assert_eq!(p.b.peer_info(p.a_in_b).unwrap().endpoint, Some(moved));
+        assert_eq!(
+            p.b.recv_ticket(t.receiver_index, t.counter, now).err(),
+            Some(DropReason::Replay)
+        );
+        assert_eq!(
+            p.b.recv_commit(&r, t.counter, None, 32, moved, now),
+            Err(DropReason::Replay)
+        );
+        assert_eq!(
+            p.b.recv_ticket(t.receiver_index ^ 1, 0, now).err(),
+            Some(DropReason::UnknownIndex)
+        );
+    }
+
+    #[test]
+    fn the_responder_sends_once_the_initiator_spoke() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.a.stage(p.b_in_a, vec![], now);
+        let init = one_sent(&mut p.a);
+        p.b.handle_handshake(parse(&init), addr(A_ADDR), now)
+            .unwrap();
+        let resp = one_sent(&mut p.b);
+        // b has data waiting for a, and no session it may send on yet.
+        assert_eq!(
+            p.b.send_ticket(p.a_in_b, now).err(),
+            Some(SendError::NoSession)
+        );
+        p.b.stage(p.a_in_b, vec![0x45; 20], now);
+        assert!(
+            actions(&mut p.b).is_empty(),
+            "b just answered; no initiation"
+        );
+        p.a.handle_handshake(parse(&resp), addr(B_ADDR), now)
+            .unwrap();
+        let t = p.a.send_ticket(p.b_in_a, now).unwrap();
+        let r = p.b.recv_ticket(t.receiver_index, t.counter, now).unwrap();
+        p.b.recv_commit(&r, t.counter, None, 32, addr(A_ADDR), now)
+            .unwrap();
+        assert_eq!(actions(&mut p.b), [Action::Flush(p.a_in_b)]);
+        assert!(p.b.send_ticket(p.a_in_b, now).is_ok());
+        assert_eq!(p.b.index_count(), 1);
+    }
+
+    #[test]
+    fn note_sent_counts_bytes() {
+        let keys = Arc::new(KeyRegistry::new(8));
+        let now = Instant::now();
+        let mut d = device(&keys, now);
+        let id = peer(&mut d);
+        d.note_sent(id, 100, 148, now);
+        d.note_sent(id, 0, 32, now);
+        assert_eq!(d.peer_info(id).unwrap().tx_bytes, 180);
+    }
+}
