@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use wireguard::Device;
 
+/// Packets waiting on handshakes may hold at most 1/this of the arena.
+const MAX_STAGED_SHARE: usize = 4;
+
 /// One of the context's output queues, each drained by one driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutputId(pub usize);
@@ -41,11 +44,16 @@ impl Outputs {
     }
 }
 
-/// The WireGuard side of the tunnels: the protocol device and the inner interface's
-/// MTU, which bounds the padding (0: not known).
+/// The WireGuard side of the tunnels: the protocol device, the inner interface's
+/// MTU, which bounds the padding (0: not known), and how many buffers the device
+/// holds for packets waiting on a handshake.
 pub(crate) struct WgTunnel {
     pub(crate) device: Device,
     pub(crate) mtu: usize,
+    pub(crate) staged: usize,
+    /// At most this many buffers wait on handshakes, so that peers that never answer
+    /// cannot take the pool the rest of the traffic needs.
+    pub(crate) max_staged: usize,
 }
 
 /// Every kind of tunnel the worker serves.
@@ -88,7 +96,12 @@ impl Context {
             now,
             outputs: Outputs::new(outputs),
             tunnels: Tunnels {
-                wg: WgTunnel { device, mtu: 0 },
+                wg: WgTunnel {
+                    device,
+                    mtu: 0,
+                    staged: 0,
+                    max_staged: buffers / MAX_STAGED_SHARE,
+                },
             },
             inflight: InFlight::new(buffers),
         }

@@ -19,7 +19,7 @@ use crate::inflight::{Resume, resume_all};
 use crate::nodes::{EncryptError, Output, WgDecrypt, WgEncrypt, WgInput};
 use crypto::EngineSet;
 use std::time::Instant;
-use wireguard::{Action, Device};
+use wireguard::{Action, Device, Staged};
 
 /// The largest inner MTU this data path carries both ways: a received datagram
 /// (transport header, the inner packet padded to at most the MTU, the tag) must fit
@@ -40,6 +40,8 @@ pub struct WgGraph {
     encrypt: NodeId,
     encrypt_post: NodeId,
     decrypt_post: NodeId,
+    /// What one flush hands back, reused.
+    flushed: Vec<Staged>,
 }
 
 impl WgGraph {
@@ -60,6 +62,7 @@ impl WgGraph {
             encrypt_post: id(WgEncrypt::POST),
             decrypt_post: id(WgDecrypt::POST),
             cx: Context::new(arena, engines, device, 2, now),
+            flushed: Vec::new(),
             graph,
         }
     }
@@ -93,6 +96,50 @@ impl WgGraph {
         self.graph.enqueue(self.encrypt, packets);
     }
 
+    /// Carries out one of the device's actions; true when packets went into the graph.
+    fn act(&mut self, action: Action) -> bool {
+        let wg = &mut self.cx.tunnels.wg;
+        match action {
+            Action::Send { to, packet } => {
+                self.cx.outputs.control.push((to, packet));
+                false
+            }
+            Action::Flush(peer) => {
+                self.flushed.clear();
+                wg.device.take_staged(peer, &mut self.flushed);
+                for &s in &self.flushed {
+                    let h = match s {
+                        Staged::Packet(h) => {
+                            wg.staged -= 1;
+                            h
+                        }
+                        // An empty packet for the peer is a keepalive to wg-encrypt.
+                        Staged::Keepalive => match self.cx.arena.alloc() {
+                            Some(h) => {
+                                self.cx.arena.meta_mut(h).peer = peer.0;
+                                h
+                            }
+                            None => {
+                                let c = self.graph.counters_of(self.encrypt);
+                                c.drop(EncryptError::NoBuffer);
+                                continue;
+                            }
+                        },
+                    };
+                    self.graph.enqueue(self.encrypt, &[h]);
+                }
+                !self.flushed.is_empty()
+            }
+            Action::Discard { packet, reason, .. } => {
+                wg.staged -= 1;
+                self.cx.arena.free(packet);
+                let c = self.graph.counters_of(self.encrypt);
+                c.drop(EncryptError::from(reason));
+                false
+            }
+        }
+    }
+
     /// Runs the timers due at `now`.
     pub fn tick(&mut self, now: Instant) {
         self.cx.now = now;
@@ -117,24 +164,7 @@ impl WgGraph {
                 graph.enqueue(post, &[h]);
             });
             while let Some(action) = self.cx.tunnels.wg.device.poll_action() {
-                match action {
-                    Action::Send { to, packet } => self.cx.outputs.control.push((to, packet)),
-                    Action::Flush(peer) => {
-                        for packet in self.cx.tunnels.wg.device.take_staged(peer) {
-                            match self.cx.arena.alloc_with(&packet) {
-                                Some(h) => {
-                                    self.cx.arena.meta_mut(h).peer = peer.0;
-                                    self.graph.enqueue(self.encrypt, &[h]);
-                                    more = true;
-                                }
-                                None => self
-                                    .graph
-                                    .counters_of(self.encrypt)
-                                    .drop(EncryptError::NoBuffer),
-                            }
-                        }
-                    }
-                }
+                more |= self.act(action);
             }
             if !more {
                 return;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 use wire::wireguard as msg;
 use wireguard::constants::{REJECT_AFTER_MESSAGES, REKEY_TIMEOUT, REKEY_TIMEOUT_JITTER_MAX};
 use wireguard::cookie::CookieJar;
-use wireguard::{Action, Device, DropReason, PeerId, Prefix};
+use wireguard::{Action, Device, DropReason, PeerId, Prefix, Staged};
 
 const DAEMON_OUTER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const PEER_OUTER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
@@ -153,6 +153,8 @@ struct Peer {
     daemon: SocketAddr,
     /// Added to the clock: lets the test run this peer's timers early.
     skew: Duration,
+    /// Packets staged with the device, which holds their numbers here.
+    held: Vec<Vec<u8>>,
 }
 
 impl Peer {
@@ -164,7 +166,9 @@ impl Peer {
     /// for one.
     fn initiate(&mut self, inner: Vec<u8>) -> Vec<u8> {
         let now = self.now();
-        self.dev.stage(self.id, inner, now);
+        self.held.push(inner);
+        let evicted = self.dev.stage(self.id, self.held.len() as u32 - 1, now);
+        assert_eq!(evicted, None, "the test stages few packets");
         self.sent().expect("a peer with an endpoint initiates")
     }
 
@@ -207,8 +211,15 @@ impl Peer {
 
     /// Every packet waiting for the session, sealed.
     fn flushed(&mut self) -> Vec<Vec<u8>> {
-        let staged: Vec<Vec<u8>> = self.dev.take_staged(self.id).into_iter().collect();
-        staged.iter().map(|p| self.seal(p)).collect()
+        let mut staged = Vec::new();
+        self.dev.take_staged(self.id, &mut staged);
+        staged
+            .into_iter()
+            .map(|s| match s {
+                Staged::Packet(i) => self.seal(&self.held[i as usize].clone()),
+                Staged::Keepalive => self.seal(&[]),
+            })
+            .collect()
     }
 
     /// Opens transport data from the daemon; `Some(inner)` (empty for a keepalive).
@@ -420,6 +431,7 @@ impl Rig {
             id,
             daemon: self.daemon_addr,
             skew: Duration::ZERO,
+            held: Vec::new(),
         }
     }
 
@@ -865,7 +877,7 @@ fn bad_input_is_counted_and_unanswered() {
         d.set_private_key(Some(PrivateKey::generate()));
         let id = d.add_peer(public).unwrap();
         d.set_endpoint(id, rig.daemon_addr);
-        d.stage(id, Vec::new(), Instant::now());
+        d.stage(id, 0, Instant::now());
         match d.poll_action() {
             Some(Action::Send { packet, .. }) => packet,
             other => panic!("no initiation from the stranger: {other:?}"),

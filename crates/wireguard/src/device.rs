@@ -26,6 +26,7 @@ pub use transport::{RecvTicket, SendError, SendTicket};
 use crate::allowed_ips::AllowedIps;
 use crate::constants::DEFAULT_HANDSHAKES_PER_SECOND_UNDER_LOAD;
 use crate::cookie::CookieChecker;
+use crate::drop::DropReason;
 use crate::noise::Identity;
 use crate::peer::{Peer, PeerId};
 use crate::ratelimit::{LoadMonitor, RateLimiter};
@@ -41,8 +42,15 @@ pub enum Action {
     /// Send these bytes (a handshake message or a cookie reply) to `to`.
     Send { to: SocketAddr, packet: Vec<u8> },
     /// The peer's staged packets can go now: a session was made, or a keepalive is
-    /// due (then an empty packet is staged).
+    /// due (then a keepalive is staged).
     Flush(PeerId),
+    /// The device let go of a staged packet (the data path's buffer `packet`): free it
+    /// and count `reason`.
+    Discard {
+        peer: PeerId,
+        packet: u32,
+        reason: DropReason,
+    },
 }
 
 pub struct Device {
@@ -198,13 +206,20 @@ pub(crate) mod testing {
         std::iter::from_fn(|| d.poll_action()).collect()
     }
 
+    /// What waits for a session of `id`, taken out.
+    pub fn staged(d: &mut Device, id: PeerId) -> Vec<crate::Staged> {
+        let mut out = Vec::new();
+        d.take_staged(id, &mut out);
+        out
+    }
+
     /// The packets the device asked to send, with where to.
     pub fn sent(d: &mut Device) -> Vec<(SocketAddr, Vec<u8>)> {
         actions(d)
             .into_iter()
             .filter_map(|a| match a {
                 Action::Send { to, packet } => Some((to, packet)),
-                Action::Flush(_) => None,
+                Action::Flush(_) | Action::Discard { .. } => None,
             })
             .collect()
     }
@@ -224,7 +239,7 @@ pub(crate) mod testing {
         /// A full handshake, `a` initiating with a staged packet: both sides end with
         /// a session (b's is confirmed by the packet `a` then sends).
         pub fn handshake(&mut self, now: Instant) {
-            self.a.stage(self.b_in_a, vec![0x45; 20], now);
+            self.a.stage(self.b_in_a, 20, now);
             let init = one_sent(&mut self.a);
             self.b
                 .handle_handshake(parse(&init), addr(A_ADDR), now)
@@ -234,7 +249,7 @@ pub(crate) mod testing {
                 .handle_handshake(parse(&resp), addr(B_ADDR), now)
                 .unwrap();
             assert_eq!(actions(&mut self.a), [Action::Flush(self.b_in_a)]);
-            self.a.take_staged(self.b_in_a);
+            staged(&mut self.a, self.b_in_a);
             let t = self.a.send_ticket(self.b_in_a, now).unwrap();
             self.a.note_sent(self.b_in_a, 20, 64, now);
             let r = self

@@ -53,6 +53,8 @@ drop_reasons! {
     NoPeerForDestination => "no-peer", "Outbound packet to an address no peer's allowed IPs cover.";
     NoEndpoint => "no-endpoint", "The peer has no known endpoint to send to.";
     StagedOverflow => "staged-overflow", "Packets waiting for a handshake exceeded the queue.";
+    StagedExpired => "staged-expired", "Waited for a handshake that never completed (REKEY_ATTEMPT_TIME).";
+    StagedDiscarded => "staged-discarded", "Waited for a session of a peer that was removed or whose keys were reset.";
     CryptoFailed => "crypto-failed", "A handshake's keys could not be installed (the key registry is full).";
 }
 

@@ -18,9 +18,11 @@ pub mod noise;
 pub mod peer;
 pub mod ratelimit;
 pub mod replay;
+pub mod staged;
 pub mod tai64n;
 
 pub use allowed_ips::{AllowedIps, Prefix};
 pub use device::{Action, Device, PeerInfo, RecvTicket, SendError, SendTicket};
 pub use drop::DropReason;
 pub use peer::PeerId;
+pub use staged::Staged;

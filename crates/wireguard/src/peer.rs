@@ -3,9 +3,9 @@
 use crate::cookie::CookieJar;
 use crate::keypair::Keypairs;
 use crate::noise::InitiatorState;
+use crate::staged::StagedQueue;
 use crate::tai64n::Tai64N;
 use crypto::x25519::PublicKey;
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 use zeroize::Zeroizing;
@@ -30,8 +30,8 @@ pub struct Peer {
     pub last_initiation_consumed: Option<Instant>,
     pub keypairs: Keypairs,
     pub timers: Timers,
-    /// Packets waiting for a session (plaintext IP packets; empty = keepalive).
-    pub staged: VecDeque<Vec<u8>>,
+    /// Packets waiting for a session, by the data path's buffer number.
+    pub staged: StagedQueue,
     pub last_handshake: Option<SystemTime>,
     pub rx_bytes: u64,
     pub tx_bytes: u64,
@@ -52,7 +52,7 @@ impl Peer {
             last_initiation_consumed: None,
             keypairs: Keypairs::default(),
             timers: Timers::default(),
-            staged: VecDeque::new(),
+            staged: StagedQueue::default(),
             last_handshake: None,
             rx_bytes: 0,
             tx_bytes: 0,

@@ -37,7 +37,7 @@ fn pair(now: Instant) -> Pair {
 
 /// The initiation `a` sends when it has a packet for `b` and no session.
 fn initiation(p: &mut Pair, now: Instant) -> Vec<u8> {
-    p.a.stage(p.b_in_a, vec![0x45; 20], now);
+    p.a.stage(p.b_in_a, 20, now);
     loop {
         match p.a.poll_action().expect("a sends an initiation") {
             Action::Send { packet, .. } if packet[0] == 1 => return packet,

@@ -8,7 +8,7 @@
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::{FREE, KEEP, Node, NodeInfo};
 use crate::inflight::{Resume, park_frame};
 use crate::nodes::{Output, Resumed};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
@@ -21,7 +21,7 @@ crate::node_errors! {
     pub enum EncryptError {
         TooBig => "too-big", "Too large for its buffer once framed and padded.";
         EngineFailed => "engine-failed", "The crypto engine did not process the op.";
-        NoBuffer => "no-buffer", "A staged packet found no free buffer to go out in.";
+        NoBuffer => "no-buffer", "No free buffer for a keepalive the device asked for.";
         NotParked => "not-parked", "At the post node without a returned frame (a bug).";
     }
     protocol DropReason;
@@ -62,9 +62,16 @@ impl WgEncrypt {
         Resumed::new(info, finish_resumed, EncryptError::NotParked.into())
     }
 
-    /// Frames one packet in place for its peer and adds its op, or stages or drops it
-    /// (counted).
-    fn prepare(&mut self, cx: &mut Context, i: usize, h: Handle, c: &mut NodeCounters) {
+    /// Frames one packet in place for its peer and adds its op, or stages it (next
+    /// edge KEEP) or drops it (counted).
+    fn prepare(
+        &mut self,
+        cx: &mut Context,
+        i: usize,
+        h: Handle,
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
         let wg = &mut cx.tunnels.wg;
         let data = cx.arena.data(h);
         // An empty packet is a keepalive the device staged for its peer.
@@ -89,11 +96,24 @@ impl WgEncrypt {
         let ticket = match wg.device.send_ticket(peer, cx.now) {
             Ok(t) => t,
             Err(SendError::NoSession) => {
-                let bytes = cx.arena.data(h).to_vec();
-                if !wg.device.stage(peer, bytes, cx.now) {
+                // The packet waits in its own buffer (KEEP) until the session is
+                // ready and the device hands it back (see WgGraph::run).
+                if wg.staged >= wg.max_staged {
                     c.drop(EncryptError::from(DropReason::StagedOverflow));
+                    return;
                 }
-                c.consumed += 1;
+                match wg.device.stage(peer, h, cx.now) {
+                    None => wg.staged += 1,
+                    Some(evicted) if evicted == h => {
+                        c.drop(EncryptError::from(DropReason::NoPeerForDestination));
+                        return;
+                    }
+                    Some(evicted) => {
+                        cx.arena.free(evicted);
+                        c.drop(EncryptError::from(DropReason::StagedOverflow));
+                    }
+                }
+                next[i] = KEEP;
                 return;
             }
             Err(SendError::NoEndpoint) => {
@@ -154,7 +174,7 @@ impl Node<Context> for WgEncrypt {
         self.ops.clear();
         self.pending.clear();
         for (i, &h) in packets.iter().enumerate() {
-            self.prepare(cx, i, h, c);
+            self.prepare(cx, i, h, next, c);
         }
         if self.ops.is_empty() {
             return;

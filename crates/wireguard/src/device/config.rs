@@ -177,6 +177,7 @@ impl Device {
 mod tests {
     use super::super::Action;
     use super::super::testing::*;
+    use crate::Staged;
     use crypto::KeyRegistry;
     use crypto::x25519::PrivateKey;
     use std::sync::Arc;
@@ -249,7 +250,7 @@ mod tests {
         let id = peer(&mut d);
         d.set_persistent_keepalive(id, 25, now);
         assert_eq!(actions(&mut d), [Action::Flush(id)]);
-        assert_eq!(d.take_staged(id), [Vec::<u8>::new()]);
+        assert_eq!(staged(&mut d, id), [Staged::Keepalive]);
         // Changing the interval while on sends nothing more.
         d.set_persistent_keepalive(id, 30, now);
         assert!(actions(&mut d).is_empty());

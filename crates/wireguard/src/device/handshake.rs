@@ -293,6 +293,7 @@ mod tests {
     use super::super::Action;
     use super::super::testing::*;
     use crate::DropReason;
+    use crate::Staged;
     use crate::constants::{REKEY_TIMEOUT, REKEY_TIMEOUT_JITTER_MAX};
     use crypto::KeyRegistry;
     use std::sync::Arc;
@@ -304,7 +305,7 @@ mod tests {
 
     /// `a` has a packet for `b` and no session: the initiation it sends.
     fn initiation(p: &mut Pair, now: Instant) -> Vec<u8> {
-        p.a.stage(p.b_in_a, vec![0x45; 20], now);
+        p.a.stage(p.b_in_a, 20, now);
         let mut s = sent(&mut p.a);
         assert_eq!(s.len(), 1);
         let (to, packet) = s.pop().unwrap();
@@ -332,7 +333,7 @@ mod tests {
         p.a.handle_handshake(parse(&resp), addr(B_ADDR), now)
             .unwrap();
         assert_eq!(actions(&mut p.a), [Action::Flush(p.b_in_a)]);
-        assert_eq!(p.a.take_staged(p.b_in_a), [vec![0x45; 20]]);
+        assert_eq!(staged(&mut p.a, p.b_in_a), [Staged::Packet(20)]);
         assert!(p.a.peer_info(p.b_in_a).unwrap().last_handshake.is_some());
         // The initiation's index now names the keypair.
         assert_eq!(p.a.index_count(), 1);
@@ -386,7 +387,7 @@ mod tests {
             .unwrap();
         // A newer initiation (a's clock moved on) too soon after the first.
         let later = now + REKEY_TIMEOUT;
-        p.a.stage(p.b_in_a, vec![], later);
+        p.a.stage(p.b_in_a, 0, later);
         let second = one_sent(&mut p.a);
         assert_eq!(
             p.b.handle_handshake(
@@ -517,13 +518,9 @@ mod tests {
         let now = Instant::now();
         let mut p = pair(now);
         initiation(&mut p, now);
-        p.a.stage(
-            p.b_in_a,
-            vec![],
-            now + REKEY_TIMEOUT - Duration::from_millis(1),
-        );
+        p.a.stage(p.b_in_a, 0, now + REKEY_TIMEOUT - Duration::from_millis(1));
         assert!(sent(&mut p.a).is_empty());
-        p.a.stage(p.b_in_a, vec![], now + REKEY_TIMEOUT);
+        p.a.stage(p.b_in_a, 0, now + REKEY_TIMEOUT);
         assert_eq!(sent(&mut p.a).len(), 1);
     }
 

@@ -8,6 +8,7 @@
 //! one or free one that is still in use.
 
 use super::Device;
+use crate::drop::DropReason;
 use crate::keypair::Keypair;
 use crate::peer::PeerId;
 use rand::RngCore;
@@ -67,8 +68,8 @@ impl Device {
         self.forget_keys(id);
         if let Some(p) = self.peer_mut_quiet(id) {
             p.timers = Default::default();
-            p.staged.clear();
         }
+        self.discard_staged(id, DropReason::StagedDiscarded);
     }
 
     /// Live receiver indices (handshakes in flight and keypairs), for tests and stats.
@@ -115,7 +116,7 @@ mod tests {
         // a: its current keypair; and a new initiation in flight.
         let t = p.a.send_ticket(p.b_in_a, now).unwrap();
         let later = now + crate::constants::REKEY_TIMEOUT;
-        p.a.stage(p.b_in_a, vec![0x45; 20], later);
+        p.a.stage(p.b_in_a, 20, later);
         sent(&mut p.a);
         assert_eq!(p.a.index_count(), 2);
         assert!(p.keys.is_live(t.key));
@@ -139,7 +140,7 @@ mod tests {
     fn a_refused_initiation_keeps_no_index() {
         let now = Instant::now();
         let mut p = pair(now);
-        p.a.stage(p.b_in_a, vec![], now);
+        p.a.stage(p.b_in_a, 0, now);
         let init = one_sent(&mut p.a);
         p.b.handle_handshake(parse(&init), addr(A_ADDR), now)
             .unwrap();
@@ -156,10 +157,10 @@ mod tests {
     fn a_new_initiation_releases_the_one_it_replaces() {
         let now = Instant::now();
         let mut p = pair(now);
-        p.a.stage(p.b_in_a, vec![], now);
+        p.a.stage(p.b_in_a, 0, now);
         let first = one_sent(&mut p.a);
         let later = now + crate::constants::REKEY_TIMEOUT;
-        p.a.stage(p.b_in_a, vec![], later);
+        p.a.stage(p.b_in_a, 0, later);
         let second = one_sent(&mut p.a);
         assert_eq!(p.a.index_count(), 1);
         let index = |m: &[u8]| {

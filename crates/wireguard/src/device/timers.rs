@@ -15,6 +15,7 @@ use crate::constants::{
     KEEPALIVE_TIMEOUT, MAX_HANDSHAKE_ATTEMPTS, REKEY_TIMEOUT, REKEY_TIMEOUT_JITTER_MAX,
     ZERO_KEYS_AFTER,
 };
+use crate::drop::DropReason;
 use crate::peer::{Peer, PeerId};
 use rand::Rng;
 use std::time::{Duration, Instant, SystemTime};
@@ -202,7 +203,6 @@ impl Device {
         p.timers.retransmit_handshake = None;
         if p.timers.handshake_attempts >= MAX_HANDSHAKE_ATTEMPTS {
             p.timers.send_keepalive = None;
-            p.staged.clear();
             // Whatever a partial exchange left is zeroed in time.
             if p.timers.zero_key_material.is_none() {
                 p.timers.zero_key_material = Some(now + ZERO_KEYS_AFTER);
@@ -210,6 +210,7 @@ impl Device {
             if let Some(init) = p.initiation.take().map(|s| s.local_index) {
                 self.release_index(init);
             }
+            self.discard_staged(id, DropReason::StagedExpired);
         } else {
             p.timers.handshake_attempts += 1;
             p.timers.last_sent_handshake = None; // the retry is due now
@@ -253,6 +254,7 @@ impl Device {
 mod tests {
     use super::super::Action;
     use super::super::testing::*;
+    use crate::Staged;
     use crate::constants::{
         KEEPALIVE_TIMEOUT, MAX_HANDSHAKE_ATTEMPTS, REKEY_TIMEOUT, REKEY_TIMEOUT_JITTER_MAX,
         ZERO_KEYS_AFTER,
@@ -391,7 +393,7 @@ mod tests {
             d.tick(t);
             for a in actions(d) {
                 if let Action::Flush(id) = a {
-                    assert_eq!(d.take_staged(id), [Vec::<u8>::new()]);
+                    assert_eq!(staged(d, id), [Staged::Keepalive]);
                     d.note_sent(id, 0, 32, t);
                 }
                 out.push((t, a));
@@ -406,7 +408,7 @@ mod tests {
         let (mut d, id) = with_session(t0);
         d.set_persistent_keepalive(id, 25, t0);
         assert_eq!(actions(&mut d), [Action::Flush(id)]);
-        d.take_staged(id);
+        staged(&mut d, id);
         d.note_sent(id, 0, 32, t0);
         // Data in at t0+3: a keepalive is owed at t0+13, and the persistent one
         // comes 25 s after that keepalive went out.
@@ -443,9 +445,9 @@ mod tests {
         let keys = Arc::new(KeyRegistry::new(8));
         let mut d = device(&keys, t0);
         let id = peer(&mut d);
-        d.stage(id, vec![], t0);
+        d.stage(id, 0, t0);
         sent(&mut d);
-        d.take_staged(id);
+        staged(&mut d, id);
         let at = t0 + 2 * REKEY_TIMEOUT;
         let p = d.peer_mut(id).unwrap();
         p.timers.retransmit_handshake = Some(at);
@@ -468,9 +470,19 @@ mod tests {
         let keys = Arc::new(KeyRegistry::new(8));
         let mut d = device(&keys, t0);
         let id = peer(&mut d);
-        d.stage(id, vec![0x45; 20], t0);
+        d.stage(id, 20, t0);
         assert_eq!(sent(&mut d).len(), 1);
-        let fired = run_until(&mut d, t0 + 10 * 60 * SECOND);
+        let mut fired = run_until(&mut d, t0 + 10 * 60 * SECOND);
+        // Giving up hands the staged packet back to the data path, to free and count.
+        let (_, last_action) = fired.pop().expect("actions");
+        assert_eq!(
+            last_action,
+            Action::Discard {
+                peer: id,
+                packet: 20,
+                reason: crate::DropReason::StagedExpired,
+            }
+        );
         let times: Vec<Instant> = fired.iter().map(|(t, _)| *t).collect();
         assert_eq!(times.len() as u32, MAX_HANDSHAKE_ATTEMPTS, "{fired:?}");
         let mut last = t0;
@@ -481,7 +493,7 @@ mod tests {
         }
         // Given up: nothing waits, no index is held, nothing more is armed but the
         // zeroing of whatever a partial exchange left.
-        assert!(d.take_staged(id).is_empty());
+        assert!(staged(&mut d, id).is_empty());
         assert_eq!(d.index_count(), 0);
         let p = d.peer(id).unwrap();
         assert_eq!(p.timers.retransmit_handshake, None);
@@ -516,7 +528,7 @@ mod tests {
         let ids: Vec<PeerId> = (0..100).map(|_| peer(&mut d)).collect();
         d.tick(t0);
         assert_eq!(d.next_deadline(), None);
-        d.stage(ids[57], vec![], t0);
+        d.stage(ids[57], 0, t0);
         sent(&mut d);
         let due = d.next_deadline().expect("the retransmission");
         d.tick(t0 + SECOND);

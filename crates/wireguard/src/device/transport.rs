@@ -6,12 +6,12 @@
 //! what they change in a peer's timers goes through the named events in `timers`.
 
 use super::{Action, Device};
-use crate::constants::{MAX_STAGED_PACKETS, REJECT_AFTER_MESSAGES, REKEY_AFTER_MESSAGES};
+use crate::constants::{REJECT_AFTER_MESSAGES, REKEY_AFTER_MESSAGES};
 use crate::drop::DropReason;
 use crate::keypair::Slot;
 use crate::peer::PeerId;
+use crate::staged::Staged;
 use crypto::KeyHandle;
-use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -60,35 +60,43 @@ impl Device {
         }
     }
 
-    /// Queues a plaintext packet for `id` until a session exists, and asks for one.
-    /// Returns false when the oldest staged packet had to be dropped to make room.
-    pub fn stage(&mut self, id: PeerId, packet: Vec<u8>, now: Instant) -> bool {
+    /// Keeps the data path's buffer `packet` for `id` until a session exists, and
+    /// asks for one. When the queue is full its oldest packet makes room: that
+    /// buffer is returned, for the caller to free and count as `staged-overflow`.
+    /// For a peer that does not exist the packet itself is returned.
+    pub fn stage(&mut self, id: PeerId, packet: u32, now: Instant) -> Option<u32> {
         let Some(p) = self.peer_mut(id) else {
-            return false;
+            return Some(packet);
         };
-        let mut kept_all = true;
-        if p.staged.len() >= MAX_STAGED_PACKETS {
-            p.staged.pop_front();
-            kept_all = false;
-        }
-        p.staged.push_back(packet);
+        let evicted = p.staged.push(packet);
         self.initiate(id, false, now);
-        kept_all
+        evicted
     }
 
-    pub fn take_staged(&mut self, id: PeerId) -> VecDeque<Vec<u8>> {
-        self.peer_mut(id)
-            .map(|p| std::mem::take(&mut p.staged))
-            .unwrap_or_default()
+    /// Lets go of everything staged for `id`: each packet goes back to the data path
+    /// as an [`Action::Discard`] with `reason`.
+    pub(super) fn discard_staged(&mut self, id: PeerId, reason: DropReason) {
+        if let Some(p) = self
+            .peers
+            .get_mut(id.0 as usize)
+            .and_then(|p| p.as_deref_mut())
+        {
+            p.staged.discard_all(id, reason, &mut self.actions);
+        }
+    }
+
+    /// Moves the peer's staged packets (and keepalive), oldest first, to `out`.
+    pub fn take_staged(&mut self, id: PeerId, out: &mut Vec<Staged>) {
+        if let Some(p) = self.peer_mut(id) {
+            p.staged.drain_into(out);
+        }
     }
 
     /// Stages an empty packet (unless data is already waiting) and asks for a flush.
     /// The timers run when the data path reports it sent ([`Device::note_sent`]).
     pub(super) fn send_keepalive(&mut self, id: PeerId, _now: Instant) {
         let Some(p) = self.peer_mut(id) else { return };
-        if p.staged.is_empty() {
-            p.staged.push_back(Vec::new());
-        }
+        p.staged.keepalive_unless_busy();
         self.actions.push_back(Action::Flush(id));
     }
 
@@ -212,6 +220,7 @@ mod tests {
     use super::SendError;
     use crate::DropReason;
     use crate::constants::MAX_STAGED_PACKETS;
+    use crate::{PeerId, Staged};
     use crypto::KeyRegistry;
     use std::sync::Arc;
     use std::time::Instant;
@@ -240,15 +249,17 @@ mod tests {
         let now = Instant::now();
         let mut d = device(&keys, now);
         let id = peer(&mut d);
-        for i in 0..MAX_STAGED_PACKETS {
-            assert!(d.stage(id, vec![i as u8], now));
+        for i in 0..MAX_STAGED_PACKETS as u32 {
+            assert_eq!(d.stage(id, i, now), None);
         }
-        assert!(!d.stage(id, vec![0xff], now));
+        assert_eq!(d.stage(id, 1000, now), Some(0), "the oldest makes room");
         assert_eq!(sent(&mut d).len(), 1, "one initiation for all of them");
-        let staged = d.take_staged(id);
-        assert_eq!(staged.len(), MAX_STAGED_PACKETS);
-        assert_eq!((staged[0][0], staged[MAX_STAGED_PACKETS - 1][0]), (1, 0xff));
-        assert!(d.take_staged(id).is_empty());
+        let got = staged(&mut d, id);
+        assert_eq!(got.len(), MAX_STAGED_PACKETS);
+        assert_eq!(got[0], Staged::Packet(1));
+        assert_eq!(got[MAX_STAGED_PACKETS - 1], Staged::Packet(1000));
+        assert!(staged(&mut d, id).is_empty());
+        assert_eq!(d.stage(PeerId(77), 5, now), Some(5), "no such peer");
     }
 
     #[test]
@@ -296,7 +307,7 @@ mod tests {
     fn the_responder_sends_once_the_initiator_spoke() {
         let now = Instant::now();
         let mut p = pair(now);
-        p.a.stage(p.b_in_a, vec![], now);
+        p.a.stage(p.b_in_a, 0, now);
         let init = one_sent(&mut p.a);
         p.b.handle_handshake(parse(&init), addr(A_ADDR), now)
             .unwrap();
@@ -306,7 +317,7 @@ mod tests {
             p.b.send_ticket(p.a_in_b, now).err(),
             Some(SendError::NoSession)
         );
-        p.b.stage(p.a_in_b, vec![0x45; 20], now);
+        p.b.stage(p.a_in_b, 20, now);
         assert!(
             actions(&mut p.b).is_empty(),
             "b just answered; no initiation"
