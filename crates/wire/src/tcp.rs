@@ -24,6 +24,10 @@ pub const HEADER_LEN: usize = 20;
 /// The largest header: a data offset of 15 words.
 pub const MAX_HEADER_LEN: usize = 60;
 
+/// Where the checksum field starts in the header: what checksum offload
+/// (virtio-net's `csum_offset`, a NIC's descriptor) is told.
+pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
+
 /// The control bits of the flags byte (RFC 9293 §3.1, RFC 3168 §6.1).
 pub mod flags {
     /// No more data from the sender.
@@ -368,6 +372,13 @@ mod tests {
             p.payload_mut()[0] ^= 1;
             assert!(!p.verify_checksum_v6(&src, &dst));
         }
+    }
+
+    #[test]
+    fn checksum_offset_is_the_fields() {
+        let mut buf = [0u8; HEADER_LEN];
+        Packet::new_unchecked(&mut buf[..]).set_checksum(0x0102);
+        assert_eq!(buf[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2], [1, 2]);
     }
 
     #[test]
