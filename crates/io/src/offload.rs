@@ -99,15 +99,39 @@ pub fn split(
     scratch: &mut [u8],
     mut emit: impl FnMut(&[u8]),
 ) -> Result<usize, OffloadError> {
+    let mut count = 0;
+    split_from(hdr, pkt, scratch, 0, |seg| {
+        emit(seg);
+        count += 1;
+        true
+    })?;
+    Ok(count)
+}
+
+/// [`split`] that can stop and resume: starts at segment `first` (0 for the whole
+/// packet) and stops before a segment for which `take` returns false. Returns the index
+/// of that segment, to resume from with the same `hdr` and `pkt`, or `None` when every
+/// segment was taken. Each segment depends only on the packet and its index, so a
+/// reader whose batch is full keeps the rest of a burst where it was read, without
+/// copying it. The packet is checked in full before the first segment, so resuming a
+/// packet that was split before cannot fail.
+pub fn split_from(
+    hdr: &VnetHdr,
+    pkt: &mut [u8],
+    scratch: &mut [u8],
+    first: usize,
+    take: impl FnMut(&[u8]) -> bool,
+) -> Result<Option<usize>, OffloadError> {
     match hdr.gso_type & !GSO_ECN {
+        GSO_NONE if first > 0 => Ok(None),
         GSO_NONE => {
             if hdr.flags & F_NEEDS_CSUM != 0 {
                 finish_checksum(pkt, hdr.csum_start as usize, hdr.csum_offset as usize)?;
             }
-            emit(pkt);
-            Ok(1)
+            let mut take = take;
+            Ok((!take(pkt)).then_some(0))
         }
-        GSO_TCPV4 | GSO_TCPV6 => split_tcp(hdr.gso_size as usize, pkt, scratch, emit),
+        GSO_TCPV4 | GSO_TCPV6 => split_tcp(hdr.gso_size as usize, pkt, scratch, first, take),
         _ => Err(OffloadError::Unsupported),
     }
 }
@@ -135,8 +159,9 @@ fn split_tcp(
     mss: usize,
     pkt: &[u8],
     out: &mut [u8],
-    mut emit: impl FnMut(&[u8]),
-) -> Result<usize, OffloadError> {
+    first: usize,
+    mut take: impl FnMut(&[u8]) -> bool,
+) -> Result<Option<usize>, OffloadError> {
     let (v4, ip_len) = tcp_after_ip(pkt).ok_or(OffloadError::Malformed)?;
     let burst = pkt
         .get(ip_len..)
@@ -155,7 +180,7 @@ fn split_tcp(
         0
     };
     let count = payload.len().div_ceil(mss).max(1);
-    for i in 0..count {
+    for i in first..count {
         let start = i * mss;
         let chunk = &payload[start..(start + mss).min(payload.len())];
         let len = headers + chunk.len();
@@ -184,9 +209,11 @@ fn split_tcp(
             ip.set_payload_len((len - ipv6::HEADER_LEN) as u16);
             tcp.fill_checksum_v6(&ip.src_addr(), &ip.dst_addr());
         }
-        emit(seg);
+        if !take(seg) {
+            return Ok(Some(i));
+        }
     }
-    Ok(count)
+    Ok(None)
 }
 
 /// How a TCP packet written to the TUN may join a burst: its flow, where its payload
@@ -266,41 +293,50 @@ fn tcp_seg(p: &[u8]) -> Option<TcpSeg<'_>> {
 /// most on the last, at most 64 KiB together. Calls `run(first, count)` per run; a run
 /// of one is a packet written as it is.
 pub fn bursts(pkts: &[&[u8]], mut run: impl FnMut(usize, usize)) {
-    let mut first_buf = [0u8; MAX_HEADERS];
-    let mut seg_buf = [0u8; MAX_HEADERS];
     let mut i = 0;
     while i < pkts.len() {
-        let Some(first) = tcp_seg(pkts[i]) else {
-            run(i, 1);
-            i += 1;
-            continue;
-        };
-        let first_fixed = first.fixed_headers(&mut first_buf);
-        let mss = first.payload_len;
-        let mut total = pkts[i].len();
-        let mut next_seq = first.seq.wrapping_add(mss as u32);
-        let mut prev_flags = first.flags;
-        let mut j = i + 1;
-        while j < pkts.len() && prev_flags & PSH == 0 {
-            let Some(seg) = tcp_seg(pkts[j]) else { break };
-            if seg.seq != next_seq
-                || seg.payload_len > mss
-                || total + seg.payload_len > MAX_BURST_LEN
-                || seg.fixed_headers(&mut seg_buf) != first_fixed
-            {
-                break;
-            }
-            total += seg.payload_len;
-            next_seq = next_seq.wrapping_add(seg.payload_len as u32);
-            prev_flags = seg.flags;
-            j += 1;
-            if seg.payload_len < mss {
-                break;
-            }
-        }
-        run(i, j - i);
-        i = j;
+        let count = burst_len(pkts, i);
+        run(i, count);
+        i += count;
     }
+}
+
+/// The length of the run that starts at `pkts[i]` (see [`bursts`]): at least 1 when
+/// `i` is in range, 0 past the end. Lets a writer take one run at a time, with no list
+/// of runs to keep.
+pub fn burst_len(pkts: &[&[u8]], i: usize) -> usize {
+    let Some(first) = pkts.get(i) else {
+        return 0;
+    };
+    let Some(first) = tcp_seg(first) else {
+        return 1;
+    };
+    let mut first_buf = [0u8; MAX_HEADERS];
+    let mut seg_buf = [0u8; MAX_HEADERS];
+    let first_fixed = first.fixed_headers(&mut first_buf);
+    let mss = first.payload_len;
+    let mut total = pkts[i].len();
+    let mut next_seq = first.seq.wrapping_add(mss as u32);
+    let mut prev_flags = first.flags;
+    let mut j = i + 1;
+    while j < pkts.len() && prev_flags & PSH == 0 {
+        let Some(seg) = tcp_seg(pkts[j]) else { break };
+        if seg.seq != next_seq
+            || seg.payload_len > mss
+            || total + seg.payload_len > MAX_BURST_LEN
+            || seg.fixed_headers(&mut seg_buf) != first_fixed
+        {
+            break;
+        }
+        total += seg.payload_len;
+        next_seq = next_seq.wrapping_add(seg.payload_len as u32);
+        prev_flags = seg.flags;
+        j += 1;
+        if seg.payload_len < mss {
+            break;
+        }
+    }
+    j - i
 }
 
 /// The largest packet a burst may become.
@@ -615,5 +651,48 @@ mod tests {
         let mut runs = Vec::new();
         bursts(&pkts, |i, n| runs.push((i, n)));
         assert_eq!(runs, vec![(0, 2)]);
+    }
+
+    /// Stopping and resuming gives the same segments as one whole split.
+    #[test]
+    fn split_resumes_where_it_stopped() {
+        let hdr = VnetHdr {
+            gso_type: GSO_TCPV4,
+            gso_size: 500,
+            ..Default::default()
+        };
+        let mut scratch = vec![0u8; 65536];
+        let mut pkt = tcp_v4(2200, PSH | ACK);
+        let mut whole = Vec::new();
+        split(&hdr, &mut pkt, &mut scratch, |s| whole.push(s.to_vec())).unwrap();
+        assert_eq!(whole.len(), 5);
+        let mut pieces = Vec::new();
+        let mut next = Some(0);
+        while let Some(first) = next {
+            let mut room = 2;
+            next = split_from(&hdr, &mut pkt, &mut scratch, first, |s| {
+                if room == 0 {
+                    return false;
+                }
+                room -= 1;
+                pieces.push(s.to_vec());
+                true
+            })
+            .unwrap();
+        }
+        assert!(pieces == whole);
+        assert_eq!(
+            split_from(&hdr, &mut pkt, &mut scratch, 9, |_| panic!("past the end")),
+            Ok(None)
+        );
+        let plain = VnetHdr::default();
+        assert_eq!(
+            split_from(&plain, &mut pkt, &mut scratch, 0, |_| false),
+            Ok(Some(0))
+        );
+        assert_eq!(
+            split_from(&plain, &mut pkt, &mut scratch, 1, |_| true),
+            Ok(None)
+        );
     }
 }
