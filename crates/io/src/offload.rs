@@ -3,10 +3,16 @@
 //! MTU-sized packets, and leaves checksums for the reader to finish. One read then
 //! replaces dozens. This module turns such a burst back into MTU-sized packets with
 //! complete headers and checksums: what the kernel's own GSO would have done, and what
-//! every packet sent through the tunnel must look like.
+//! every packet sent through the tunnel must look like. The other way, it joins
+//! consecutive segments of one flow into such a burst for the TUN writer.
+//!
+//! IP and TCP headers are read and written through `wire`'s views, so every offset and
+//! checksum rule is defined in one place; only the virtio-net header is laid out here.
 
-use core::net::{Ipv4Addr, Ipv6Addr};
-use wire::checksum::{combine, pseudo_header_v4, pseudo_header_v6, sum};
+use wire::checksum::{pseudo_header_v4, pseudo_header_v6, sum};
+use wire::ip::protocol::TCP;
+use wire::tcp::flags::{ACK, CWR, FIN, PSH};
+use wire::{ipv4, ipv6, tcp};
 
 /// `struct virtio_net_hdr` (include/uapi/linux/virtio_net.h), little-endian on x86.
 pub const VNET_HDR_LEN: usize = 10;
@@ -15,11 +21,6 @@ const GSO_NONE: u8 = 0;
 const GSO_TCPV4: u8 = 1;
 const GSO_TCPV6: u8 = 4;
 const GSO_ECN: u8 = 0x80;
-
-const TCP: u8 = 6;
-const TCP_FIN: u8 = 0x01;
-const TCP_PSH: u8 = 0x08;
-const TCP_CWR: u8 = 0x80;
 
 /// The offload header in front of every packet on an `IFF_VNET_HDR` TUN.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -41,7 +42,7 @@ pub struct VnetHdr {
 impl VnetHdr {
     /// Reads the header from the first bytes of `b`.
     pub fn parse(b: &[u8]) -> Option<VnetHdr> {
-        let b: &[u8; VNET_HDR_LEN] = b.get(..VNET_HDR_LEN)?.try_into().ok()?;
+        let b: &[u8; VNET_HDR_LEN] = b.first_chunk()?;
         let u = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         Some(VnetHdr {
             flags: b[0],
@@ -51,6 +52,20 @@ impl VnetHdr {
             csum_start: u(6),
             csum_offset: u(8),
         })
+    }
+
+    /// Writes the header in the layout [`parse`](VnetHdr::parse) reads.
+    pub fn emit(&self, b: &mut [u8; VNET_HDR_LEN]) {
+        b[0] = self.flags;
+        b[1] = self.gso_type;
+        for (at, v) in [
+            (2, self.hdr_len),
+            (4, self.gso_size),
+            (6, self.csum_start),
+            (8, self.csum_offset),
+        ] {
+            b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
     }
 }
 
@@ -84,16 +99,59 @@ pub fn split(
     scratch: &mut [u8],
     mut emit: impl FnMut(&[u8]),
 ) -> Result<usize, OffloadError> {
+    let mut count = 0;
+    split_from(hdr, pkt, scratch, 0, |seg| {
+        emit(seg);
+        count += 1;
+        true
+    })?;
+    Ok(count)
+}
+
+/// [`split`] that can stop and resume: starts at segment `first` (0 for the whole
+/// packet) and stops before a segment for which `take` returns false. Returns the index
+/// of that segment, to resume from with the same `hdr` and `pkt`, or `None` when every
+/// segment was taken. Each segment depends only on the packet and its index, so a
+/// reader whose batch is full keeps the rest of a burst where it was read, without
+/// copying it. The packet is checked in full before the first segment, so resuming a
+/// packet that was split before cannot fail.
+pub fn split_from(
+    hdr: &VnetHdr,
+    pkt: &mut [u8],
+    scratch: &mut [u8],
+    first: usize,
+    take: impl FnMut(&[u8]) -> bool,
+) -> Result<Option<usize>, OffloadError> {
     match hdr.gso_type & !GSO_ECN {
+        GSO_NONE if first > 0 => Ok(None),
         GSO_NONE => {
             if hdr.flags & F_NEEDS_CSUM != 0 {
                 finish_checksum(pkt, hdr.csum_start as usize, hdr.csum_offset as usize)?;
             }
-            emit(pkt);
-            Ok(1)
+            let mut take = take;
+            Ok((!take(pkt)).then_some(0))
         }
-        GSO_TCPV4 | GSO_TCPV6 => split_tcp(hdr.gso_size as usize, pkt, scratch, emit),
+        GSO_TCPV4 | GSO_TCPV6 => split_tcp(hdr.gso_size as usize, pkt, scratch, first, take),
         _ => Err(OffloadError::Unsupported),
+    }
+}
+
+/// Whether `pkt` is IPv4, and where its TCP header starts, from the IP header's
+/// version, length (IPv4 options included; IPv6 extension headers are not walked) and
+/// protocol, which must be TCP. `None` for anything else. The IP length fields are not
+/// looked at: each caller checks them as strictly as it needs.
+fn tcp_after_ip(pkt: &[u8]) -> Option<(bool, usize)> {
+    match pkt.first()? >> 4 {
+        ipv4::VERSION => {
+            let ip = ipv4::Packet::new_unchecked(pkt.get(..ipv4::HEADER_LEN)?);
+            let ip_len = ip.header_len();
+            (ip.protocol() == TCP && ip_len >= ipv4::HEADER_LEN).then_some((true, ip_len))
+        }
+        ipv6::VERSION => {
+            let ip = ipv6::Packet::new_unchecked(pkt.get(..ipv6::HEADER_LEN)?);
+            (ip.next_header() == TCP).then_some((false, ipv6::HEADER_LEN))
+        }
+        _ => None,
     }
 }
 
@@ -101,81 +159,68 @@ fn split_tcp(
     mss: usize,
     pkt: &[u8],
     out: &mut [u8],
-    mut emit: impl FnMut(&[u8]),
-) -> Result<usize, OffloadError> {
-    let v4 = match pkt.first().map(|b| b >> 4) {
-        Some(4) => true,
-        Some(6) => false,
-        _ => return Err(OffloadError::Malformed),
-    };
-    let ip_len = if v4 {
-        ((pkt[0] & 0x0f) as usize) * 4
+    first: usize,
+    mut take: impl FnMut(&[u8]) -> bool,
+) -> Result<Option<usize>, OffloadError> {
+    let (v4, ip_len) = tcp_after_ip(pkt).ok_or(OffloadError::Malformed)?;
+    let burst = pkt
+        .get(ip_len..)
+        .and_then(|t| tcp::Packet::new_checked(t).ok())
+        .ok_or(OffloadError::Malformed)?;
+    let headers = ip_len + burst.header_len();
+    if mss == 0 || out.len() < headers + mss {
+        return Err(OffloadError::Malformed);
+    }
+    let payload = burst.payload();
+    let seq = burst.seq_number();
+    let flags = burst.flags();
+    let ident = if v4 {
+        ipv4::Packet::new_unchecked(pkt).ident()
     } else {
-        40
+        0
     };
-    let proto = if v4 { pkt.get(9) } else { pkt.get(6) };
-    if ip_len < 20 || proto != Some(&TCP) || pkt.len() < ip_len + 20 {
-        return Err(OffloadError::Malformed);
-    }
-    let tcp_len = ((pkt[ip_len + 12] >> 4) as usize) * 4;
-    let headers = ip_len + tcp_len;
-    if tcp_len < 20 || pkt.len() < headers || mss == 0 || out.len() < headers + mss {
-        return Err(OffloadError::Malformed);
-    }
-    let payload = &pkt[headers..];
-    let seq = u32::from_be_bytes(pkt[ip_len + 4..ip_len + 8].try_into().expect("4 bytes"));
-    let ident = u16::from_be_bytes([pkt[4], pkt[5]]);
-    let flags = pkt[ip_len + 13];
     let count = payload.len().div_ceil(mss).max(1);
-    for i in 0..count {
+    for i in first..count {
         let start = i * mss;
         let chunk = &payload[start..(start + mss).min(payload.len())];
         let len = headers + chunk.len();
         let seg = &mut out[..len];
         seg[..headers].copy_from_slice(&pkt[..headers]);
         seg[headers..].copy_from_slice(chunk);
-        if v4 {
-            seg[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-            seg[4..6].copy_from_slice(&ident.wrapping_add(i as u16).to_be_bytes());
-            seg[10..12].fill(0);
-            let c = !sum(&seg[..ip_len]);
-            seg[10..12].copy_from_slice(&c.to_be_bytes());
-        } else {
-            seg[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
-        }
-        let tcp = ip_len;
-        seg[tcp + 4..tcp + 8].copy_from_slice(&seq.wrapping_add(start as u32).to_be_bytes());
+        let (ip, tcp) = seg.split_at_mut(ip_len);
+        let mut tcp = tcp::Packet::new_unchecked(tcp);
+        tcp.set_seq_number(seq.wrapping_add(start as u32));
         let mut f = flags;
         if i + 1 < count {
-            f &= !(TCP_FIN | TCP_PSH);
+            f &= !(FIN | PSH);
         }
         if i > 0 {
-            f &= !TCP_CWR;
+            f &= !CWR;
         }
-        seg[tcp + 13] = f;
-        seg[tcp + 16..tcp + 18].fill(0);
-        let seg_len = len - ip_len;
-        let pseudo = if v4 {
-            let src = Ipv4Addr::from(<[u8; 4]>::try_from(&seg[12..16]).expect("4 bytes"));
-            let dst = Ipv4Addr::from(<[u8; 4]>::try_from(&seg[16..20]).expect("4 bytes"));
-            pseudo_header_v4(src, dst, TCP, seg_len as u16)
+        tcp.set_flags(f);
+        if v4 {
+            let mut ip = ipv4::Packet::new_unchecked(ip);
+            ip.set_total_len(len as u16);
+            ip.set_ident(ident.wrapping_add(i as u16));
+            ip.fill_checksum();
+            tcp.fill_checksum_v4(ip.src_addr(), ip.dst_addr());
         } else {
-            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&seg[8..24]).expect("16 bytes"));
-            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&seg[24..40]).expect("16 bytes"));
-            pseudo_header_v6(&src, &dst, TCP, seg_len as u32)
-        };
-        let c = !combine(pseudo, sum(&seg[tcp..]));
-        seg[tcp + 16..tcp + 18].copy_from_slice(&c.to_be_bytes());
-        emit(seg);
+            let mut ip = ipv6::Packet::new_unchecked(ip);
+            ip.set_payload_len((len - ipv6::HEADER_LEN) as u16);
+            tcp.fill_checksum_v6(&ip.src_addr(), &ip.dst_addr());
+        }
+        if !take(seg) {
+            return Ok(Some(i));
+        }
     }
-    Ok(count)
+    Ok(None)
 }
 
 /// How a TCP packet written to the TUN may join a burst: its flow, where its payload
 /// starts and how long it is, its sequence number and flags.
 struct TcpSeg<'a> {
     v4: bool,
-    /// Everything up to the payload except the fields that differ per segment.
+    /// The IP and TCP headers, up to the payload.
     headers: &'a [u8],
     ip_len: usize,
     seq: u32,
@@ -183,73 +228,64 @@ struct TcpSeg<'a> {
     payload_len: usize,
 }
 
-const TCP_ACK: u8 = 0x10;
+/// The longest headers a segment that joins bursts can have: IPv6 (IPv4 options are
+/// not accepted) and TCP with the most options.
+const MAX_HEADERS: usize = ipv6::HEADER_LEN + tcp::MAX_HEADER_LEN;
 
+impl TcpSeg<'_> {
+    /// The headers with the fields that differ from segment to segment of one burst
+    /// zeroed: the IP length, identification and checksum; the TCP sequence number,
+    /// flags, checksum and urgent pointer. Segments of one burst agree in the rest
+    /// byte for byte (the kernel's GRO is as strict).
+    fn fixed_headers<'b>(&self, buf: &'b mut [u8; MAX_HEADERS]) -> &'b [u8] {
+        let headers = &mut buf[..self.headers.len()];
+        headers.copy_from_slice(self.headers);
+        let (ip, tcp) = headers.split_at_mut(self.ip_len);
+        if self.v4 {
+            let mut ip = ipv4::Packet::new_unchecked(ip);
+            ip.set_total_len(0);
+            ip.set_ident(0);
+            ip.set_checksum(0);
+        } else {
+            ipv6::Packet::new_unchecked(ip).set_payload_len(0);
+        }
+        let mut tcp = tcp::Packet::new_unchecked(tcp);
+        tcp.set_seq_number(0);
+        tcp.set_flags(0);
+        tcp.set_checksum(0);
+        tcp.set_urgent_ptr(0);
+        headers
+    }
+}
+
+/// `p` as a segment that may join a burst: an IPv4 packet without options or
+/// fragmentation, or an IPv6 packet without extension headers, whose length fields
+/// match the buffer, carrying a TCP data segment with ACK and at most PSH besides.
 fn tcp_seg(p: &[u8]) -> Option<TcpSeg<'_>> {
-    let v4 = match p.first()? >> 4 {
-        4 => true,
-        6 => false,
-        _ => return None,
-    };
-    let ip_len = if v4 {
-        // No options, no fragments.
-        if p[0] & 0x0f != 5
-            || p.len() < 20
-            || p[9] != TCP
-            || u16::from_be_bytes([p[6], p[7]]) & 0x3fff != 0
-        {
-            return None;
-        }
-        if u16::from_be_bytes([p[2], p[3]]) as usize != p.len() {
-            return None;
-        }
-        20
+    let (v4, ip_len) = tcp_after_ip(p)?;
+    let whole = if v4 {
+        let ip = ipv4::Packet::new_unchecked(p);
+        ip_len == ipv4::HEADER_LEN && !ip.is_fragment() && usize::from(ip.total_len()) == p.len()
     } else {
-        if p.len() < 40 || p[6] != TCP || u16::from_be_bytes([p[4], p[5]]) as usize + 40 != p.len()
-        {
-            return None;
-        }
-        40
+        ipv6::Packet::new_unchecked(p).total_len() == p.len()
     };
-    let tcp_len = ((*p.get(ip_len + 12)? >> 4) as usize) * 4;
-    if tcp_len < 20 || p.len() <= ip_len + tcp_len {
+    if !whole {
         return None;
     }
-    let flags = p[ip_len + 13];
+    let tcp = tcp::Packet::new_checked(p.get(ip_len..)?).ok()?;
+    let flags = tcp.flags();
     // Only plain data segments join bursts (the kernel's GRO is as strict).
-    if flags & !(TCP_ACK | TCP_PSH) != 0 || flags & TCP_ACK == 0 {
+    if tcp.payload().is_empty() || flags & !(ACK | PSH) != 0 || flags & ACK == 0 {
         return None;
     }
     Some(TcpSeg {
         v4,
-        headers: &p[..ip_len + tcp_len],
+        headers: &p[..ip_len + tcp.header_len()],
         ip_len,
-        seq: u32::from_be_bytes(p[ip_len + 4..ip_len + 8].try_into().ok()?),
+        seq: tcp.seq_number(),
         flags,
-        payload_len: p.len() - ip_len - tcp_len,
+        payload_len: tcp.payload().len(),
     })
-}
-
-/// Whether `b` continues the burst that `a` started: same flow and the same headers in
-/// every field that does not change from segment to segment.
-fn same_burst(a: &TcpSeg, b: &TcpSeg) -> bool {
-    if a.v4 != b.v4 || a.headers.len() != b.headers.len() {
-        return false;
-    }
-    let (x, y) = (a.headers, b.headers);
-    let ip_same = if a.v4 {
-        // version/IHL, TOS, flags, TTL, protocol, addresses; not length, ident, checksum
-        x[0..2] == y[0..2] && x[6..10] == y[6..10] && x[12..20] == y[12..20]
-    } else {
-        x[0..4] == y[0..4] && x[6..40] == y[6..40]
-    };
-    let t = a.ip_len;
-    // ports; ack number, header length, window; options (timestamps must match too)
-    ip_same
-        && x[t..t + 4] == y[t..t + 4]
-        && x[t + 8..t + 13] == y[t + 8..t + 13]
-        && x[t + 14..t + 16] == y[t + 14..t + 16]
-        && x[t + 20..] == y[t + 20..]
 }
 
 /// Groups `pkts` (in order) into runs that can be written as one burst: consecutive
@@ -259,36 +295,48 @@ fn same_burst(a: &TcpSeg, b: &TcpSeg) -> bool {
 pub fn bursts(pkts: &[&[u8]], mut run: impl FnMut(usize, usize)) {
     let mut i = 0;
     while i < pkts.len() {
-        let Some(first) = tcp_seg(pkts[i]) else {
-            run(i, 1);
-            i += 1;
-            continue;
-        };
-        let mss = first.payload_len;
-        let mut total = pkts[i].len();
-        let mut next_seq = first.seq.wrapping_add(mss as u32);
-        let mut prev_flags = first.flags;
-        let mut j = i + 1;
-        while j < pkts.len() && prev_flags & TCP_PSH == 0 {
-            let Some(seg) = tcp_seg(pkts[j]) else { break };
-            if seg.seq != next_seq
-                || seg.payload_len > mss
-                || total + seg.payload_len > MAX_BURST_LEN
-                || !same_burst(&first, &seg)
-            {
-                break;
-            }
-            total += seg.payload_len;
-            next_seq = next_seq.wrapping_add(seg.payload_len as u32);
-            prev_flags = seg.flags;
-            j += 1;
-            if seg.payload_len < mss {
-                break;
-            }
-        }
-        run(i, j - i);
-        i = j;
+        let count = burst_len(pkts, i);
+        run(i, count);
+        i += count;
     }
+}
+
+/// The length of the run that starts at `pkts[i]` (see [`bursts`]): at least 1 when
+/// `i` is in range, 0 past the end. Lets a writer take one run at a time, with no list
+/// of runs to keep.
+pub fn burst_len(pkts: &[&[u8]], i: usize) -> usize {
+    let Some(first) = pkts.get(i) else {
+        return 0;
+    };
+    let Some(first) = tcp_seg(first) else {
+        return 1;
+    };
+    let mut first_buf = [0u8; MAX_HEADERS];
+    let mut seg_buf = [0u8; MAX_HEADERS];
+    let first_fixed = first.fixed_headers(&mut first_buf);
+    let mss = first.payload_len;
+    let mut total = pkts[i].len();
+    let mut next_seq = first.seq.wrapping_add(mss as u32);
+    let mut prev_flags = first.flags;
+    let mut j = i + 1;
+    while j < pkts.len() && prev_flags & PSH == 0 {
+        let Some(seg) = tcp_seg(pkts[j]) else { break };
+        if seg.seq != next_seq
+            || seg.payload_len > mss
+            || total + seg.payload_len > MAX_BURST_LEN
+            || seg.fixed_headers(&mut seg_buf) != first_fixed
+        {
+            break;
+        }
+        total += seg.payload_len;
+        next_seq = next_seq.wrapping_add(seg.payload_len as u32);
+        prev_flags = seg.flags;
+        j += 1;
+        if seg.payload_len < mss {
+            break;
+        }
+    }
+    j - i
 }
 
 /// The largest packet a burst may become.
@@ -300,52 +348,52 @@ pub fn build_burst(pkts: &[&[u8]], out: &mut [u8]) -> usize {
     let first = tcp_seg(pkts[0]).expect("bursts() checked it");
     let headers = first.headers.len();
     let ip_len = first.ip_len;
-    let mut len = VNET_HDR_LEN + headers;
-    let body = &mut out[VNET_HDR_LEN..];
-    body[..headers].copy_from_slice(&pkts[0][..headers]);
+    let (vnet, body) = out
+        .split_first_chunk_mut::<VNET_HDR_LEN>()
+        .expect("room for the virtio-net header");
+    body[..headers].copy_from_slice(first.headers);
     let mut at = headers;
     let mut flags = 0u8;
     for p in pkts {
         let payload = &p[headers..];
         body[at..at + payload.len()].copy_from_slice(payload);
         at += payload.len();
-        flags |= p[ip_len + 13];
+        flags |= tcp::Packet::new_unchecked(&p[ip_len..]).flags();
     }
-    len += at - headers;
     let pkt_len = at;
-    body[ip_len + 13] = flags; // PSH from the last segment
-    let tcp_total = pkt_len - ip_len;
+    let (ip, seg) = body[..pkt_len].split_at_mut(ip_len);
     let pseudo = if first.v4 {
-        body[2..4].copy_from_slice(&(pkt_len as u16).to_be_bytes());
-        body[10..12].fill(0);
-        let c = !sum(&body[..20]);
-        body[10..12].copy_from_slice(&c.to_be_bytes());
-        let src = Ipv4Addr::from(<[u8; 4]>::try_from(&body[12..16]).expect("4 bytes"));
-        let dst = Ipv4Addr::from(<[u8; 4]>::try_from(&body[16..20]).expect("4 bytes"));
-        pseudo_header_v4(src, dst, TCP, tcp_total as u16)
+        let mut ip = ipv4::Packet::new_unchecked(ip);
+        ip.set_total_len(pkt_len as u16);
+        ip.fill_checksum();
+        pseudo_header_v4(ip.src_addr(), ip.dst_addr(), TCP, seg.len() as u16)
     } else {
-        body[4..6].copy_from_slice(&((pkt_len - 40) as u16).to_be_bytes());
-        let src = Ipv6Addr::from(<[u8; 16]>::try_from(&body[8..24]).expect("16 bytes"));
-        let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&body[24..40]).expect("16 bytes"));
-        pseudo_header_v6(&src, &dst, TCP, tcp_total as u32)
+        let mut ip = ipv6::Packet::new_unchecked(ip);
+        ip.set_payload_len((pkt_len - ipv6::HEADER_LEN) as u16);
+        pseudo_header_v6(&ip.src_addr(), &ip.dst_addr(), TCP, seg.len() as u32)
     };
+    let mut tcp = tcp::Packet::new_unchecked(seg);
+    tcp.set_flags(flags); // PSH from the last segment
     // A partial checksum, as the kernel's own GSO packets carry: the pseudo-header sum
     // in the field, the rest left to whoever segments or checks it.
-    body[ip_len + 16..ip_len + 18].copy_from_slice(&pseudo.to_be_bytes());
-    let mss = (pkts[0].len() - headers) as u16;
-    let hdr = &mut out[..VNET_HDR_LEN];
-    hdr[0] = F_NEEDS_CSUM;
-    hdr[1] = if first.v4 { GSO_TCPV4 } else { GSO_TCPV6 };
-    hdr[2..4].copy_from_slice(&(headers as u16).to_le_bytes());
-    hdr[4..6].copy_from_slice(&mss.to_le_bytes());
-    hdr[6..8].copy_from_slice(&(ip_len as u16).to_le_bytes());
-    hdr[8..10].copy_from_slice(&16u16.to_le_bytes());
-    len
+    tcp.set_checksum(pseudo);
+    VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: if first.v4 { GSO_TCPV4 } else { GSO_TCPV6 },
+        hdr_len: headers as u16,
+        gso_size: (pkts[0].len() - headers) as u16,
+        csum_start: ip_len as u16,
+        csum_offset: tcp::CHECKSUM_OFFSET as u16,
+    }
+    .emit(vnet);
+    VNET_HDR_LEN + pkt_len
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::net::{Ipv4Addr, Ipv6Addr};
+    use wire::checksum::combine;
 
     fn tcp_v4(payload_len: usize, flags: u8) -> Vec<u8> {
         let total = 20 + 20 + payload_len;
@@ -378,7 +426,7 @@ mod tests {
 
     #[test]
     fn tcp_burst_becomes_mss_segments() {
-        let mut pkt = tcp_v4(3000, TCP_PSH | TCP_FIN | 0x10);
+        let mut pkt = tcp_v4(3000, PSH | FIN | 0x10);
         let hdr = VnetHdr {
             flags: F_NEEDS_CSUM,
             gso_type: GSO_TCPV4,
@@ -405,11 +453,7 @@ mod tests {
                 1000 + 1400 * i as u32
             );
             let last = i == 2;
-            assert_eq!(
-                s[33] & (TCP_FIN | TCP_PSH) != 0,
-                last,
-                "FIN/PSH only on the last"
-            );
+            assert_eq!(s[33] & (FIN | PSH) != 0, last, "FIN/PSH only on the last");
             joined.extend_from_slice(&s[40..]);
         }
         assert_eq!(joined, pkt[40..]);
@@ -441,7 +485,7 @@ mod tests {
     /// segments back byte for byte.
     #[test]
     fn bursts_round_trip_through_split() {
-        let mut big = tcp_v4(4000, TCP_PSH | TCP_ACK);
+        let mut big = tcp_v4(4000, PSH | ACK);
         let hdr = VnetHdr {
             gso_type: GSO_TCPV4,
             gso_size: 1000,
@@ -450,7 +494,7 @@ mod tests {
         let mut scratch = vec![0u8; 65536];
         let mut segs = Vec::new();
         split(&hdr, &mut big, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
-        let mut other = tcp_v4(10, TCP_ACK);
+        let mut other = tcp_v4(10, ACK);
         other[20] = 9; // another flow
         let mut pkts: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
         pkts.insert(2, &other);
@@ -475,8 +519,15 @@ mod tests {
     #[test]
     fn nonsense_is_refused_not_panicked() {
         let mut scratch = vec![0u8; 2000];
-        for len in 0..80 {
-            let mut pkt = vec![0x45u8; len];
+        for (first, len) in [0x45u8, 0x4f, 0x60]
+            .into_iter()
+            .flat_map(|f| (0..80).map(move |l| (f, l)))
+        {
+            let mut pkt = vec![first; len];
+            if len > 9 {
+                pkt[6] = TCP;
+                pkt[9] = TCP;
+            }
             for gso_type in [GSO_NONE, GSO_TCPV4, GSO_TCPV6, 3, 0x81] {
                 let hdr = VnetHdr {
                     flags: F_NEEDS_CSUM,
@@ -498,6 +549,150 @@ mod tests {
         assert_eq!(
             split(&hdr, &mut pkt, &mut [0u8; 100], |_| {}),
             Err(OffloadError::Malformed)
+        );
+    }
+
+    fn tcp_v6(payload_len: usize, flags: u8) -> Vec<u8> {
+        let v4 = tcp_v4(payload_len, flags);
+        let mut p = vec![0u8; 40];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&((20 + payload_len) as u16).to_be_bytes());
+        p[6] = TCP;
+        p[7] = 64;
+        p[8..24].copy_from_slice(&V6_SRC.octets());
+        p[24..40].copy_from_slice(&V6_DST.octets());
+        p.extend_from_slice(&v4[20..]);
+        p
+    }
+
+    const V6_SRC: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1);
+    const V6_DST: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2);
+
+    /// The IPv6 flavour: payload length and checksum over the IPv6 pseudo-header per
+    /// segment, and back into one burst.
+    #[test]
+    fn ipv6_burst_round_trip() {
+        let mut big = tcp_v6(2500, PSH | ACK);
+        let hdr = VnetHdr {
+            gso_type: GSO_TCPV6,
+            gso_size: 1000,
+            ..Default::default()
+        };
+        let mut scratch = vec![0u8; 65536];
+        let mut segs = Vec::new();
+        split(&hdr, &mut big, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
+        assert_eq!(
+            segs.iter().map(|s| s.len()).collect::<Vec<_>>(),
+            vec![1060, 1060, 560]
+        );
+        for (i, s) in segs.iter().enumerate() {
+            let tcp_len = s.len() - 40;
+            assert_eq!(u16::from_be_bytes([s[4], s[5]]) as usize, tcp_len);
+            let pseudo = pseudo_header_v6(&V6_SRC, &V6_DST, TCP, tcp_len as u32);
+            assert_eq!(combine(pseudo, sum(&s[40..])), 0xffff, "segment {i}");
+            assert_eq!(s[53] & PSH != 0, i == 2, "PSH only on the last");
+        }
+        let pkts: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
+        let mut runs = Vec::new();
+        bursts(&pkts, |i, n| runs.push((i, n)));
+        assert_eq!(runs, vec![(0, 3)]);
+        let mut out = vec![0u8; 70000];
+        let n = build_burst(&pkts, &mut out);
+        let h = VnetHdr::parse(&out).unwrap();
+        assert_eq!(
+            (
+                h.gso_type,
+                h.hdr_len,
+                h.gso_size,
+                h.csum_start,
+                h.csum_offset
+            ),
+            (GSO_TCPV6, 60, 1000, 40, 16)
+        );
+        // The original burst again, but for the partial checksum in the TCP header.
+        let built = &out[VNET_HDR_LEN..n];
+        assert!(built[..56] == big[..56] && built[58..] == big[58..]);
+        let pseudo = pseudo_header_v6(&V6_SRC, &V6_DST, TCP, 2520);
+        assert_eq!(built[56..58], pseudo.to_be_bytes());
+        let mut again = Vec::new();
+        split(&h, &mut out[VNET_HDR_LEN..n], &mut scratch, |s| {
+            again.push(s.to_vec())
+        })
+        .unwrap();
+        assert!(again == segs);
+    }
+
+    /// Segments that differ in a header field that must match stay apart.
+    #[test]
+    fn headers_that_differ_break_a_burst() {
+        let mut big = tcp_v4(2000, ACK);
+        let hdr = VnetHdr {
+            gso_type: GSO_TCPV4,
+            gso_size: 1000,
+            ..Default::default()
+        };
+        let mut scratch = vec![0u8; 65536];
+        let mut segs = Vec::new();
+        split(&hdr, &mut big, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
+        // TTL, window, the IP reserved flag: each keeps the second segment out.
+        for (at, bit) in [(8, 1u8), (34, 1), (6, 0x80)] {
+            let mut second = segs[1].clone();
+            second[at] ^= bit;
+            let pkts: [&[u8]; 2] = [&segs[0], &second];
+            let mut runs = Vec::new();
+            bursts(&pkts, |i, n| runs.push((i, n)));
+            assert_eq!(runs, vec![(0, 1), (1, 1)], "byte {at}");
+        }
+        // Identification and checksum may differ.
+        let mut second = segs[1].clone();
+        second[4] ^= 0x55;
+        second[10] ^= 0x55;
+        let pkts: [&[u8]; 2] = [&segs[0], &second];
+        let mut runs = Vec::new();
+        bursts(&pkts, |i, n| runs.push((i, n)));
+        assert_eq!(runs, vec![(0, 2)]);
+    }
+
+    /// Stopping and resuming gives the same segments as one whole split.
+    #[test]
+    fn split_resumes_where_it_stopped() {
+        let hdr = VnetHdr {
+            gso_type: GSO_TCPV4,
+            gso_size: 500,
+            ..Default::default()
+        };
+        let mut scratch = vec![0u8; 65536];
+        let mut pkt = tcp_v4(2200, PSH | ACK);
+        let mut whole = Vec::new();
+        split(&hdr, &mut pkt, &mut scratch, |s| whole.push(s.to_vec())).unwrap();
+        assert_eq!(whole.len(), 5);
+        let mut pieces = Vec::new();
+        let mut next = Some(0);
+        while let Some(first) = next {
+            let mut room = 2;
+            next = split_from(&hdr, &mut pkt, &mut scratch, first, |s| {
+                if room == 0 {
+                    return false;
+                }
+                room -= 1;
+                pieces.push(s.to_vec());
+                true
+            })
+            .unwrap();
+        }
+        assert!(pieces == whole);
+        assert_eq!(
+            split_from(&hdr, &mut pkt, &mut scratch, 9, |_| panic!("past the end")),
+            Ok(None)
+        );
+        let plain = VnetHdr::default();
+        assert_eq!(
+            split_from(&plain, &mut pkt, &mut scratch, 0, |_| false),
+            Ok(Some(0))
+        );
+        assert_eq!(
+            split_from(&plain, &mut pkt, &mut scratch, 1, |_| true),
+            Ok(None)
         );
     }
 }

@@ -3,6 +3,12 @@
 //!
 //! The device lives as long as the fd: it is not made persistent, so dropping the
 //! [`TunDevice`] removes the interface.
+//!
+//! With offloads ([`TunDevice::create_offload`]) one read may bring a TCP burst of many
+//! packets, and one write may carry many. The buffers for that (the burst as read, one
+//! segment, the burst being built) are allocated with the device and reused: a burst
+//! that does not fit the caller's batch stays where it was read and is split further on
+//! the next call, so nothing on the packet path allocates or copies a segment twice.
 
 use std::ffi::CStr;
 use std::io;
@@ -13,7 +19,6 @@ use std::time::{Duration, Instant};
 use crate::offload::{self, VNET_HDR_LEN, VnetHdr};
 use crate::poll::{Interest, wait_fd};
 use crate::{context, cvt, os_errno};
-use std::collections::VecDeque;
 use std::sync::Mutex;
 
 const TUN_PATH: &CStr = c"/dev/net/tun";
@@ -43,13 +48,25 @@ pub struct TunDevice {
     burst: Mutex<Vec<u8>>,
 }
 
-/// Buffers for reading offloaded bursts: the burst as read, one segment, and segments
-/// that did not fit the caller's batch (handed out first on the next call).
+/// Buffers for reading offloaded bursts: the burst as read and one segment, both
+/// allocated once.
 #[derive(Debug)]
 struct OffloadState {
     rx: Vec<u8>,
     scratch: Vec<u8>,
-    pending: VecDeque<Vec<u8>>,
+    /// A burst in `rx` whose later segments did not fit the caller's batch; they are
+    /// handed out first on the next call, and `rx` is not read into until then.
+    pending: Option<Pending>,
+}
+
+/// Where to resume splitting the burst left in [`OffloadState::rx`].
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    /// Bytes of `rx` the burst fills, virtio-net header included.
+    len: usize,
+    hdr: VnetHdr,
+    /// The first segment not yet handed out.
+    next: usize,
 }
 
 /// TUNSETOFFLOAD flags (include/uapi/linux/if_tun.h).
@@ -141,7 +158,13 @@ impl TunDevice {
         // SAFETY: ctl was just returned by socket and is owned by nobody else.
         let ctl = unsafe { OwnedFd::from_raw_fd(ctl) };
 
-        Ok(TunDevice {
+        Ok(TunDevice::from_parts(fd, ctl, name, offload))
+    }
+
+    /// The device around an open TUN fd and its control socket, with the buffers that
+    /// offloads need allocated here, once.
+    fn from_parts(fd: OwnedFd, ctl: OwnedFd, name: String, offload: bool) -> TunDevice {
+        TunDevice {
             fd,
             ctl,
             name,
@@ -152,7 +175,7 @@ impl TunDevice {
                 Mutex::new(OffloadState {
                     rx: vec![0; VNET_HDR_LEN + MAX_BURST],
                     scratch: vec![0; MAX_BURST],
-                    pending: VecDeque::new(),
+                    pending: None,
                 })
             }),
             burst: Mutex::new(if offload {
@@ -160,7 +183,7 @@ impl TunDevice {
             } else {
                 Vec::new()
             }),
-        })
+        }
     }
 
     /// Whether reads and writes carry offload headers.
@@ -253,16 +276,11 @@ impl TunDevice {
             // SAFETY: both iovecs cover live, writable memory (the caller's buffer and
             // `spare`) that outlives the call.
             let ret = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
-            if ret < 0 {
-                let err = io::Error::last_os_error();
-                match err.kind() {
-                    io::ErrorKind::Interrupted => continue,
-                    io::ErrorKind::WouldBlock => break,
-                    _ if n > 0 => break,
-                    _ => return Err(err),
-                }
-            }
-            let len = ret as usize;
+            let len = match read_step(ret, n)? {
+                ReadStep::Got(len) => len,
+                ReadStep::Retry => continue,
+                ReadStep::Stop => break,
+            };
             if len == 0 {
                 break;
             }
@@ -286,22 +304,8 @@ impl TunDevice {
     ) -> io::Result<usize> {
         let slots = bufs.len().min(lens.len());
         let mut n = 0;
-        let mut place = |seg: &[u8], n: &mut usize, pending: &mut VecDeque<Vec<u8>>| {
-            if *n >= slots {
-                pending.push_back(seg.to_vec());
-            } else if seg.len() > bufs[*n].len() {
-                self.too_big.fetch_add(1, Ordering::Relaxed);
-            } else {
-                bufs[*n][..seg.len()].copy_from_slice(seg);
-                lens[*n] = seg.len();
-                *n += 1;
-            }
-        };
-        while n < slots {
-            let Some(seg) = state.pending.pop_front() else {
-                break;
-            };
-            place(&seg, &mut n, &mut state.pending);
+        if let Some(pending) = state.pending.take() {
+            self.hand_out(state, pending, bufs, lens, &mut n);
         }
         let mut reads_left = slots;
         while n < slots && reads_left > 0 {
@@ -314,33 +318,60 @@ impl TunDevice {
                     state.rx.len(),
                 )
             };
-            if ret < 0 {
-                let err = io::Error::last_os_error();
-                match err.kind() {
-                    io::ErrorKind::Interrupted => continue,
-                    io::ErrorKind::WouldBlock => break,
-                    _ if n > 0 => break,
-                    _ => return Err(err),
-                }
-            }
-            let len = ret as usize;
+            let len = match read_step(ret, n)? {
+                ReadStep::Got(len) => len,
+                ReadStep::Retry => continue,
+                ReadStep::Stop => break,
+            };
             let Some(hdr) = VnetHdr::parse(&state.rx[..len]) else {
                 self.malformed.fetch_add(1, Ordering::Relaxed);
                 continue;
             };
-            let OffloadState {
-                rx,
-                scratch,
-                pending,
-            } = &mut *state;
-            let res = offload::split(&hdr, &mut rx[VNET_HDR_LEN..len], scratch, |seg| {
-                place(seg, &mut n, pending)
-            });
-            if res.is_err() {
+            let burst = Pending { len, hdr, next: 0 };
+            self.hand_out(state, burst, bufs, lens, &mut n);
+        }
+        Ok(n)
+    }
+
+    /// Splits the burst in `state.rx` from segment `burst.next` on into the caller's
+    /// slots from `n` on; what does not fit stays pending. A segment longer than its
+    /// slot is dropped and counted, a burst that makes no sense is counted as
+    /// malformed.
+    fn hand_out(
+        &self,
+        state: &mut OffloadState,
+        burst: Pending,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+        n: &mut usize,
+    ) {
+        let slots = bufs.len().min(lens.len());
+        let OffloadState {
+            rx,
+            scratch,
+            pending,
+        } = state;
+        let pkt = &mut rx[VNET_HDR_LEN..burst.len];
+        let res = offload::split_from(&burst.hdr, pkt, scratch, burst.next, |seg| {
+            if *n >= slots {
+                return false;
+            }
+            if seg.len() > bufs[*n].len() {
+                self.too_big.fetch_add(1, Ordering::Relaxed);
+            } else {
+                bufs[*n][..seg.len()].copy_from_slice(seg);
+                lens[*n] = seg.len();
+                *n += 1;
+            }
+            true
+        });
+        match res {
+            Ok(None) => {}
+            Ok(Some(next)) => *pending = Some(Pending { next, ..burst }),
+            Err(_) => {
                 self.malformed.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Ok(n)
     }
 
     /// Writes one packet (a whole IPv4 or IPv6 packet). `WouldBlock` when the fd is full.
@@ -393,31 +424,29 @@ impl TunDevice {
     /// With offloads, consecutive segments of one TCP flow go down as one burst (what
     /// the kernel's GRO would have made of them), so the stack handles them once.
     pub fn write_batch(&self, pkts: &[&[u8]]) -> usize {
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        if self.offload.is_some() {
-            offload::bursts(pkts, |i, n| runs.push((i, n)));
-        } else {
-            runs.extend((0..pkts.len()).map(|i| (i, 1)));
-        }
         let mut burst = self.burst.lock().unwrap_or_else(|p| p.into_inner());
         let mut written = 0;
         let mut refused = 0;
         let mut deadline: Option<Instant> = None;
-        let mut r = 0;
         let mut i = 0;
-        while r < runs.len() {
-            let (first, count) = runs[r];
-            let res = if count == 1 {
-                self.write(pkts[first])
+        while i < pkts.len() {
+            // Runs are found one at a time (again after a wait: it is cheap), so no
+            // list of them is kept.
+            let count = if self.offload.is_some() {
+                offload::burst_len(pkts, i)
             } else {
-                let n = offload::build_burst(&pkts[first..first + count], &mut burst);
+                1
+            };
+            let res = if count == 1 {
+                self.write(pkts[i])
+            } else {
+                let n = offload::build_burst(&pkts[i..i + count], &mut burst);
                 self.writev2(&[], &burst[..n])
             };
             match res {
                 Ok(()) => {
                     written += count;
                     i += count;
-                    r += 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let deadline = *deadline.get_or_insert_with(|| Instant::now() + WRITE_WAIT);
@@ -431,7 +460,6 @@ impl TunDevice {
                 Err(_) => {
                     refused += count;
                     i += count;
-                    r += 1;
                 }
             }
         }
@@ -489,6 +517,32 @@ impl AsRawFd for TunDevice {
 impl AsFd for TunDevice {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+/// What one read's return value means for a batch holding `have` packets so far.
+enum ReadStep {
+    /// The read brought this many bytes.
+    Got(usize),
+    /// A signal interrupted it: read again.
+    Retry,
+    /// Nothing more to read now, or an error after some packets were read (the
+    /// error comes back on the next call): return what the batch has.
+    Stop,
+}
+
+/// Sorts a read's return value; call right after the read, while errno is its own.
+/// An error with no packet read yet is returned.
+fn read_step(ret: isize, have: usize) -> io::Result<ReadStep> {
+    if ret >= 0 {
+        return Ok(ReadStep::Got(ret as usize));
+    }
+    let err = io::Error::last_os_error();
+    match err.kind() {
+        io::ErrorKind::Interrupted => Ok(ReadStep::Retry),
+        io::ErrorKind::WouldBlock => Ok(ReadStep::Stop),
+        _ if have > 0 => Ok(ReadStep::Stop),
+        _ => Err(err),
     }
 }
 
@@ -570,5 +624,155 @@ mod tests {
         assert!(!is_gone(&io::Error::from_raw_os_error(libc::EAGAIN)));
         assert!(!is_gone(&io::Error::from_raw_os_error(libc::EINVAL)));
         assert!(!is_gone(&io::Error::other("not an os error")));
+    }
+
+    /// A connected pair of non-blocking SOCK_SEQPACKET sockets: like a TUN fd, each
+    /// read and write is one whole message, so the reader's side of offloads can be
+    /// tested without a device.
+    fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair writes two fds into the array it is given.
+        let ret = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        cvt(ret).unwrap();
+        // SAFETY: both fds were just made by socketpair and are owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    /// An IPv4 TCP burst of `segments` segments of `mss` bytes, behind the
+    /// virtio-net header the kernel puts in front of it.
+    fn burst(seq: u32, segments: usize, mss: u16) -> Vec<u8> {
+        use wire::{ipv4, tcp};
+        let payload_len = segments * mss as usize;
+        let mut b = vec![0u8; VNET_HDR_LEN + 40 + payload_len];
+        let (hdr, pkt) = b.split_at_mut(VNET_HDR_LEN);
+        offload::VnetHdr {
+            gso_type: 1, // TCPv4
+            gso_size: mss,
+            hdr_len: 40,
+            ..Default::default()
+        }
+        .emit(hdr.try_into().unwrap());
+        ipv4::Ipv4Repr {
+            src_addr: "198.18.0.1".parse().unwrap(),
+            dst_addr: "198.18.0.2".parse().unwrap(),
+            protocol: wire::ip::protocol::TCP,
+            payload_len: (20 + payload_len) as u16,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: 1,
+            dont_frag: true,
+        }
+        .emit(pkt)
+        .unwrap();
+        let mut t = tcp::Packet::new_unchecked(&mut pkt[20..]);
+        t.set_header_len(20);
+        t.set_seq_number(seq);
+        t.set_flags(tcp::flags::ACK);
+        for (i, b) in t.payload_mut().iter_mut().enumerate() {
+            *b = (seq as usize + i) as u8;
+        }
+        b
+    }
+
+    /// Bursts split over many small reads keep every segment, in order: the rest of a
+    /// burst that did not fit one call comes first in the next, before anything read
+    /// after it, and a malformed message in between is counted and skipped.
+    #[test]
+    fn bursts_split_across_reads_keep_every_segment_in_order() {
+        let (ours, theirs) = seqpacket_pair();
+        let (ctl, _ctl_peer) = seqpacket_pair();
+        let tun = TunDevice::from_parts(ours, ctl, "test".into(), true);
+
+        let mut want: Vec<Vec<u8>> = Vec::new();
+        let mut scratch = vec![0u8; MAX_BURST];
+        for k in 0..12u32 {
+            let mut msg = burst(k * 100_000, 1 + k as usize % 7, 100 + k as u16);
+            if k == 5 {
+                // A message too short for a virtio-net header.
+                let junk = [0u8; 4];
+                // SAFETY: junk is valid for reads of its length.
+                let ret = unsafe { libc::write(theirs.as_raw_fd(), junk.as_ptr().cast(), 4) };
+                assert_eq!(ret, 4);
+            }
+            // SAFETY: msg is valid for reads of its length.
+            let ret = unsafe { libc::write(theirs.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
+            assert_eq!(ret as usize, msg.len());
+            let hdr = VnetHdr::parse(&msg).unwrap();
+            offload::split(&hdr, &mut msg[VNET_HDR_LEN..], &mut scratch, |s| {
+                want.push(s.to_vec())
+            })
+            .unwrap();
+        }
+        assert_eq!(want.len(), (0..12).map(|k| 1 + k % 7).sum::<usize>());
+
+        let mut storage = vec![[0u8; 2048]; 3];
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let mut bufs: Vec<&mut [u8]> = storage.iter_mut().map(|b| &mut b[..]).collect();
+            let mut lens = [0usize; 3];
+            let n = tun.read_batch(&mut bufs, &mut lens).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend((0..n).map(|i| bufs[i][..lens[i]].to_vec()));
+        }
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "segments differ or are out of order");
+        assert_eq!(tun.malformed(), 1);
+        assert_eq!(tun.too_big(), 0);
+    }
+
+    /// Written segments of one flow go down as one burst per run, and the bursts give
+    /// the segments back; a packet that joins no burst goes alone.
+    #[test]
+    fn write_batch_joins_runs_into_bursts() {
+        let (ours, theirs) = seqpacket_pair();
+        let (ctl, _ctl_peer) = seqpacket_pair();
+        let tun = TunDevice::from_parts(ours, ctl, "test".into(), true);
+
+        let mut scratch = vec![0u8; MAX_BURST];
+        let mut segs: Vec<Vec<u8>> = Vec::new();
+        for (seq, count) in [(0, 5), (1_000_000, 3)] {
+            let mut msg = burst(seq, count, 500);
+            let hdr = VnetHdr::parse(&msg).unwrap();
+            offload::split(&hdr, &mut msg[VNET_HDR_LEN..], &mut scratch, |s| {
+                segs.push(s.to_vec())
+            })
+            .unwrap();
+        }
+        let lone = segs[0][..30].to_vec(); // not TCP data: written alone
+        let mut pkts: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
+        pkts.insert(5, &lone);
+        assert_eq!(tun.write_batch(&pkts), pkts.len());
+        assert_eq!(tun.dropped(), 0);
+
+        let mut back: Vec<Vec<u8>> = Vec::new();
+        let mut messages = 0;
+        let mut buf = vec![0u8; VNET_HDR_LEN + MAX_BURST];
+        loop {
+            // SAFETY: buf is valid for writes of its length.
+            let ret = unsafe { libc::read(theirs.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if ret <= 0 {
+                break;
+            }
+            messages += 1;
+            let len = ret as usize;
+            let hdr = VnetHdr::parse(&buf).unwrap();
+            offload::split(&hdr, &mut buf[VNET_HDR_LEN..len], &mut scratch, |s| {
+                back.push(s.to_vec())
+            })
+            .unwrap();
+        }
+        assert_eq!(messages, 3, "two bursts and the lone packet");
+        assert_eq!(back.len(), pkts.len());
+        assert!(back.iter().zip(&pkts).all(|(a, b)| a == b));
     }
 }

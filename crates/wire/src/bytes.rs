@@ -33,6 +33,14 @@ pub(crate) fn set_u16_be(buf: &mut [u8], at: usize, v: u16) {
     *fixed_mut(buf, at) = v.to_be_bytes();
 }
 
+pub(crate) fn u32_be(buf: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(*fixed(buf, at))
+}
+
+pub(crate) fn set_u32_be(buf: &mut [u8], at: usize, v: u32) {
+    *fixed_mut(buf, at) = v.to_be_bytes();
+}
+
 pub(crate) fn u32_le(buf: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(*fixed(buf, at))
 }

@@ -25,6 +25,7 @@ pub mod error;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
+pub mod tcp;
 pub mod udp;
 pub mod wireguard;
 
