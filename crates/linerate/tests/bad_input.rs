@@ -714,13 +714,61 @@ fn cookie_reply(receiver: u32) -> Vec<u8> {
 const IN: &str = "wg-input";
 const DE: &str = "wg-decrypt";
 
+/// A daemon with a legitimate peer in session (its initiation and a data packet
+/// kept for replays): where each family of bad input starts.
+struct Session {
+    rig: Rig,
+    main: Peer,
+    init: Vec<u8>,
+    data: Vec<u8>,
+}
+
+impl Session {
+    /// None when the test cannot run here (it says so).
+    fn start() -> Option<Session> {
+        let mut rig = Rig::start(None)?;
+        let mut main = rig.peer();
+        Some(Session::established(&mut rig, &mut main)).map(|(init, data)| Session {
+            rig,
+            main,
+            init,
+            data,
+        })
+    }
+
+    /// Our initiation, the daemon's response, data both ways; returns the
+    /// initiation and a data packet the daemon accepted.
+    fn established(rig: &mut Rig, main: &mut Peer) -> (Vec<u8>, Vec<u8>) {
+        let init = rig.handshake(main, b"legit-1");
+        rig.expect_from_daemon_side(main, b"reply-1", "a reply through the session");
+        let data = main.seal(&to_daemon_side(b"legit-data"));
+        rig.send(&data);
+        rig.expect_inner(b"legit-data", "data on the confirmed session");
+        (init, data)
+    }
+
+    /// The legitimate peer still works both ways after the bad input; then the
+    /// daemon stops and the failures are reported.
+    fn finish(mut self) {
+        let again = self.main.seal(&to_daemon_side(b"legit-2"));
+        self.rig.send(&again);
+        self.rig
+            .expect_inner(b"legit-2", "the legitimate peer after the bad input");
+        self.rig
+            .expect_from_daemon_side(&mut self.main, b"reply-2", "a reply after the bad input");
+        self.rig.stop();
+        self.rig.finish();
+    }
+}
+
+/// A cookie reply and a response must name a live receiver index of the daemon's to
+/// get past the index lookup; for a live one, what is wrong with the body is counted.
 #[test]
-fn bad_input_is_counted_and_unanswered() {
+fn bodies_for_a_live_index_are_counted_and_unanswered() {
     let Some(mut rig) = Rig::start(None) else {
         return;
     };
     let mut main = rig.peer();
-
     // The daemon starts a handshake of its own when it has data for the peer: that
     // gives a live receiver index of the daemon's, which a response or cookie reply
     // must name to get past the index lookup.
@@ -752,27 +800,39 @@ fn bad_input_is_counted_and_unanswered() {
 
     // The legitimate session: our initiation, the daemon's response, our data out of
     // the TUN, and the daemon's staged packet and a reply back to us, encrypted.
-    let legit_init = rig.handshake(&mut main, b"legit-1");
+    let init = rig.handshake(&mut main, b"legit-1");
     rig.expect_encrypted(
         &mut main,
         b"from-the-daemon-side",
         "the daemon's staged packet",
     );
-    rig.expect_from_daemon_side(&mut main, b"reply-1", "a reply through the session");
-    let legit_data = main.seal(&to_daemon_side(b"legit-data"));
-    rig.send(&legit_data);
+    let data = main.seal(&to_daemon_side(b"legit-data"));
+    rig.send(&data);
     rig.expect_inner(b"legit-data", "data on the confirmed session");
+    Session {
+        rig,
+        main,
+        init,
+        data,
+    }
+    .finish();
+}
 
+#[test]
+fn wrong_lengths_are_counted_and_unanswered() {
+    let Some(mut s) = Session::start() else {
+        return;
+    };
     // Wrong lengths. Fewer than 4 bytes, or transport data shorter than a header
     // and a tag, are truncated; a handshake message not of its one size is of the
     // wrong length.
-    rig.case(
+    s.rig.case(
         "empty datagram",
         &[vec![]],
         &[(IN, DropReason::Truncated, 1)],
     );
     for t in 1..=4u8 {
-        rig.case(
+        s.rig.case(
             &format!("type {t}, 1 byte"),
             &[vec![t]],
             &[(IN, DropReason::Truncated, 1)],
@@ -784,33 +844,41 @@ fn bad_input_is_counted_and_unanswered() {
         (3, msg::COOKIE_REPLY_LEN),
     ] {
         for len in [size - 1, size + 1] {
-            rig.case(
+            s.rig.case(
                 &format!("type {t}, {len} bytes"),
                 &[typed([t, 0, 0, 0], len)],
                 &[(IN, DropReason::WrongLength, 1)],
             );
         }
     }
-    rig.case(
+    s.rig.case(
         "type 4, 31 bytes",
         &[typed([4, 0, 0, 0], msg::TRANSPORT_MIN_LEN - 1)],
         &[(IN, DropReason::Truncated, 1)],
     );
     // A full packet buffer (1888 bytes) still gets to the protocol: it is read whole.
-    rig.case(
+    s.rig.case(
         "type 1, 1888 bytes (a full buffer)",
         &[typed([1, 0, 0, 0], 1888)],
         &[(IN, DropReason::WrongLength, 1)],
     );
-    rig.case(
+    s.rig.case(
         "type 4, 1888 bytes (a full buffer), unknown index",
         &[typed([4, 0, 0, 0], 1888)],
         &[(DE, DropReason::UnknownIndex, 1)],
     );
 
+    s.finish();
+}
+
+#[test]
+fn unknown_types_and_reserved_bytes_are_counted_and_unanswered() {
+    let Some(mut s) = Session::start() else {
+        return;
+    };
     // Unknown types and reserved bytes that are not zero.
     for t in [5u8, 0, 255] {
-        rig.case(
+        s.rig.case(
             &format!("unknown type {t}"),
             &[typed([t, 0, 0, 0], msg::HANDSHAKE_INITIATION_LEN)],
             &[(IN, DropReason::UnknownType, 1)],
@@ -824,46 +892,54 @@ fn bad_input_is_counted_and_unanswered() {
     ] {
         let mut word = [t, 0, 0, 0];
         word[reserved] = 0x80;
-        rig.case(
+        s.rig.case(
             &format!("type {t} with reserved byte {reserved} set"),
             &[typed(word, size)],
             &[(IN, DropReason::UnknownType, 1)],
         );
     }
     // A valid initiation with a reserved byte set: it must not get past the type word.
-    let mut reserved_init = legit_init.clone();
+    let mut reserved_init = s.init.clone();
     reserved_init[3] = 1;
-    rig.case(
+    s.rig.case(
         "valid initiation with reserved byte 3 set",
         &[reserved_init],
         &[(IN, DropReason::UnknownType, 1)],
     );
 
+    s.finish();
+}
+
+#[test]
+fn bad_handshake_macs_and_bodies_are_counted_and_unanswered() {
+    let Some(mut s) = Session::start() else {
+        return;
+    };
     // MAC1.
-    let mut bad_mac1 = legit_init.clone();
+    let mut bad_mac1 = s.init.clone();
     bad_mac1[msg::HANDSHAKE_INITIATION_LEN - 32] ^= 1;
-    rig.case(
+    s.rig.case(
         "initiation with a bad MAC1",
         &[bad_mac1],
         &[(IN, DropReason::BadMac1, 1)],
     );
-    rig.case(
+    s.rig.case(
         "response with a zero MAC1",
         &[typed([2, 0, 0, 0], msg::HANDSHAKE_RESPONSE_LEN)],
         &[(IN, DropReason::BadMac1, 1)],
     );
-    let public = rig.daemon_public;
-    let mut corrupt = rig.peer().initiate(Vec::new());
+    let public = s.rig.daemon_public;
+    let mut corrupt = s.rig.peer().initiate(Vec::new());
     corrupt[50] ^= 0x20; // inside encrypted_static
     CookieJar::new(&public).stamp(&mut corrupt, Instant::now());
-    rig.case(
+    s.rig.case(
         "initiation with a good MAC1 and a corrupt body",
         &[corrupt],
         &[(IN, DropReason::HandshakeDecrypt, 1)],
     );
     let mut zero_ephemeral = typed([1, 0, 0, 0], msg::HANDSHAKE_INITIATION_LEN);
     CookieJar::new(&public).stamp(&mut zero_ephemeral, Instant::now());
-    rig.case(
+    s.rig.case(
         "initiation with an all-zero ephemeral and a good MAC1",
         &[zero_ephemeral],
         &[(IN, DropReason::ZeroSharedSecret, 1)],
@@ -876,56 +952,65 @@ fn bad_input_is_counted_and_unanswered() {
         );
         d.set_private_key(Some(PrivateKey::generate()));
         let id = d.add_peer(public).unwrap();
-        d.set_endpoint(id, rig.daemon_addr);
+        d.set_endpoint(id, s.rig.daemon_addr);
         d.stage(id, 0, Instant::now());
         match d.poll_action() {
             Some(Action::Send { packet, .. }) => packet,
             other => panic!("no initiation from the stranger: {other:?}"),
         }
     };
-    rig.case(
+    s.rig.case(
         "initiation from a key that is no peer",
         &[stranger],
         &[(IN, DropReason::UnknownPeer, 1)],
     );
 
+    s.finish();
+}
+
+#[test]
+fn replays_floods_and_unknown_indices_are_counted() {
+    let Some(mut s) = Session::start() else {
+        return;
+    };
+    let public = s.rig.daemon_public;
     // Replayed and flooding initiations.
-    rig.case(
+    s.rig.case(
         "replayed initiation",
-        std::slice::from_ref(&legit_init),
+        std::slice::from_ref(&s.init),
         &[(IN, DropReason::StaleTimestamp, 1)],
     );
     {
         // Two valid initiations, each newer than any before, back to back: the first
         // is answered, the second comes within 20 ms of it.
-        let mut first = rig.peer();
-        let mut second = rig.peer();
+        let mut first = s.rig.peer();
+        let mut second = s.rig.peer();
         let a = first.initiate(Vec::new());
         let b = second.initiate(Vec::new());
-        let before = rig.counters();
-        rig.send(&a);
-        rig.send(&b);
-        let got = rig.wait_drops(&before, 1);
-        let response = rig.recv_where(Duration::from_secs(2), |d| d[0] == 2);
-        let answers = rig.answers();
+        let before = s.rig.counters();
+        s.rig.send(&a);
+        s.rig.send(&b);
+        let got = s.rig.wait_drops(&before, 1);
+        let response = s.rig.recv_where(Duration::from_secs(2), |d| d[0] == 2);
+        let answers = s.rig.answers();
         let want: BTreeMap<String, u64> = [(
             format!("{IN}.drop.{}", DropReason::InitiationFlood.name()),
             1,
         )]
         .into();
         if got != want {
-            rig.fail(format!(
+            s.rig.fail(format!(
                 "initiation flood: drops moved {got:?}, want {want:?}"
             ));
         }
         match response {
             Some(r) if r[8..12] == a[4..8] => {}
-            other => rig.fail(format!(
+            other => s.rig.fail(format!(
                 "initiation flood: the first initiation was not answered: {other:?}"
             )),
         }
         if !answers.is_empty() {
-            rig.fail(format!(
+            s.rig.fail(format!(
                 "initiation flood: more answers: {:?}",
                 answers.iter().map(|d| describe(d)).collect::<Vec<_>>()
             ));
@@ -933,36 +1018,45 @@ fn bad_input_is_counted_and_unanswered() {
     }
 
     // Unknown receiver indices.
-    rig.case(
+    s.rig.case(
         "response for an unknown index (good MAC1)",
         &[response_with_good_mac1(&public, UNKNOWN_INDEX)],
         &[(IN, DropReason::UnknownIndex, 1)],
     );
-    rig.case(
+    s.rig.case(
         "cookie reply for an unknown index",
         &[cookie_reply(UNKNOWN_INDEX)],
         &[(IN, DropReason::UnknownIndex, 1)],
     );
-    let (key, receiver, _) = main.ticket();
-    rig.case(
+    let (key, _, _) = s.main.ticket();
+    s.rig.case(
         "data for an unknown index",
         &[seal_data(&key, UNKNOWN_INDEX, 0, &to_daemon_side(b"x"))],
         &[(DE, DropReason::UnknownIndex, 1)],
     );
 
+    s.finish();
+}
+
+#[test]
+fn data_outside_the_replay_window_is_counted() {
+    let Some(mut s) = Session::start() else {
+        return;
+    };
+    let (key, receiver, _) = s.main.ticket();
     // Counters.
-    rig.case(
+    s.rig.case(
         "replayed data",
-        std::slice::from_ref(&legit_data),
+        std::slice::from_ref(&s.data),
         &[(DE, DropReason::Replay, 1)],
     );
     {
-        let (_, _, old) = main.ticket();
+        let (_, _, old) = s.main.ticket();
         let mut far = old;
         while far < old + 20_000 {
-            far = main.ticket().2;
+            far = s.main.ticket().2;
         }
-        rig.case(
+        s.rig.case(
             "data far ahead of the window (valid)",
             &[seal_data(
                 &key,
@@ -972,13 +1066,14 @@ fn bad_input_is_counted_and_unanswered() {
             )],
             &[],
         );
-        rig.expect_inner(b"far-ahead", "data far ahead of the window");
-        rig.case(
+        s.rig
+            .expect_inner(b"far-ahead", "data far ahead of the window");
+        s.rig.case(
             "an older counter, inside the window before the jump, now behind it",
             &[seal_data(&key, receiver, old, &to_daemon_side(b"old"))],
             &[(DE, DropReason::Replay, 1)],
         );
-        rig.case(
+        s.rig.case(
             "an unseen counter inside the window (valid, out of order)",
             &[seal_data(
                 &key,
@@ -988,8 +1083,9 @@ fn bad_input_is_counted_and_unanswered() {
             )],
             &[],
         );
-        rig.expect_inner(b"in-window", "an unseen counter inside the window");
-        rig.case(
+        s.rig
+            .expect_inner(b"in-window", "an unseen counter inside the window");
+        s.rig.case(
             "the same counter inside the window again",
             &[seal_data(
                 &key,
@@ -1001,7 +1097,7 @@ fn bad_input_is_counted_and_unanswered() {
         );
     }
     for counter in [REJECT_AFTER_MESSAGES, u64::MAX] {
-        rig.case(
+        s.rig.case(
             &format!("counter {counter:#x} (>= REJECT_AFTER_MESSAGES)"),
             &[seal_data(
                 &key,
@@ -1013,21 +1109,36 @@ fn bad_input_is_counted_and_unanswered() {
         );
     }
 
+    s.finish();
+}
+
+#[test]
+fn corrupt_data_is_counted_and_shown_by_name() {
+    let Some(mut s) = Session::start() else {
+        return;
+    };
+    let mut bad_mac1 = s.init.clone();
+    bad_mac1[msg::HANDSHAKE_INITIATION_LEN - 32] ^= 1;
+    s.rig.case(
+        "initiation with a bad MAC1",
+        &[bad_mac1],
+        &[(IN, DropReason::BadMac1, 1)],
+    );
     // Bodies.
-    let mut flipped = main.seal(&to_daemon_side(b"flipped"));
+    let mut flipped = s.main.seal(&to_daemon_side(b"flipped"));
     flipped[20] ^= 0x01; // ciphertext
-    let mut flipped_tag = main.seal(&to_daemon_side(b"flipped-tag"));
+    let mut flipped_tag = s.main.seal(&to_daemon_side(b"flipped-tag"));
     *flipped_tag.last_mut().unwrap() ^= 0x80;
-    let mut flipped_header = main.seal(&to_daemon_side(b"flipped-header"));
+    let mut flipped_header = s.main.seal(&to_daemon_side(b"flipped-header"));
     flipped_header[8] ^= 0x01; // the counter, which is the nonce
-    rig.case(
+    s.rig.case(
         "data with flipped bits",
         &[flipped, flipped_tag, flipped_header],
         &[(DE, DropReason::BadTag, 3)],
     );
-    rig.case(
+    s.rig.case(
         "inner source outside the peer's allowed IPs",
-        &[main.seal(&inner_udp(
+        &[s.main.seal(&inner_udp(
             STRANGER_INNER,
             DAEMON_INNER,
             PEER_INNER_PORT,
@@ -1036,33 +1147,26 @@ fn bad_input_is_counted_and_unanswered() {
         ))],
         &[(DE, DropReason::SourceNotAllowed, 1)],
     );
-    rig.case(
+    s.rig.case(
         "inner bytes that are no IP packet",
-        &[main.seal(&[0u8; 24])],
+        &[s.main.seal(&[0u8; 24])],
         &[(DE, DropReason::BadInnerPacket, 1)],
     );
 
-    // After all that, the legitimate peer still works both ways.
-    let again = main.seal(&to_daemon_side(b"legit-2"));
-    rig.send(&again);
-    rig.expect_inner(b"legit-2", "the legitimate peer after the bad input");
-    rig.expect_from_daemon_side(&mut main, b"reply-2", "a reply after the bad input");
-
     // The command line shows the drops by name.
     let shown = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["show", "counters", &rig.daemon.ifname])
+        .args(["show", "counters", &s.rig.daemon.ifname])
         .output()
         .expect("running linerate show counters");
     let text = String::from_utf8_lossy(&shown.stdout).into_owned();
     if !shown.status.success() || !text.contains("bad-mac1=") || !text.contains("wg-decrypt") {
-        rig.fail(format!(
+        s.rig.fail(format!(
             "linerate show counters: {}, printed:\n{text}",
             shown.status
         ));
     }
 
-    rig.stop();
-    rig.finish();
+    s.finish();
 }
 
 #[test]
