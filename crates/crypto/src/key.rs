@@ -76,14 +76,14 @@ impl core::fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
-struct Slot {
+struct KeySlot {
     generation: u32,
     key: Option<KeyMaterial>,
 }
 
 #[derive(Default)]
-struct Slots {
-    slots: Vec<Slot>,
+struct KeySlots {
+    slots: Vec<KeySlot>,
     free: Vec<u32>,
     live: usize,
 }
@@ -91,7 +91,7 @@ struct Slots {
 /// All keys of one process, shared by the control plane (which adds and removes
 /// them) and every worker's engines (which read them once and cache them expanded).
 pub struct KeyRegistry {
-    slots: Mutex<Slots>,
+    slots: Mutex<KeySlots>,
     capacity: usize,
     epoch: AtomicU64,
     /// Tells registries apart: handles of two registries look alike.
@@ -106,7 +106,7 @@ impl KeyRegistry {
     /// (send and receive for next, current and previous keypairs).
     pub fn new(capacity: usize) -> KeyRegistry {
         KeyRegistry {
-            slots: Mutex::new(Slots::default()),
+            slots: Mutex::new(KeySlots::default()),
             capacity,
             epoch: AtomicU64::new(0),
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
@@ -129,7 +129,7 @@ impl KeyRegistry {
             });
         }
         let index = s.slots.len() as u32;
-        s.slots.push(Slot {
+        s.slots.push(KeySlot {
             generation: 1,
             key: Some(material),
         });
@@ -187,7 +187,7 @@ impl KeyRegistry {
         self.epoch.load(Ordering::Acquire)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, KeySlots> {
         // A panic while holding this lock cannot leave the slots inconsistent (each
         // method finishes its update before anything can panic), so poisoning is moot.
         self.slots.lock().unwrap_or_else(|p| p.into_inner())

@@ -82,8 +82,9 @@ impl Drop for Keypair {
     }
 }
 
+/// Which of a peer's three keypairs a receiver index names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
+pub enum KeypairRole {
     Next,
     Current,
     Previous,
@@ -98,11 +99,11 @@ pub struct Keypairs {
 }
 
 impl Keypairs {
-    pub fn find(&self, local_index: u32) -> Option<(Slot, &Keypair)> {
+    pub fn find(&self, local_index: u32) -> Option<(KeypairRole, &Keypair)> {
         [
-            (Slot::Current, &self.current),
-            (Slot::Previous, &self.previous),
-            (Slot::Next, &self.next),
+            (KeypairRole::Current, &self.current),
+            (KeypairRole::Previous, &self.previous),
+            (KeypairRole::Next, &self.next),
         ]
         .into_iter()
         .find_map(|(s, k)| {
@@ -112,27 +113,27 @@ impl Keypairs {
         })
     }
 
-    pub fn find_mut(&mut self, local_index: u32) -> Option<(Slot, &mut Keypair)> {
+    pub fn find_mut(&mut self, local_index: u32) -> Option<(KeypairRole, &mut Keypair)> {
         if self
             .current
             .as_ref()
             .is_some_and(|k| k.local_index == local_index)
         {
-            return self.current.as_mut().map(|k| (Slot::Current, k));
+            return self.current.as_mut().map(|k| (KeypairRole::Current, k));
         }
         if self
             .previous
             .as_ref()
             .is_some_and(|k| k.local_index == local_index)
         {
-            return self.previous.as_mut().map(|k| (Slot::Previous, k));
+            return self.previous.as_mut().map(|k| (KeypairRole::Previous, k));
         }
         if self
             .next
             .as_ref()
             .is_some_and(|k| k.local_index == local_index)
         {
-            return self.next.as_mut().map(|k| (Slot::Next, k));
+            return self.next.as_mut().map(|k| (KeypairRole::Next, k));
         }
         None
     }

@@ -8,7 +8,7 @@
 use super::{Action, Device};
 use crate::constants::{REJECT_AFTER_MESSAGES, REKEY_AFTER_MESSAGES};
 use crate::drop::DropReason;
-use crate::keypair::Slot;
+use crate::keypair::KeypairRole;
 use crate::peer::PeerId;
 use crate::staged::Staged;
 use crypto::KeyHandle;
@@ -177,14 +177,14 @@ impl Device {
         if !k.replay.commit(counter) {
             return Err(DropReason::Replay);
         }
-        let rekey_on_receive = slot == Slot::Current
+        let rekey_on_receive = slot == KeypairRole::Current
             && k.initiator
             && now >= k.rekey_on_receive_at
             && !p.timers.sent_lastminute_handshake;
         p.rx_bytes += wire_len as u64;
         p.endpoint = Some(src);
         // Data on `next`: the initiator has the session too, so it becomes current.
-        let confirmed = slot == Slot::Next;
+        let confirmed = slot == KeypairRole::Next;
         let pushed_out = if confirmed {
             p.keypairs.confirm_next()
         } else {
