@@ -48,10 +48,10 @@ impl WgGraph {
     pub fn new(arena: Arena, device: Device, engines: EngineSet, now: Instant) -> WgGraph {
         let graph: Graph<Context> = Graph::new(vec![
             Box::new(WgInput),
-            Box::new(WgDecrypt::default()),
+            Box::new(WgDecrypt::node()),
             Box::new(WgDecrypt::post()),
             Box::new(Output::new(Output::TUN, TUN_OUT)),
-            Box::new(WgEncrypt::default()),
+            Box::new(WgEncrypt::node()),
             Box::new(WgEncrypt::post()),
             Box::new(Output::new(Output::UDP, UDP_OUT)),
         ]);

@@ -8,13 +8,14 @@
 
 use crate::arena::{Arena, Handle};
 use crate::context::Context;
-use crate::counters::NodeCounters;
-use crate::graph::{FREE, Node, NodeInfo};
-use crate::inflight::{Resume, park_frame};
-use crate::nodes::{Output, Resumed};
+use crate::counters::{ErrorSlot, NodeCounters};
+use crate::graph::{FREE, NodeInfo};
+use crate::inflight::Resume;
+use crate::nodes::Output;
+use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData};
-use wireguard::{DropReason, RecvTicket};
+use wireguard::DropReason;
 
 crate::node_errors! {
     /// Why wg-decrypt (and wg-decrypt-post) drop a packet, besides the protocol's
@@ -31,177 +32,130 @@ enum Next {
     Tun = 0,
 }
 
-struct Pending {
-    index: usize,
-    ticket: RecvTicket,
-    counter: u64,
-}
-
-#[derive(Default)]
-pub struct WgDecrypt {
-    ops: Vec<AeadOp>,
-    pending: Vec<Pending>,
-}
+/// The wg-decrypt stage: see the module doc.
+pub struct WgDecrypt;
 
 impl WgDecrypt {
     pub const NAME: &'static str = "wg-decrypt";
     pub const POST: &'static str = "wg-decrypt-post";
+
+    pub fn node() -> AeadNode<WgDecrypt> {
+        AeadNode::default()
+    }
+
+    /// The node that finishes frames an asynchronous engine decrypted.
+    pub fn post() -> PostNode<WgDecrypt> {
+        PostNode::default()
+    }
+}
+
+impl AeadStage for WgDecrypt {
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Output::TUN],
         errors: DecryptError::TABLE,
     };
+    const POST_INFO: NodeInfo = NodeInfo {
+        name: Self::POST,
+        ..Self::INFO
+    };
 
-    /// The node that finishes frames an asynchronous engine decrypted.
-    pub fn post() -> Resumed {
-        let info = NodeInfo {
-            name: Self::POST,
-            ..Self::INFO
-        };
-        Resumed::new(info, finish_resumed, DecryptError::NotParked.into())
+    fn not_parked() -> ErrorSlot {
+        DecryptError::NotParked.into()
     }
 
-    /// Finds the packet's session and adds its op, or drops it (counted).
-    fn prepare(&mut self, cx: &mut Context, i: usize, h: Handle, c: &mut NodeCounters) {
+    /// Finds the packet's session and makes its op, or drops it (counted).
+    fn prepare(
+        cx: &mut Context,
+        h: Handle,
+        _next: &mut u16,
+        c: &mut NodeCounters,
+    ) -> Option<(AeadOp, Resume)> {
         // wg-input checked the type and the minimum length.
         let Ok(msg) = TransportData::new_checked(cx.arena.data(h)) else {
             c.drop(DecryptError::from(DropReason::Truncated));
-            return;
+            return None;
         };
         let (index, counter) = (msg.receiver_index(), msg.counter());
         let ticket = match cx.tunnels.wg.device.recv_ticket(index, counter, cx.now) {
             Ok(t) => t,
             Err(reason) => {
                 c.drop(DecryptError::from(reason));
-                return;
+                return None;
             }
         };
         let m = cx.arena.meta(h);
         let text_len = m.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
         let text = Arena::offset_of(h) + m.offset as usize + TRANSPORT_HEADER_LEN;
-        self.ops.push(AeadOp::in_place(
+        let op = AeadOp::in_place(
             Algorithm::ChaCha20Poly1305,
             ticket.key,
             Direction::Decrypt,
             crypto::seal::counter_nonce(counter),
             Span::EMPTY,
             Span::new(text as u32, text_len as u32),
-        ));
-        self.pending.push(Pending {
-            index: i,
-            ticket,
-            counter,
-        });
-    }
-}
-
-impl Node<Context> for WgDecrypt {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
+        );
+        Some((op, Resume::Decrypt { ticket, counter }))
     }
 
-    fn process(
-        &mut self,
+    /// After the crypto: parse the inner packet, check its source, commit the
+    /// counter, and pass it on, or drop it.
+    fn finish(
         cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
+        h: Handle,
+        status: OpStatus,
+        resume: Resume,
         c: &mut NodeCounters,
-    ) {
-        self.ops.clear();
-        self.pending.clear();
-        for (i, &h) in packets.iter().enumerate() {
-            self.prepare(cx, i, h, c);
-        }
-        if self.ops.is_empty() {
-            return;
-        }
-        let parked = self.pending.iter().map(|p| {
-            let resume = Resume::Decrypt {
-                ticket: p.ticket,
-                counter: p.counter,
-            };
-            (p.index, packets[p.index], resume)
-        });
-        if park_frame(cx, &mut self.ops, parked, next) {
-            return;
-        }
-        cx.run_ops(&mut self.ops);
-        for (op, p) in self.ops.iter().zip(&self.pending) {
-            next[p.index] = finish(cx, packets[p.index], op.status, &p.ticket, p.counter, c);
-        }
-    }
-}
-
-/// After the crypto: parse the inner packet, check its source, commit the counter,
-/// and pass it on, or drop it.
-fn finish(
-    cx: &mut Context,
-    h: Handle,
-    status: OpStatus,
-    ticket: &RecvTicket,
-    counter: u64,
-    c: &mut NodeCounters,
-) -> u16 {
-    match status {
-        OpStatus::Ok => {}
-        OpStatus::BadTag => {
-            c.drop(DecryptError::from(DropReason::BadTag));
+    ) -> u16 {
+        let Resume::Decrypt { ticket, counter } = resume else {
+            c.drop(DecryptError::NotParked);
             return FREE;
-        }
-        _ => {
-            c.drop(DecryptError::EngineFailed);
-            return FREE;
-        }
-    }
-    let meta = *cx.arena.meta(h);
-    let plain_len = meta.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
-    let plain_start = meta.offset as usize + TRANSPORT_HEADER_LEN;
-    let (inner_src, inner_len) = if plain_len == 0 {
-        (None, 0) // keepalive
-    } else {
-        let buf = &cx.arena.data(h)[TRANSPORT_HEADER_LEN..TRANSPORT_HEADER_LEN + plain_len];
-        match wire::IpPacket::parse(buf) {
-            Ok(ip) if ip.total_len() <= plain_len => (Some(ip.src_addr()), ip.total_len()),
+        };
+        match status {
+            OpStatus::Ok => {}
+            OpStatus::BadTag => {
+                c.drop(DecryptError::from(DropReason::BadTag));
+                return FREE;
+            }
             _ => {
-                c.drop(DecryptError::from(DropReason::BadInnerPacket));
+                c.drop(DecryptError::EngineFailed);
                 return FREE;
             }
         }
-    };
-    if let Err(reason) = cx.tunnels.wg.device.recv_commit(
-        ticket,
-        counter,
-        inner_src,
-        meta.len as usize,
-        meta.addr,
-        cx.now,
-    ) {
-        c.drop(DecryptError::from(reason));
-        return FREE;
-    }
-    if inner_src.is_none() {
-        c.consumed += 1;
-        return FREE;
-    }
-    let m = cx.arena.meta_mut(h);
-    m.offset = plain_start as u16;
-    m.len = inner_len as u16; // strips the padding
-    m.peer = ticket.peer.0;
-    Next::Tun as u16
-}
-
-fn finish_resumed(
-    cx: &mut Context,
-    h: Handle,
-    status: OpStatus,
-    resume: Resume,
-    c: &mut NodeCounters,
-) -> u16 {
-    match resume {
-        Resume::Decrypt { ticket, counter } => finish(cx, h, status, &ticket, counter, c),
-        Resume::Encrypt { .. } => {
-            c.drop(DecryptError::NotParked);
-            FREE
+        let meta = *cx.arena.meta(h);
+        let plain_len = meta.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
+        let plain_start = meta.offset as usize + TRANSPORT_HEADER_LEN;
+        let (inner_src, inner_len) = if plain_len == 0 {
+            (None, 0) // keepalive
+        } else {
+            let buf = &cx.arena.data(h)[TRANSPORT_HEADER_LEN..TRANSPORT_HEADER_LEN + plain_len];
+            match wire::IpPacket::parse(buf) {
+                Ok(ip) if ip.total_len() <= plain_len => (Some(ip.src_addr()), ip.total_len()),
+                _ => {
+                    c.drop(DecryptError::from(DropReason::BadInnerPacket));
+                    return FREE;
+                }
+            }
+        };
+        if let Err(reason) = cx.tunnels.wg.device.recv_commit(
+            &ticket,
+            counter,
+            inner_src,
+            meta.len as usize,
+            meta.addr,
+            cx.now,
+        ) {
+            c.drop(DecryptError::from(reason));
+            return FREE;
         }
+        if inner_src.is_none() {
+            c.consumed += 1;
+            return FREE;
+        }
+        let m = cx.arena.meta_mut(h);
+        m.offset = plain_start as u16;
+        m.len = inner_len as u16; // strips the padding
+        m.peer = ticket.peer.0;
+        Next::Tun as u16
     }
 }

@@ -7,10 +7,11 @@
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
-use crate::counters::NodeCounters;
-use crate::graph::{FREE, KEEP, Node, NodeInfo};
-use crate::inflight::{Resume, park_frame};
-use crate::nodes::{Output, Resumed};
+use crate::counters::{ErrorSlot, NodeCounters};
+use crate::graph::{FREE, KEEP, NodeInfo};
+use crate::inflight::Resume;
+use crate::nodes::Output;
+use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData, padded_len};
 use wireguard::{DropReason, PeerId, SendError};
@@ -32,46 +33,46 @@ enum Next {
     Udp = 0,
 }
 
-struct Pending {
-    index: usize,
-    peer: PeerId,
-    inner_len: usize,
-}
-
-#[derive(Default)]
-pub struct WgEncrypt {
-    ops: Vec<AeadOp>,
-    pending: Vec<Pending>,
-}
+/// The wg-encrypt stage: see the module doc.
+pub struct WgEncrypt;
 
 impl WgEncrypt {
     pub const NAME: &'static str = "wg-encrypt";
     pub const POST: &'static str = "wg-encrypt-post";
+
+    pub fn node() -> AeadNode<WgEncrypt> {
+        AeadNode::default()
+    }
+
+    /// The node that finishes frames an asynchronous engine encrypted.
+    pub fn post() -> PostNode<WgEncrypt> {
+        PostNode::default()
+    }
+}
+
+impl AeadStage for WgEncrypt {
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Output::UDP],
         errors: EncryptError::TABLE,
     };
+    const POST_INFO: NodeInfo = NodeInfo {
+        name: Self::POST,
+        ..Self::INFO
+    };
 
-    /// The node that finishes frames an asynchronous engine encrypted.
-    pub fn post() -> Resumed {
-        let info = NodeInfo {
-            name: Self::POST,
-            ..Self::INFO
-        };
-        Resumed::new(info, finish_resumed, EncryptError::NotParked.into())
+    fn not_parked() -> ErrorSlot {
+        EncryptError::NotParked.into()
     }
 
-    /// Frames one packet in place for its peer and adds its op, or stages it (next
+    /// Frames one packet in place for its peer and makes its op, or stages it (next
     /// edge KEEP) or drops it (counted).
     fn prepare(
-        &mut self,
         cx: &mut Context,
-        i: usize,
         h: Handle,
-        next: &mut [u16],
+        next: &mut u16,
         c: &mut NodeCounters,
-    ) {
+    ) -> Option<(AeadOp, Resume)> {
         let wg = &mut cx.tunnels.wg;
         let data = cx.arena.data(h);
         // An empty packet is a keepalive the device staged for its peer.
@@ -85,13 +86,13 @@ impl WgEncrypt {
                 Ok((_, dst)) => wg.device.peer_for_destination(dst),
                 Err(_) => {
                     c.drop(EncryptError::from(DropReason::BadInnerPacket));
-                    return;
+                    return None;
                 }
             }
         };
         let Some(peer) = peer else {
             c.drop(EncryptError::from(DropReason::NoPeerForDestination));
-            return;
+            return None;
         };
         let ticket = match wg.device.send_ticket(peer, cx.now) {
             Ok(t) => t,
@@ -100,25 +101,25 @@ impl WgEncrypt {
                 // ready and the device hands it back (see WgGraph::run).
                 if wg.staged >= wg.max_staged {
                     c.drop(EncryptError::from(DropReason::StagedOverflow));
-                    return;
+                    return None;
                 }
                 match wg.device.stage(peer, h, cx.now) {
                     None => wg.staged += 1,
                     Some(evicted) if evicted == h => {
                         c.drop(EncryptError::from(DropReason::NoPeerForDestination));
-                        return;
+                        return None;
                     }
                     Some(evicted) => {
                         cx.arena.free(evicted);
                         c.drop(EncryptError::from(DropReason::StagedOverflow));
                     }
                 }
-                next[i] = KEEP;
-                return;
+                *next = KEEP;
+                return None;
             }
             Err(SendError::NoEndpoint) => {
                 c.drop(EncryptError::from(DropReason::NoEndpoint));
-                return;
+                return None;
             }
         };
         let m = *cx.arena.meta(h);
@@ -127,7 +128,7 @@ impl WgEncrypt {
         let start = m.offset as usize;
         if start < TRANSPORT_HEADER_LEN || start + padded + TAG_LEN > FRAME_SIZE {
             c.drop(EncryptError::TooBig);
-            return;
+            return None;
         }
         let buf = cx.arena.buffer_mut(h);
         buf[start + inner_len..start + padded].fill(0);
@@ -138,97 +139,43 @@ impl WgEncrypt {
             ticket.receiver_index,
             ticket.counter,
         );
-        self.ops.push(AeadOp::in_place(
+        let op = AeadOp::in_place(
             Algorithm::ChaCha20Poly1305,
             ticket.key,
             Direction::Encrypt,
             crypto::seal::counter_nonce(ticket.counter),
             Span::EMPTY,
             Span::new((Arena::offset_of(h) + start) as u32, padded as u32),
-        ));
+        );
         let meta = cx.arena.meta_mut(h);
         meta.offset = header as u16;
         meta.len = (TRANSPORT_HEADER_LEN + padded + TAG_LEN) as u16;
         meta.addr = ticket.endpoint;
         meta.peer = peer.0;
-        self.pending.push(Pending {
-            index: i,
-            peer,
-            inner_len,
-        });
-    }
-}
-
-impl Node<Context> for WgEncrypt {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
+        Some((op, Resume::Encrypt { peer, inner_len }))
     }
 
-    fn process(
-        &mut self,
+    /// After the crypto: count the send and pass the packet on, or drop it.
+    fn finish(
         cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
+        h: Handle,
+        status: OpStatus,
+        resume: Resume,
         c: &mut NodeCounters,
-    ) {
-        self.ops.clear();
-        self.pending.clear();
-        for (i, &h) in packets.iter().enumerate() {
-            self.prepare(cx, i, h, next, c);
-        }
-        if self.ops.is_empty() {
-            return;
-        }
-        let parked = self.pending.iter().map(|p| {
-            let resume = Resume::Encrypt {
-                peer: p.peer,
-                inner_len: p.inner_len,
-            };
-            (p.index, packets[p.index], resume)
-        });
-        if park_frame(cx, &mut self.ops, parked, next) {
-            return;
-        }
-        cx.run_ops(&mut self.ops);
-        for (op, p) in self.ops.iter().zip(&self.pending) {
-            next[p.index] = finish(cx, packets[p.index], op.status, p.peer, p.inner_len, c);
-        }
-    }
-}
-
-/// After the crypto: count the send and pass the packet on, or drop it.
-fn finish(
-    cx: &mut Context,
-    h: Handle,
-    status: OpStatus,
-    peer: PeerId,
-    inner_len: usize,
-    c: &mut NodeCounters,
-) -> u16 {
-    if status != OpStatus::Ok {
-        c.drop(EncryptError::EngineFailed);
-        return FREE;
-    }
-    let wire_len = cx.arena.meta(h).len as usize;
-    cx.tunnels
-        .wg
-        .device
-        .note_sent(peer, inner_len, wire_len, cx.now);
-    Next::Udp as u16
-}
-
-fn finish_resumed(
-    cx: &mut Context,
-    h: Handle,
-    status: OpStatus,
-    resume: Resume,
-    c: &mut NodeCounters,
-) -> u16 {
-    match resume {
-        Resume::Encrypt { peer, inner_len } => finish(cx, h, status, peer, inner_len, c),
-        Resume::Decrypt { .. } => {
+    ) -> u16 {
+        let Resume::Encrypt { peer, inner_len } = resume else {
             c.drop(EncryptError::NotParked);
-            FREE
+            return FREE;
+        };
+        if status != OpStatus::Ok {
+            c.drop(EncryptError::EngineFailed);
+            return FREE;
         }
+        let wire_len = cx.arena.meta(h).len as usize;
+        cx.tunnels
+            .wg
+            .device
+            .note_sent(peer, inner_len, wire_len, cx.now);
+        Next::Udp as u16
     }
 }
