@@ -13,7 +13,6 @@ pub mod device;
 pub mod drop;
 mod index_hash;
 pub mod keypair;
-mod lookup_cache;
 pub mod noise;
 pub mod peer;
 pub mod ratelimit;

@@ -1,4 +1,4 @@
-//! A small direct-mapped cache in front of the allowed-IPs trie. A lookup in a trie
+//! A small direct-mapped cache in front of the tries. A lookup in a trie
 //! of a million prefixes walks some twenty nodes; traffic goes to few destinations
 //! at a time, so the last answer for an address is kept and reused until the table
 //! changes. A miss costs one compare more than no cache; a flood of distinct
