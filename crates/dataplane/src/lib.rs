@@ -10,8 +10,10 @@
 pub mod arena;
 pub mod context;
 pub mod counters;
+pub mod fib;
 pub mod graph;
 pub mod inflight;
+pub mod neighbor;
 pub mod nodes;
 pub mod wg;
 

@@ -174,10 +174,7 @@ mod tests {
         for v in 0..500u32 {
             t.remove_value(v);
         }
-        assert!(
-            t.v4.is_empty() && t.v6.is_empty(),
-            "every node freed"
-        );
+        assert!(t.v4.is_empty() && t.v6.is_empty(), "every node freed");
         assert!(t.owned.is_empty());
     }
 
