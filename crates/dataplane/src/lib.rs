@@ -13,6 +13,7 @@ pub mod counters;
 pub mod fib;
 pub mod graph;
 pub mod inflight;
+pub mod interfaces;
 pub mod neighbor;
 pub mod nodes;
 pub mod wg;
