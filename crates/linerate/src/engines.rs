@@ -91,9 +91,10 @@ pub fn validate(spec: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The engine set of a worker: algorithms named in `spec` go where it says; the rest
-/// go to the engine a short calibration finds cheapest for an IMIX mix. Returns the
-/// set and a line per algorithm saying what was chosen and why.
+/// The engine set of a worker: algorithms named in `spec` go where it says, one engine
+/// for every size; the rest go, size class by size class, to the engine a short
+/// calibration finds fastest at that class's size. Returns the set and a line per
+/// algorithm saying what was chosen for which sizes and why.
 pub fn configured_set(
     keys: &Arc<KeyRegistry>,
     spec: Option<&str>,
@@ -128,19 +129,53 @@ pub fn configured_set(
     let lines = Algorithm::ALL
         .iter()
         .map(|&a| {
-            let chosen = set.chosen(a).unwrap_or("none");
             let how = if pinned.contains(&a) {
                 "configured"
             } else {
                 "measured"
             };
-            let figures: Vec<String> = measured
+            // What the engine serving each measured size did there.
+            let figures: Vec<String> = crypto::size_class::SIZES
                 .iter()
-                .filter(|m| m.alg == a && m.engine == chosen)
-                .map(|m| format!("{} B {:.2} Gbit/s", m.size, m.gbps))
+                .filter_map(|&size| {
+                    let engine = set.chosen_for(a, size as u32)?;
+                    measured
+                        .iter()
+                        .find(|m| m.alg == a && m.engine == engine && m.size == size)
+                        .map(|m| format!("{size} B {engine} {:.2} Gbit/s", m.gbps))
+                })
                 .collect();
-            format!("{a}: {chosen} ({how}; {})", figures.join(", "))
+            format!("{a}: {} ({how}; {})", set.describe(a), figures.join(", "))
         })
         .collect();
     Ok((set, lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_serves_every_size_and_the_lines_say_so() {
+        let keys = Arc::new(KeyRegistry::new(4));
+        let (set, lines) = configured_set(
+            &keys,
+            Some("chacha20-poly1305=reference"),
+            std::time::Duration::from_millis(1),
+        )
+        .unwrap();
+        let chacha = Algorithm::ChaCha20Poly1305;
+        for len in [0, 64, 570, 1424, 1518] {
+            assert_eq!(set.chosen_for(chacha, len), Some("reference"));
+        }
+        assert!(
+            lines[0].starts_with(
+                "chacha20-poly1305: reference for every size (configured; 64 B reference "
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].contains("1518 B reference"), "{}", lines[0]);
+        assert!(lines[1].starts_with("aes-128-gcm: ") && lines[1].contains("(measured; "));
+    }
 }
