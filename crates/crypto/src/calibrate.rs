@@ -1,20 +1,19 @@
-//! Measuring engines, and choosing one per algorithm by measurement.
+//! Measuring engines, and choosing one per algorithm and size class by measurement.
 //!
 //! A measurement runs batches of in-place encryptions of one size through an engine
-//! for a short, fixed time on scratch memory. The choice per algorithm weighs the
-//! size classes by a simple IMIX (7:4:1 of 64, 570 and 1518 bytes), the traffic mix
-//! VPN gateways are usually judged by: the engine that spends the least time on one
-//! such mix wins. Asynchronous engines are measured but only run when configured.
+//! for a short, fixed time on scratch memory. Every engine is measured at the size of
+//! every class ([`size_class::SIZES`]), and each class of each algorithm goes to the
+//! engine with the most packets per second at that size: small packets can go to a
+//! multi-buffer engine while large ones go to whatever is fastest for them.
+//! Asynchronous engines are measured but only run when configured.
 
 use crate::{
     AeadOp, Algorithm, Direction, Engine, EngineSet, KeyRegistry, OpStatus, Span, TAG_LEN,
+    size_class,
 };
 use std::time::{Duration, Instant};
 
-/// The simple IMIX: packet sizes and their weights, 7:4:1 of 64, 570 and 1518 bytes.
-pub const IMIX: [(usize, u32); 3] = [(64, 7), (570, 4), (1518, 1)];
-/// Size classes of the calibration and their weights: the IMIX's.
-pub const CLASSES: [(usize, u32); 3] = IMIX;
+pub use crate::size_class::IMIX;
 /// Ops per batch: one frame of the data path.
 pub const BATCH: usize = crate::FRAME_LEN;
 
@@ -87,26 +86,15 @@ pub fn measure(
     })
 }
 
-/// Seconds one engine needs for one IMIX mix of packets, from its measurements.
-fn mix_cost(ms: &[Measurement]) -> Option<f64> {
-    CLASSES
-        .iter()
-        .map(|&(size, weight)| {
-            ms.iter()
-                .find(|m| m.size == size)
-                .map(|m| weight as f64 / (m.mpps * 1e6))
-        })
-        .sum()
-}
-
-/// Measures every engine of `set` on every algorithm it serves at every size class,
-/// and routes each algorithm to the engine with the cheapest mix. Algorithms already
-/// pinned in `keep` are measured but not rerouted. Returns all measurements.
+/// Measures every engine of `set` on every algorithm it serves at the size of every
+/// class, `time` each, and routes each class of each algorithm to the engine with
+/// the most Mpps at that size. Algorithms pinned in `keep` are measured but not
+/// rerouted. Returns all measurements.
 pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec<Measurement> {
     let mut all = Vec::new();
     for engine in set.engines_mut() {
         for alg in Algorithm::ALL {
-            for &(size, _) in &CLASSES {
+            for &size in &size_class::SIZES {
                 if let Some(m) = measure(engine, alg, size, time) {
                     all.push(m);
                 }
@@ -120,7 +108,7 @@ pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec
         // Asynchronous engines are measured but never chosen by measurement: on an idle
         // machine they borrow the very cores the workers will need under load, so
         // they would win here and lose in service. They run when configured.
-        let names: Vec<&'static str> = set
+        let sync: Vec<&'static str> = set
             .engines_mut()
             .filter(|e| e.supports(alg))
             .filter_map(|e| {
@@ -131,20 +119,15 @@ pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec
                 }
             })
             .collect();
-        let best = names
-            .iter()
-            .filter_map(|&name| {
-                let ms: Vec<Measurement> = all
-                    .iter()
-                    .filter(|m| m.engine == name && m.alg == alg)
-                    .cloned()
-                    .collect();
-                mix_cost(&ms).map(|c| (name, c))
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((name, _)) = best {
-            let _ = set.choose(alg, name);
-        }
+        let names = size_class::SIZES.map(|size| {
+            all.iter()
+                .filter(|m| m.alg == alg && m.size == size && sync.contains(&m.engine))
+                .max_by(|a, b| a.mpps.total_cmp(&b.mpps))
+                .map(|m| m.engine)
+        });
+        // Refused only when a class went unmeasured while an asynchronous engine
+        // serves the algorithm; the choice then stays as it was.
+        let _ = set.choose_by_class(alg, names);
     }
     all
 }
@@ -203,8 +186,80 @@ mod tests {
     fn measures_and_chooses() {
         let mut set = EngineSet::new(vec![Box::new(ReferenceEngine::new())]);
         let ms = calibrate(&mut set, Duration::from_millis(2), &[]);
-        assert_eq!(ms.len(), Algorithm::ALL.len() * CLASSES.len());
+        assert_eq!(ms.len(), Algorithm::ALL.len() * size_class::SIZES.len());
         assert!(ms.iter().all(|m| m.mpps > 0.0 && m.gbps > 0.0));
         assert_eq!(set.chosen(Algorithm::Aes128Gcm), Some("reference"));
+    }
+
+    /// Does no crypto (marks every op done) and is slow (a pause per call) for ops
+    /// of `slow` sizes: fast at some sizes, slow at the others.
+    struct SizeBound {
+        name: &'static str,
+        slow: fn(u32) -> bool,
+    }
+
+    impl Engine for SizeBound {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn supports(&self, alg: Algorithm) -> bool {
+            alg != Algorithm::Aes256Gcm
+        }
+        fn process(&mut self, _: &KeyRegistry, _: &mut [u8], ops: &mut [AeadOp]) {
+            if ops.iter().any(|o| (self.slow)(o.len)) {
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            ops.iter_mut().for_each(|o| o.status = OpStatus::Ok);
+        }
+    }
+
+    #[test]
+    fn each_class_goes_to_the_engine_fastest_at_its_size() {
+        let mut set = EngineSet::new(vec![
+            // Fast up to 570 bytes, slow above.
+            Box::new(SizeBound {
+                name: "small",
+                slow: |len| len > 570,
+            }),
+            // Slow up to 256 bytes, fast above.
+            Box::new(SizeBound {
+                name: "large",
+                slow: |len| len <= 256,
+            }),
+        ]);
+        let ms = calibrate(&mut set, Duration::from_millis(3), &[Algorithm::Aes128Gcm]);
+        let chacha = Algorithm::ChaCha20Poly1305;
+        let fast = |name: &str, size: usize| {
+            ms.iter()
+                .find(|m| m.engine == name && m.alg == chacha && m.size == size)
+                .unwrap()
+                .mpps
+        };
+        assert!(fast("small", 64) > fast("large", 64));
+        assert!(fast("large", 1518) > fast("small", 1518));
+        // At 570 bytes both are fast: whichever measured faster has it.
+        let at_570 = if fast("small", 570) >= fast("large", 570) {
+            "small"
+        } else {
+            "large"
+        };
+        let want = [
+            ("small", 64),
+            ("small", 256),
+            (at_570, 570),
+            ("large", 1024),
+            ("large", 1518),
+        ];
+        for (name, size) in want {
+            assert_eq!(set.chosen_for(chacha, size as u32), Some(name), "{size} B");
+        }
+        assert_eq!(set.chosen_for(chacha, 159), Some("small"));
+        assert_eq!(set.chosen_for(chacha, 1424), Some("large"));
+        // Pinned: measured, left alone (every size on the first engine, as made).
+        assert!(ms.iter().any(|m| m.alg == Algorithm::Aes128Gcm));
+        assert_eq!(set.describe(Algorithm::Aes128Gcm), "small for every size");
+        // Nobody serves it: nothing measured, nothing chosen.
+        assert!(!ms.iter().any(|m| m.alg == Algorithm::Aes256Gcm));
+        assert_eq!(set.chosen(Algorithm::Aes256Gcm), None);
     }
 }

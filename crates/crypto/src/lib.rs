@@ -4,7 +4,7 @@
 //! - the **engine API** used by the data path: [`AeadOp`] vectors over one block of
 //!   packet memory, keys registered once in a [`KeyRegistry`] and named by
 //!   [`KeyHandle`], engines behind the [`Engine`] trait, and an [`EngineSet`] that
-//!   picks one engine per [`Algorithm`];
+//!   picks one engine per [`Algorithm`] and [`size_class`];
 //! - the **handshake primitives** WireGuard needs: [`blake2s`] (hash, MAC, HMAC and
 //!   the HKDF chain), [`x25519`], and the one-shot AEADs in [`seal`] (ChaCha20-Poly1305
 //!   for handshake fields, XChaCha20-Poly1305 for cookies).
@@ -24,6 +24,7 @@ pub mod key;
 pub mod op_layout;
 pub mod reference;
 pub mod seal;
+pub mod size_class;
 pub mod x25519;
 
 pub use aead::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};

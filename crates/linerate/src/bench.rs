@@ -38,6 +38,14 @@ impl Size {
     }
 
     /// The size of packet `i` of a stream.
+    /// The packet sizes this size is made of.
+    fn sizes(self) -> Vec<usize> {
+        match self {
+            Size::Fixed(n) => vec![n],
+            Size::Imix => IMIX.iter().map(|&(n, _)| n).collect(),
+        }
+    }
+
     fn nth(self, i: usize) -> usize {
         match self {
             Size::Fixed(n) => n,
@@ -80,8 +88,10 @@ pub struct Measured {
     pub elapsed: Duration,
     /// (node, clocks per packet it handled)
     pub nodes: Vec<(String, f64)>,
-    /// The engine ChaCha20-Poly1305 ran on.
-    pub engine: String,
+    /// The choice for ChaCha20-Poly1305, in words ("mb for every size").
+    pub choice: String,
+    /// The engine ChaCha20-Poly1305 ran on for each size class.
+    pub by_class: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -95,10 +105,14 @@ pub struct Row {
     pub nodes: Vec<(String, f64)>,
     /// The process's peak resident memory after this size (VmHWM), KiB.
     pub peak_rss_kib: u64,
-    /// The engine that ran ChaCha20-Poly1305 in the graph.
+    /// The engine that ran ChaCha20-Poly1305 in the graph at this size (IMIX: the
+    /// engines of its sizes, joined by '+').
     pub engine: String,
-    /// That engine alone, one core, in-place encryptions of this size, measured right
-    /// after the graph in the same run (Gbit/s).
+    /// The choice for ChaCha20-Poly1305 at every size, in words.
+    pub choice: String,
+    /// Those engines alone, one core, in-place encryptions of this size (IMIX: each
+    /// of its sizes on its own engine), measured right after the graph in the same
+    /// run (Gbit/s).
     pub raw_gbps: f64,
     pub workers: usize,
 }
@@ -153,7 +167,7 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
         .install_loopback_session(peer, now)
         .map_err(|e| format!("loopback session: {}", e.name()))?;
     let (engines, _) =
-        engines::configured_set(device.keys(), engine, std::time::Duration::from_millis(10))?;
+        engines::configured_set(device.keys(), engine, std::time::Duration::from_millis(6))?;
     Ok(WgGraph::new(
         Arena::new(4 * FRAME + 64),
         device,
@@ -167,13 +181,14 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
     let mut wg = loopback_graph(engine)?;
     let mut handles: Vec<Handle> = Vec::with_capacity(FRAME);
     let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
+    let set = wg.context().engines();
+    let alg = crypto::Algorithm::ChaCha20Poly1305;
     let mut m = Measured {
-        engine: wg
-            .context()
-            .engines()
-            .chosen(crypto::Algorithm::ChaCha20Poly1305)
-            .unwrap_or("none")
-            .to_string(),
+        choice: set.describe(alg),
+        by_class: crypto::size_class::SIZES
+            .iter()
+            .map(|&n| set.chosen_for(alg, n as u32).unwrap_or("none").to_string())
+            .collect(),
         ..Measured::default()
     };
     let mut seq = 0usize;
@@ -265,8 +280,15 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
         for n in nodes.iter_mut() {
             n.1 /= ms.len() as f64 * 2.0; // per packet operation
         }
-        let engine = ms[0].engine.clone();
-        let raw_gbps = raw_gbps(&engine, size, opts.seconds / 2.0)?;
+        let by_class = &ms[0].by_class;
+        let mut engine: Vec<&str> = Vec::new();
+        for n in size.sizes() {
+            let e = engine_at(by_class, n);
+            if !engine.contains(&e) {
+                engine.push(e);
+            }
+        }
+        let raw_gbps = raw_gbps(by_class, size, opts.seconds / 2.0)?;
         rows.push(Row {
             size,
             mpps: ops as f64 / secs / 1e6,
@@ -274,7 +296,8 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
             clocks_per_packet: clocks as f64 / ops as f64,
             nodes,
             peak_rss_kib: peak_rss_kib(),
-            engine,
+            engine: engine.join("+"),
+            choice: ms[0].choice.clone(),
             raw_gbps,
             workers: opts.workers,
         });
@@ -282,12 +305,18 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-/// One engine alone on ChaCha20-Poly1305 at `size` (IMIX: the time of a 7:4:1 mix).
-fn raw_gbps(engine: &str, size: Size, seconds: f64) -> Result<f64, String> {
-    let mut e = engines::all(&Arc::new(crypto::KeyRegistry::new(4)))
-        .into_iter()
-        .find(|e| e.name() == engine)
-        .ok_or_else(|| format!("engine {engine} vanished"))?;
+/// The engine that ran ChaCha20-Poly1305 for inner packets of `n` bytes, given the
+/// engine of each size class: the class of the length the graph encrypts, `n`
+/// padded to 16 bytes as WireGuard does.
+fn engine_at(by_class: &[String], n: usize) -> &str {
+    by_class
+        .get(crypto::size_class::of(n.next_multiple_of(16) as u32))
+        .map_or("none", String::as_str)
+}
+
+/// The engines the graph ran alone on ChaCha20-Poly1305 at `size`, each size on its
+/// class's engine (IMIX: the time of a 7:4:1 mix).
+fn raw_gbps(by_class: &[String], size: Size, seconds: f64) -> Result<f64, String> {
     let alg = crypto::Algorithm::ChaCha20Poly1305;
     let time = Duration::from_secs_f64(seconds.max(0.01));
     let mix: Vec<(usize, u32)> = match size {
@@ -296,6 +325,11 @@ fn raw_gbps(engine: &str, size: Size, seconds: f64) -> Result<f64, String> {
     };
     let (mut secs, mut bits) = (0.0, 0.0);
     for (n, weight) in mix {
+        let engine = engine_at(by_class, n);
+        let mut e = engines::all(&Arc::new(crypto::KeyRegistry::new(4)))
+            .into_iter()
+            .find(|e| e.name() == engine)
+            .ok_or_else(|| format!("engine {engine} vanished"))?;
         let m = crypto::calibrate::measure(e.as_mut(), alg, n, time / 3)
             .ok_or_else(|| format!("{engine} failed the raw measurement at {n} bytes"))?;
         secs += weight as f64 / (m.mpps * 1e6);
@@ -312,8 +346,8 @@ pub fn table(rows: &[Row]) -> String {
         .unwrap_or_default();
     let _ = write!(
         out,
-        "{:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9}",
-        "size", "Mpps", "Gbit/s", "raw Gb/s", "graph/raw", "clk/pkt", "peak MiB"
+        "{:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>12}",
+        "size", "Mpps", "Gbit/s", "raw Gb/s", "graph/raw", "clk/pkt", "peak MiB", "engine"
     );
     for n in &names {
         let _ = write!(out, " {:>11}", n);
@@ -322,14 +356,15 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = write!(
             out,
-            "{:>6} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>11.1} {:>9.1}",
+            "{:>6} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>11.1} {:>9.1} {:>12}",
             r.size.label(),
             r.mpps,
             r.gbps,
             r.raw_gbps,
             r.gbps / r.workers_f64() / r.raw_gbps,
             r.clocks_per_packet,
-            r.peak_rss_kib as f64 / 1024.0
+            r.peak_rss_kib as f64 / 1024.0,
+            r.engine
         );
         for n in &r.nodes {
             let _ = write!(out, " {:>11.1}", n.1);
@@ -384,7 +419,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "machine": machine(),
-        "engine": rows.first().map(|r| r.engine.clone()).unwrap_or_default(),
+        "engine": rows.first().map(|r| r.choice.clone()).unwrap_or_default(),
         "engine_choice": opts.engine.clone().unwrap_or_else(|| "calibrated".into()),
         "workers": opts.workers,
         "seconds_per_size": opts.seconds,

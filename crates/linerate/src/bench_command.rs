@@ -32,8 +32,8 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
     let rows = bench::run(&opts)?;
     if let Some(r) = rows.first() {
         println!(
-            "chacha20-poly1305 ran on {}; raw = that engine alone on one core; graph/raw is per worker",
-            r.engine
+            "chacha20-poly1305 ran on {} (op length: inner size padded to 16); raw = the engine of each size alone on one core; graph/raw is per worker",
+            r.choice
         );
     }
     print!("{}", bench::table(&rows));

@@ -82,12 +82,13 @@ pub enum Show {
         #[arg(value_parser = interface_name)]
         ifname: String,
     },
-    /// Measure every engine on every algorithm it serves at the calibration sizes (64,
-    /// 570, 1518 bytes; batches of 256) and show which engine each algorithm would
-    /// get: the one cheapest for an IMIX 7:4:1 mix
+    /// Measure every engine on every algorithm it serves at the size of every size
+    /// class (64, 256, 570, 1024, 1518 bytes; batches of 256) and show which engine
+    /// each algorithm would get for each class: the one with the most packets per
+    /// second at that size
     Crypto {
         /// Time per engine, algorithm and size
-        #[arg(long, default_value_t = 0.2, value_parser = seconds_in(0.001, 10.0))]
+        #[arg(long, default_value_t = 0.12, value_parser = seconds_in(0.001, 10.0))]
         seconds: f64,
     },
 }

@@ -91,9 +91,10 @@ pub fn validate(spec: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The engine set of a worker: algorithms named in `spec` go where it says; the rest
-/// go to the engine a short calibration finds cheapest for an IMIX mix. Returns the
-/// set and a line per algorithm saying what was chosen and why.
+/// The engine set of a worker: algorithms named in `spec` go where it says, one engine
+/// for every size; the rest go, size class by size class, to the engine a short
+/// calibration finds fastest at that class's size. Returns the set and a line per
+/// algorithm saying what was chosen for which sizes and why.
 pub fn configured_set(
     keys: &Arc<KeyRegistry>,
     spec: Option<&str>,
@@ -128,19 +129,98 @@ pub fn configured_set(
     let lines = Algorithm::ALL
         .iter()
         .map(|&a| {
-            let chosen = set.chosen(a).unwrap_or("none");
             let how = if pinned.contains(&a) {
                 "configured"
             } else {
                 "measured"
             };
-            let figures: Vec<String> = measured
+            // What the engine serving each measured size did there.
+            let figures: Vec<String> = crypto::size_class::SIZES
                 .iter()
-                .filter(|m| m.alg == a && m.engine == chosen)
-                .map(|m| format!("{} B {:.2} Gbit/s", m.size, m.gbps))
+                .filter_map(|&size| {
+                    let engine = set.chosen_for(a, size as u32)?;
+                    measured
+                        .iter()
+                        .find(|m| m.alg == a && m.engine == engine && m.size == size)
+                        .map(|m| format!("{size} B {engine} {:.2} Gbit/s", m.gbps))
+                })
                 .collect();
-            format!("{a}: {chosen} ({how}; {})", figures.join(", "))
+            format!("{a}: {} ({how}; {})", set.describe(a), figures.join(", "))
         })
         .collect();
     Ok((set, lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_serves_every_size_and_the_lines_say_so() {
+        let keys = Arc::new(KeyRegistry::new(4));
+        let (set, lines) = configured_set(
+            &keys,
+            Some("chacha20-poly1305=reference"),
+            std::time::Duration::from_millis(1),
+        )
+        .unwrap();
+        let chacha = Algorithm::ChaCha20Poly1305;
+        for len in [0, 64, 570, 1424, 1518] {
+            assert_eq!(set.chosen_for(chacha, len), Some("reference"));
+        }
+        assert!(
+            lines[0].starts_with(
+                "chacha20-poly1305: reference for every size (configured; 64 B reference "
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].contains("1518 B reference"), "{}", lines[0]);
+        assert!(lines[1].starts_with("aes-128-gcm: ") && lines[1].contains("(measured; "));
+    }
+
+    /// Real engines on a vector that goes to two of them: what one encrypts, the
+    /// reference opens, and every op comes back in its place.
+    #[test]
+    fn a_vector_split_across_real_engines_round_trips() {
+        use crypto::{AeadOp, Direction, OpStatus, Span, TAG_LEN};
+        let mut set = EngineSet::new(cpu_engines());
+        let alg = Algorithm::ChaCha20Poly1305;
+        let names: Vec<&str> = set.engines().map(|e| e.name()).collect();
+        let other = if names.contains(&"ipsecmb") {
+            "ipsecmb"
+        } else {
+            "aws-lc"
+        };
+        let (s, l) = (Some("mb"), Some(other));
+        set.choose_by_class(alg, [s, s, l, l, l]).unwrap();
+        let keys = KeyRegistry::new(4);
+        let key = keys.insert(alg, &[7; 32]).unwrap();
+        let lens = [64usize, 1424, 576, 1520, 32, 800, 64, 1424];
+        let stride = 1600 + TAG_LEN;
+        let mut mem: Vec<u8> = (0..lens.len() * stride).map(|i| (i % 251) as u8).collect();
+        let plain = mem.clone();
+        let ops = |direction| -> Vec<AeadOp> {
+            lens.iter()
+                .enumerate()
+                .map(|(i, &len)| {
+                    let mut nonce = [0; 12];
+                    nonce[0] = i as u8;
+                    let text = Span::new((i * stride) as u32, len as u32);
+                    AeadOp::in_place(alg, key, direction, nonce, Span::EMPTY, text)
+                })
+                .collect()
+        };
+        let mut enc = ops(Direction::Encrypt);
+        set.process(&keys, &mut mem, &mut enc);
+        assert!(enc.iter().all(|o| o.status == OpStatus::Ok), "{enc:?}");
+        assert_ne!(mem, plain);
+        let mut dec = ops(Direction::Decrypt);
+        crypto::reference::ReferenceEngine::new().process(&keys, &mut mem, &mut dec);
+        assert!(dec.iter().all(|o| o.status == OpStatus::Ok), "{dec:?}");
+        for (i, &len) in lens.iter().enumerate() {
+            let r = i * stride..i * stride + len;
+            assert_eq!(mem[r.clone()], plain[r], "op {i}");
+        }
+    }
 }

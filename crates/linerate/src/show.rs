@@ -36,44 +36,65 @@ pub fn counters(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `linerate show crypto`: every engine measured here, and the choice per algorithm.
+/// `linerate show crypto`: every engine measured here at the size of every size
+/// class, and the choice per algorithm and class.
 pub fn crypto(seconds: f64) -> Result<(), String> {
+    use crypto::size_class::{self, SIZES};
     let keys = std::sync::Arc::new(crypto::KeyRegistry::new(4));
     let mut set = crypto::EngineSet::new(crate::engines::all(&keys));
     let ms =
         crypto::calibrate::calibrate(&mut set, std::time::Duration::from_secs_f64(seconds), &[]);
     println!(
-        "engines on {}, one core, batches of {} ops:",
+        "engines on {}, one core, batches of {} ops, Gbit/s:",
         crate::bench::machine(),
         crypto::calibrate::BATCH
     );
-    println!(
-        "{:<10} {:<18} {:>14} {:>14} {:>14}",
-        "engine", "algorithm", "64 B Gbit/s", "570 B Gbit/s", "1518 B Gbit/s"
-    );
+    print!("{:<10} {:<18}", "engine", "algorithm");
+    for size in SIZES {
+        print!(" {:>9}", format!("{size} B"));
+    }
+    println!();
     for e in set.engines() {
         for alg in crypto::Algorithm::ALL {
-            let g = |size: usize| {
-                ms.iter()
-                    .find(|m| m.engine == e.name() && m.alg == alg && m.size == size)
-                    .map(|m| format!("{:.2}", m.gbps))
-            };
-            let (Some(a), Some(b), Some(c)) = (g(64), g(570), g(1518)) else {
+            let g: Option<Vec<String>> = SIZES
+                .iter()
+                .map(|&size| {
+                    ms.iter()
+                        .find(|m| m.engine == e.name() && m.alg == alg && m.size == size)
+                        .map(|m| format!("{:.2}", m.gbps))
+                })
+                .collect();
+            let Some(g) = g else {
                 continue;
             };
-            println!(
-                "{:<10} {:<18} {a:>14} {b:>14} {c:>14}",
-                e.name(),
-                alg.name()
-            );
+            print!("{:<10} {:<18}", e.name(), alg.name());
+            for v in g {
+                print!(" {v:>9}");
+            }
+            println!();
         }
     }
     for (name, why) in crate::engines::unavailable() {
         println!("{name:<10} not available here: {why}");
     }
-    println!("chosen (cheapest for an IMIX 7:4:1 mix of 64, 570, 1518 bytes):");
+    println!(
+        "chosen per size class (op length in bytes; the engine with the most packets per second at the class's size):"
+    );
+    print!("{:<29}", "");
+    for class in 0..size_class::COUNT {
+        let label = match size_class::range(class) {
+            (lo, Some(hi)) => format!("{lo}-{hi}"),
+            (lo, None) => format!("{lo}+"),
+        };
+        print!(" {label:>9}");
+    }
+    println!();
     for alg in crypto::Algorithm::ALL {
-        println!("  {:<18} {}", alg.name(), set.chosen(alg).unwrap_or("none"));
+        print!("  {:<27}", alg.name());
+        for size in SIZES {
+            print!(" {:>9}", set.chosen_for(alg, size as u32).unwrap_or("none"));
+        }
+        println!();
     }
     Ok(())
 }
