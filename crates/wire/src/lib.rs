@@ -22,6 +22,7 @@ mod bytes;
 mod captures;
 pub mod checksum;
 pub mod error;
+pub mod ethernet;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
