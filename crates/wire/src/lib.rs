@@ -17,6 +17,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod arp;
 mod bytes;
 #[cfg(test)]
 mod captures;
