@@ -24,6 +24,7 @@ mod captures;
 pub mod checksum;
 pub mod error;
 pub mod ethernet;
+pub mod icmp;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
