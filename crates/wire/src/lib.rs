@@ -25,6 +25,7 @@ pub mod checksum;
 pub mod error;
 pub mod ethernet;
 pub mod icmp;
+pub mod icmpv6;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
