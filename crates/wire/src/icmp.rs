@@ -320,7 +320,7 @@ impl EchoRepr<'_> {
 /// An error message about an offending packet, for building one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorRepr {
-    /// Destination unreachable with a code of [`unreachable`] other than
+    /// Destination unreachable with a code of [`unreachable`](mod@unreachable) other than
     /// fragmentation needed.
     DestUnreachable {
         /// The code.

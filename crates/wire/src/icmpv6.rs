@@ -428,7 +428,7 @@ impl EchoRepr<'_> {
 /// An error message about an offending packet, for building one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorRepr {
-    /// Destination unreachable (see [`unreachable`]).
+    /// Destination unreachable (see [`unreachable`](mod@unreachable)).
     DestUnreachable {
         /// The code.
         code: u8,
