@@ -287,12 +287,12 @@ mod tests {
     use crate::captures::hex;
     use std::vec::Vec;
 
-    /// "Who has 198.18.0.1, tell 198.18.0.2", built with scapy (without
-    /// its Ethernet header).
+    /// "Who has 198.18.0.1, tell 198.18.0.2", built by an independent
+    /// packet library (without its Ethernet header).
     const REQUEST: &str = "0001080006040001020000000002c6120002000000000000c6120001";
 
-    /// "198.18.0.1 is at 02:00:00:00:00:01", to 198.18.0.2, built with
-    /// scapy.
+    /// "198.18.0.1 is at 02:00:00:00:00:01", to 198.18.0.2, built by an
+    /// independent packet library.
     const REPLY: &str = "0001080006040002020000000001c6120001020000000002c6120002";
 
     const MAC1: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);

@@ -387,11 +387,12 @@ mod tests {
     use std::vec::Vec;
 
     /// ARP request "who has 198.18.0.1, tell 198.18.0.2", broadcast, built
-    /// with scapy.
+    /// by an independent packet library.
     const ARP_REQUEST: &str = "ffffffffffff020000000002080600010800060400010200\
                                00000002c6120002000000000000c6120001";
 
-    /// ICMP echo request in VLAN 100, priority 5, built with scapy.
+    /// ICMP echo request in VLAN 100, priority 5, built by an
+    /// independent packet library.
     const VLAN_ECHO: &str = "0200000000010200000000028100b06408004500002400010000\
                              4001eeb0c6120002c612000108002435123400016c696e6572617465";
 

@@ -419,16 +419,17 @@ mod tests {
     use core::net::Ipv4Addr;
     use std::vec::Vec;
 
-    /// Echo request, id 0x1234, seq 1, "linerate", built with scapy.
+    /// Echo request, id 0x1234, seq 1, "linerate", built by an
+    /// independent packet library.
     const ECHO_REQUEST: &str = "08002435123400016c696e6572617465";
 
     /// The first 28 bytes of a 1500-byte UDP packet with DF set, from
-    /// 198.18.0.2 to 198.19.0.9, built with scapy; its payload goes on with
-    /// 'x' bytes.
+    /// 198.18.0.2 to 198.19.0.9, built by an independent packet library;
+    /// its payload goes on with 'x' bytes.
     const OFFENDING_HEAD: &str = "450005dc123440003f1197acc6120002c6130009ca6cca6c05c878f9";
 
-    /// Scapy's answers to that packet: fragmentation needed with MTU 1400,
-    /// TTL exceeded, port unreachable.
+    /// That library's answers to that packet: fragmentation needed with
+    /// MTU 1400, TTL exceeded, port unreachable.
     const FRAG_NEEDED: &str = "0304e3e800000578";
     const TTL_EXCEEDED: &str = "0b00e16400000000";
     const PORT_UNREACHABLE: &str = "0303e96100000000";
@@ -488,7 +489,7 @@ mod tests {
     }
 
     #[test]
-    fn error_repr_writes_scapys_messages() {
+    fn error_repr_writes_the_known_messages() {
         let offending = offending();
         let quote = &offending[..28];
         let mut buf = [0u8; 64];

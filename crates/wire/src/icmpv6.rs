@@ -930,8 +930,9 @@ mod tests {
     const MAC1: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
     const MAC2: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
 
-    // Messages built with scapy. Echoes: id 0x1234, seq 1, "linerate",
-    // the request from 2001:2::1 to 2001:2::2, the reply back.
+    // Messages built by an independent packet library. Echoes: id 0x1234,
+    // seq 1, "linerate", the request from 2001:2::1 to 2001:2::2, the reply
+    // back.
     const ECHO_REQUEST: &str = "80006be1123400016c696e6572617465";
     const ECHO_REPLY: &str = "81006ae1123400016c696e6572617465";
 
@@ -940,12 +941,14 @@ mod tests {
     const OFFENDING_HEAD: &str = "6001234505b4113f20010002000000000000000000000002\
                                   20010002000100000000000000000009ca6cca6c05b479f5";
 
-    /// The headers of scapy's packet too big (MTU 1420) and hop limit
-    /// exceeded about it, from 2001:2::1 to 2001:2::2, 1240 bytes each.
+    /// The headers of that library's packet too big (MTU 1420) and hop
+    /// limit exceeded about it, from 2001:2::1 to 2001:2::2, 1240 bytes
+    /// each.
     const PACKET_TOO_BIG: &str = "02002df30000058c";
     const HOP_LIMIT_EXCEEDED: &str = "0300327f00000000";
 
-    /// A 50-byte UDP packet and scapy's port unreachable about it, whole.
+    /// A 50-byte UDP packet and that library's port unreachable about it,
+    /// whole.
     const SMALL: &str = "60000000000a11402001000200000000000000000000000220010002\
                          00010000000000000000000900010002000a575c6869";
     const PORT_UNREACHABLE: &str = "01044d4f00000000";
@@ -1278,7 +1281,7 @@ mod tests {
     }
 
     #[test]
-    fn builders_write_scapys_messages() {
+    fn builders_write_the_known_messages() {
         let (a, b) = (addr("2001:2::1"), addr("2001:2::2"));
         let target = addr("2001:2::1");
         let mut buf = [0xaau8; 40];
