@@ -33,6 +33,22 @@ pub enum Error {
     /// A length field that is smaller than the header it includes (IPv4
     /// total length, UDP length) or too large to encode.
     BadTotalLen,
+    /// An Ethernet frame with a VLAN tag the view does not handle: an
+    /// 802.1ad service tag or a second tag inside the first (QinQ); holds
+    /// the EtherType that announced it.
+    UnsupportedTag(u16),
+    /// An ARP packet for a hardware or protocol address other than Ethernet
+    /// and IPv4.
+    UnsupportedArp,
+    /// An ICMP message of a type other than the one the view reads; holds
+    /// the type.
+    WrongMessageType(u8),
+    /// An ICMP code that the message type does not allow; holds the code.
+    BadCode(u8),
+    /// A Neighbor Discovery option whose length field is zero.
+    BadOptionLen,
+    /// A Neighbor Discovery message whose target address is multicast.
+    MulticastTarget,
 }
 
 /// `Result` with this crate's [`Error`].
@@ -50,6 +66,12 @@ impl fmt::Display for Error {
             Error::BadVersion(v) => write!(f, "bad IP version {v}"),
             Error::BadHeaderLen => f.write_str("bad header length"),
             Error::BadTotalLen => f.write_str("bad total length"),
+            Error::UnsupportedTag(t) => write!(f, "unsupported VLAN tag {t:#06x}"),
+            Error::UnsupportedArp => f.write_str("ARP not for Ethernet and IPv4"),
+            Error::WrongMessageType(t) => write!(f, "wrong ICMP message type {t}"),
+            Error::BadCode(c) => write!(f, "bad ICMP code {c}"),
+            Error::BadOptionLen => f.write_str("option of length zero"),
+            Error::MulticastTarget => f.write_str("multicast target address"),
         }
     }
 }
@@ -77,6 +99,11 @@ mod tests {
         );
         assert_eq!(Error::BadVersion(5).to_string(), "bad IP version 5");
         assert_eq!(Error::Truncated.to_string(), "truncated packet");
+        assert_eq!(
+            Error::UnsupportedTag(0x88a8).to_string(),
+            "unsupported VLAN tag 0x88a8"
+        );
+        assert_eq!(Error::BadCode(1).to_string(), "bad ICMP code 1");
     }
 
     #[test]

@@ -13,14 +13,22 @@ use crate::{ipv4, ipv6};
 /// Protocol and next-header numbers (IANA "Assigned Internet Protocol
 /// Numbers"), the few this crate and its users name.
 pub mod protocol {
+    /// IPv6 Hop-by-Hop Options header (RFC 8200 §4.3).
+    pub const HOP_BY_HOP: u8 = 0;
     /// Internet Control Message Protocol (RFC 792).
     pub const ICMP: u8 = 1;
     /// Transmission Control Protocol (RFC 9293).
     pub const TCP: u8 = 6;
     /// User Datagram Protocol (RFC 768).
     pub const UDP: u8 = 17;
+    /// IPv6 Routing header (RFC 8200 §4.4).
+    pub const ROUTING: u8 = 43;
+    /// IPv6 Fragment header (RFC 8200 §4.5).
+    pub const FRAGMENT: u8 = 44;
     /// ICMP for IPv6 (RFC 4443).
     pub const ICMPV6: u8 = 58;
+    /// IPv6 Destination Options header (RFC 8200 §4.6).
+    pub const DEST_OPTS: u8 = 60;
 }
 
 /// A checked view of an IPv4 or an IPv6 packet.

@@ -8,6 +8,22 @@
 //! Variable-length parts (`payload()` and friends) are clamped to the buffer,
 //! so they never panic, even after a setter has changed a length field.
 //!
+//! The views:
+//!
+//! - [`ethernet`]: Ethernet II frames with at most one 802.1Q tag, and
+//!   [`MacAddr`](ethernet::MacAddr).
+//! - [`arp`]: ARP for Ethernet and IPv4, and builders for requests and
+//!   replies.
+//! - [`ipv4`], [`ipv6`] and [`IpPacket`] for either; [`ip`] has the
+//!   protocol numbers.
+//! - [`icmp`]: ICMP for IPv4, echo and error messages, and a builder for
+//!   errors that quote the offending packet.
+//! - [`icmpv6`]: ICMPv6, echo and error messages, and neighbor
+//!   solicitations and advertisements.
+//! - [`udp`] and [`tcp`], with their checksums over either pseudo-header.
+//! - [`wireguard`]: the four WireGuard messages.
+//! - [`checksum`]: the Internet checksum.
+//!
 //! Nothing here allocates, performs I/O or uses `unsafe`.
 
 #![no_std]
@@ -17,11 +33,15 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod arp;
 mod bytes;
 #[cfg(test)]
 mod captures;
 pub mod checksum;
 pub mod error;
+pub mod ethernet;
+pub mod icmp;
+pub mod icmpv6;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
