@@ -13,10 +13,11 @@
 
 use crate::arena::{Arena, FRAME_SIZE, HEADROOM, Handle, TAILROOM};
 use crate::context::{Context, OutputId};
+use crate::counters::ErrorInfo;
 use crate::counters::NodeCounters;
 use crate::graph::{Graph, NodeId};
 use crate::inflight::{Resume, resume_all};
-use crate::nodes::{EncryptError, Output, WgDecrypt, WgEncrypt, WgInput};
+use crate::nodes::{DecryptError, EncryptError, InputError, Output, WgDecrypt, WgEncrypt, WgInput};
 use crypto::EngineSet;
 use std::time::Instant;
 use wireguard::{Action, Device, Staged};
@@ -32,6 +33,26 @@ pub const MAX_MTU: usize =
 pub const UDP_OUT: OutputId = OutputId(0);
 /// Decrypted inner packets for the TUN.
 pub const TUN_OUT: OutputId = OutputId(1);
+
+/// Every node of the graph that drops packets, with its reasons: what `show errors`
+/// explains a counter with. (A test checks it against the graph's own nodes.)
+pub const NODE_ERRORS: [(&str, &[ErrorInfo]); 5] = [
+    (WgInput::NAME, InputError::TABLE),
+    (WgDecrypt::NAME, DecryptError::TABLE),
+    (WgDecrypt::POST, DecryptError::TABLE),
+    (WgEncrypt::NAME, EncryptError::TABLE),
+    (WgEncrypt::POST, EncryptError::TABLE),
+];
+
+/// What a drop reason of a node means, from [`NODE_ERRORS`].
+pub fn explain(node: &str, reason: &str) -> Option<&'static str> {
+    NODE_ERRORS
+        .iter()
+        .filter(|(n, _)| *n == node)
+        .flat_map(|(_, t)| t.iter())
+        .find(|e| e.name == reason)
+        .map(|e| e.doc)
+}
 
 pub struct WgGraph {
     graph: Graph<Context>,

@@ -190,3 +190,22 @@ fn async_engine_keeps_order_and_loses_nothing() {
     assert_eq!(net.a.graph.context().arena().available(), 1024);
     assert_eq!(net.b.graph.context().arena().available(), 1024);
 }
+
+/// `show errors` explains a counter from `wg::NODE_ERRORS`: it must list every node
+/// of the graph that declares reasons, with the same reasons.
+#[test]
+fn every_dropping_node_is_explained() {
+    let net = Net::new();
+    for (node, c) in net.a.graph.counters() {
+        let declared: Vec<&str> = c.drops().map(|(e, _)| e.name).collect();
+        let listed: Vec<&str> = dataplane::wg::NODE_ERRORS
+            .iter()
+            .find(|(n, _)| *n == node)
+            .map(|(_, t)| t.iter().map(|e| e.name).collect())
+            .unwrap_or_default();
+        assert_eq!(declared, listed, "{node}");
+        for name in declared {
+            assert!(dataplane::wg::explain(node, name).is_some_and(|d| !d.is_empty()));
+        }
+    }
+}

@@ -76,8 +76,15 @@ pub enum Command {
 
 #[derive(Subcommand, Debug)]
 pub enum Show {
-    /// Per-node packet, vector, clock and drop counters of a running interface
+    /// Per-node call, packet, clock and drop counters of a running interface
     Counters {
+        /// The interface, as given to `linerate IFNAME`
+        #[arg(value_parser = interface_name)]
+        ifname: String,
+    },
+    /// Every drop counter of a running interface that is not zero, most first, with
+    /// what its reason means
+    Errors {
         /// The interface, as given to `linerate IFNAME`
         #[arg(value_parser = interface_name)]
         ifname: String,
@@ -227,6 +234,7 @@ mod tests {
             &["--help"][..],
             &["show", "--help"],
             &["show", "counters", "--help"],
+            &["show", "errors", "--help"],
             &["show", "crypto", "--help"],
             &["bench", "--help"],
             &["bench", "crypto", "--help"],

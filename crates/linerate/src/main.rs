@@ -25,6 +25,9 @@ fn main() -> ExitCode {
             what: Show::Counters { ifname },
         }) => daemon::ask(&ifname, "linerate-counters=1\n").and_then(|text| show::counters(&text)),
         Some(Command::Show {
+            what: Show::Errors { ifname },
+        }) => daemon::ask(&ifname, "linerate-counters=1\n").and_then(|text| show::errors(&text)),
+        Some(Command::Show {
             what: Show::Crypto { seconds },
         }) => show::crypto(seconds),
         Some(Command::Bench(b)) => match b.crypto {

@@ -36,6 +36,32 @@ pub fn counters(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Prints every drop counter that is not zero, most first: count, node, reason and
+/// what the reason means (VPP's `show errors`).
+pub fn errors(text: &str) -> Result<(), String> {
+    let report = CounterReport::parse(text)?;
+    let mut rows: Vec<(u64, &str, &str)> = report
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            n.drops
+                .iter()
+                .filter(|(_, v)| *v > 0)
+                .map(move |(r, v)| (*v, n.name.as_str(), r.as_str()))
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(b.2)));
+    println!("{:>12}  {:<16} {:<20} meaning", "count", "node", "reason");
+    for (count, node, reason) in &rows {
+        let meaning = dataplane::wg::explain(node, reason).unwrap_or("");
+        println!("{count:>12}  {node:<16} {reason:<20} {meaning}");
+    }
+    if rows.is_empty() {
+        println!("{:>12}  no packet dropped", 0);
+    }
+    Ok(())
+}
+
 /// `linerate show crypto`: every engine measured here at the size of every size
 /// class, and the choice per algorithm and class.
 pub fn crypto(seconds: f64) -> Result<(), String> {

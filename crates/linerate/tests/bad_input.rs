@@ -1165,6 +1165,28 @@ fn corrupt_data_is_counted_and_shown_by_name() {
             shown.status
         ));
     }
+    // And `show errors` lists them, each with what it means.
+    let shown = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["show", "errors", &s.rig.daemon.ifname])
+        .output()
+        .expect("running linerate show errors");
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let line = |reason: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(reason))
+            .map(str::to_owned)
+    };
+    if !shown.status.success()
+        || line("bad-mac1")
+            .is_none_or(|l| !(l.contains(IN) && l.ends_with(DropReason::BadMac1.doc())))
+        || line("bad-tag")
+            .is_none_or(|l| !(l.contains(DE) && l.ends_with(DropReason::BadTag.doc())))
+    {
+        s.rig.fail(format!(
+            "linerate show errors: {}, printed:\n{text}",
+            shown.status
+        ));
+    }
 
     s.finish();
 }
