@@ -30,6 +30,9 @@ pub struct PacketMeta {
     pub peer: u32,
     /// Outer address: the source of a received datagram, the destination of one to send.
     pub addr: SocketAddr,
+    /// A gateway's port: the one it came in on, then the one it leaves by (u16::MAX:
+    /// none).
+    pub port: u16,
 }
 
 impl Default for PacketMeta {
@@ -39,6 +42,7 @@ impl Default for PacketMeta {
             len: 0,
             peer: u32::MAX,
             addr: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+            port: u16::MAX,
         }
     }
 }

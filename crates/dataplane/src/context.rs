@@ -1,7 +1,8 @@
 //! The worker context: everything a worker's nodes share. One per worker, used by one
 //! thread: the buffer arena, the crypto engines, the time of the batch, the output
-//! queues the drivers drain, the frames out at an asynchronous engine, and the
-//! tunnels (WireGuard devices now; more kinds later, each a field of [`Tunnels`]).
+//! queues the drivers drain, the frames out at an asynchronous engine, the IP layer
+//! of a gateway (ports, routes, neighbors), and the tunnels (WireGuard devices now;
+//! more kinds later, each a field of [`Tunnels`]).
 //!
 //! Nodes, inside this crate, reach the fields directly so that borrows of different
 //! parts (the arena and a device, say) stay disjoint; drivers, the bench and tests
@@ -10,6 +11,7 @@
 use crate::arena::{Arena, Handle};
 use crate::graph::HasArena;
 use crate::inflight::InFlight;
+use crate::ip_layer::IpLayer;
 use crypto::{AeadOp, EngineSet, KeyRegistry};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,6 +73,8 @@ pub struct Context {
     pub(crate) outputs: Outputs,
     pub(crate) tunnels: Tunnels,
     pub(crate) inflight: InFlight,
+    /// Ports, routes and neighbors (a gateway's; empty in host mode).
+    pub(crate) ip: IpLayer,
 }
 
 impl HasArena for Context {
@@ -104,6 +108,7 @@ impl Context {
                 },
             },
             inflight: InFlight::new(buffers),
+            ip: IpLayer::default(),
         }
     }
 
@@ -141,6 +146,14 @@ impl Context {
 
     pub(crate) fn set_wg_mtu(&mut self, mtu: usize) {
         self.tunnels.wg.mtu = mtu;
+    }
+
+    pub fn ip(&self) -> &IpLayer {
+        &self.ip
+    }
+
+    pub fn ip_mut(&mut self) -> &mut IpLayer {
+        &mut self.ip
     }
 
     /// Packets waiting in an output queue.

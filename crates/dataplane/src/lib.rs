@@ -14,6 +14,7 @@ pub mod fib;
 pub mod graph;
 pub mod inflight;
 pub mod interfaces;
+pub mod ip_layer;
 pub mod neighbor;
 pub mod nodes;
 pub mod wg;

@@ -1,0 +1,151 @@
+//! `ethernet-input`: frames from a port's driver to the node of their protocol. A
+//! frame must be addressed to the port, to broadcast or to a multicast group (the IP
+//! nodes decide which groups they take); its Ethernet header is stepped over, so the
+//! next node sees the ARP packet or the IP packet. The port is in the packet's
+//! metadata, set by the driver.
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::PortId;
+use crate::graph::{FREE, Node, NodeInfo};
+use wire::ethernet::{self, MacAddr, ethertype};
+
+crate::node_errors! {
+    /// Why ethernet-input drops a frame.
+    pub enum EthernetInputError {
+        Runt => "runt", "Shorter than an Ethernet header.";
+        Tagged => "tagged", "A VLAN-tagged frame: the port has no VLANs.";
+        UnknownEthertype => "unknown-ethertype", "Neither IPv4, IPv6 nor ARP.";
+        NotForUs => "not-for-us", "Unicast to another station's address.";
+        UnknownPort => "unknown-port", "From a port that is not configured.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Arp = 0,
+    Ip4 = 1,
+    Ip6 = 2,
+}
+
+pub struct EthernetInput;
+
+impl EthernetInput {
+    pub const NAME: &'static str = "ethernet-input";
+    pub const ARP: &'static str = "arp-input";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[
+            Self::ARP,
+            crate::nodes::Ip4Input::NAME,
+            crate::nodes::Ip6Input::NAME,
+        ],
+        errors: EthernetInputError::TABLE,
+    };
+}
+
+/// The next edge and header length of a frame that arrived on a port with address
+/// `ours`, or why it is dropped.
+fn classify(frame: &[u8], ours: MacAddr) -> Result<(Next, usize), EthernetInputError> {
+    let f = ethernet::Frame::new_checked(frame).map_err(|e| match e {
+        wire::Error::UnsupportedTag(_) => EthernetInputError::Tagged,
+        _ => EthernetInputError::Runt,
+    })?;
+    if f.is_tagged() {
+        return Err(EthernetInputError::Tagged);
+    }
+    let dst = f.dst_addr();
+    if dst != ours && !dst.is_multicast() {
+        return Err(EthernetInputError::NotForUs);
+    }
+    let next = match f.ethertype() {
+        ethertype::ARP => Next::Arp,
+        ethertype::IPV4 => Next::Ip4,
+        ethertype::IPV6 => Next::Ip6,
+        _ => return Err(EthernetInputError::UnknownEthertype),
+    };
+    Ok((next, f.header_len()))
+}
+
+impl Node<Context> for EthernetInput {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            let port = PortId(cx.arena.meta(h).port);
+            let Some(ours) = cx.ip.interfaces.get(port).map(|p| MacAddr(p.mac)) else {
+                c.drop(EthernetInputError::UnknownPort);
+                next[i] = FREE;
+                continue;
+            };
+            next[i] = match classify(cx.arena.data(h), ours) {
+                Ok((edge, header)) => {
+                    let m = cx.arena.meta_mut(h);
+                    m.offset += header as u16;
+                    m.len -= header as u16;
+                    edge as u16
+                }
+                Err(e) => {
+                    c.drop(e);
+                    FREE
+                }
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
+
+    fn frame(dst: [u8; 6], ethertype: u16) -> Vec<u8> {
+        let mut f = dst.to_vec();
+        f.extend_from_slice(&[0x02, 0, 0, 0, 0, 9]);
+        f.extend_from_slice(&ethertype.to_be_bytes());
+        f.extend_from_slice(&[0; 46]);
+        f
+    }
+
+    #[test]
+    fn frames_go_to_their_protocol() {
+        let e = |dst, t| classify(&frame(dst, t), OURS).map(|(n, l)| (n as u16, l));
+        assert_eq!(e(OURS.0, ethertype::IPV4), Ok((Next::Ip4 as u16, 14)));
+        assert_eq!(e(OURS.0, ethertype::IPV6), Ok((Next::Ip6 as u16, 14)));
+        assert_eq!(e([0xff; 6], ethertype::ARP), Ok((Next::Arp as u16, 14)));
+        let group = [0x33, 0x33, 0xff, 0, 0, 1];
+        assert_eq!(e(group, ethertype::IPV6), Ok((Next::Ip6 as u16, 14)));
+    }
+
+    #[test]
+    fn each_fault_has_its_own_reason() {
+        use EthernetInputError::*;
+        let other = [0x02, 0, 0, 0, 0, 2];
+        assert_eq!(
+            classify(&frame(OURS.0, 0x0800)[..13], OURS).err(),
+            Some(Runt)
+        );
+        assert_eq!(classify(&frame(other, 0x0800), OURS).err(), Some(NotForUs));
+        assert_eq!(
+            classify(&frame(OURS.0, 0x88cc), OURS).err(),
+            Some(UnknownEthertype)
+        );
+        let mut tagged = frame(OURS.0, ethertype::VLAN);
+        tagged[14..18].copy_from_slice(&[0, 5, 0x08, 0]);
+        assert_eq!(classify(&tagged, OURS).err(), Some(Tagged));
+        assert_eq!(
+            classify(&frame(OURS.0, ethertype::QINQ), OURS).err(),
+            Some(Tagged)
+        );
+    }
+}
