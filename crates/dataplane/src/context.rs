@@ -44,6 +44,11 @@ impl Outputs {
     pub(crate) fn queue(&mut self, id: OutputId) -> &mut Vec<Handle> {
         &mut self.queues[id.0]
     }
+
+    fn add(&mut self) -> OutputId {
+        self.queues.push(Vec::new());
+        OutputId(self.queues.len() - 1)
+    }
 }
 
 /// The WireGuard side of the tunnels: the protocol device, the inner interface's
@@ -154,6 +159,11 @@ impl Context {
 
     pub fn ip_mut(&mut self) -> &mut IpLayer {
         &mut self.ip
+    }
+
+    /// A new output queue (a port's, when the port is added).
+    pub fn add_output(&mut self) -> OutputId {
+        self.outputs.add()
     }
 
     /// Packets waiting in an output queue.

@@ -3,7 +3,7 @@
 
 use crate::fib::Fib;
 use crate::interfaces::Interfaces;
-use crate::neighbor::NeighborTable;
+use crate::neighbor::{NeighborEvent, NeighborTable};
 use std::net::Ipv6Addr;
 
 /// Neighbor entries per worker: enough for a LAN of a few thousand hosts.
@@ -13,6 +13,8 @@ pub struct IpLayer {
     pub(crate) interfaces: Interfaces,
     pub(crate) fib: Fib,
     pub(crate) neighbors: NeighborTable,
+    /// What the neighbor table asked for and the graph has yet to carry out.
+    pub(crate) events: Vec<NeighborEvent>,
 }
 
 impl Default for IpLayer {
@@ -21,6 +23,7 @@ impl Default for IpLayer {
             interfaces: Interfaces::new(),
             fib: Fib::new(),
             neighbors: NeighborTable::new(NEIGHBOR_CAPACITY),
+            events: Vec::new(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod arena;
 pub mod context;
 pub mod counters;
 pub mod fib;
+pub mod gateway;
 pub mod graph;
 pub mod inflight;
 pub mod interfaces;

@@ -2,19 +2,29 @@
 //! the exits; `aead` is the shape the crypto nodes share.
 
 mod aead;
+mod arp_input;
 mod ethernet_input;
 mod ip4_input;
 mod ip6_input;
+mod ip_local;
+mod ip_lookup;
+pub(crate) mod ip_rewrite;
 mod output;
+mod port_output;
 mod wg_decrypt;
 mod wg_encrypt;
 mod wg_input;
 
 pub use aead::{AeadNode, AeadStage, PostNode};
+pub use arp_input::{ArpInput, ArpInputError};
 pub use ethernet_input::{EthernetInput, EthernetInputError};
+pub use ip_local::{IpLocal, IpLocalError};
+pub use ip_lookup::{IpLookup, IpLookupError};
+pub use ip_rewrite::{IpRewrite, IpRewriteError};
 pub use ip4_input::{Ip4Input, Ip4InputError};
 pub use ip6_input::{Ip6Input, Ip6InputError};
 pub use output::Output;
+pub use port_output::{PortOutput, PortOutputError};
 pub use wg_decrypt::{DecryptError, WgDecrypt};
 pub use wg_encrypt::{EncryptError, WgEncrypt};
 pub use wg_input::{InputError, WgInput};

@@ -1,0 +1,111 @@
+//! `arp-input`: ARP for the gateway's IPv4 addresses (RFC 826). A request for an
+//! address of the port it came in on is answered in place, in the same buffer, and
+//! its sender is kept as a neighbor; a reply to us completes a neighbor (and sends
+//! what waited for it); anything else only refreshes a neighbor already known and
+//! is dropped. A storm of requests costs one reply each and at most a bounded
+//! neighbor table.
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::PortId;
+use crate::graph::{FREE, Node, NodeInfo};
+use crate::neighbor::Heard;
+use crate::nodes::ip_rewrite::push_ethernet;
+use std::net::IpAddr;
+use wire::arp;
+use wire::ethernet::{MacAddr, ethertype};
+
+crate::node_errors! {
+    /// Why arp-input drops a packet.
+    pub enum ArpInputError {
+        Malformed => "malformed", "Not an ARP packet for Ethernet and IPv4.";
+        BadSender => "bad-sender", "A sender with a multicast Ethernet address.";
+        NotForUs => "not-for-us", "For an address that is not the port's (neighbors learnt only).";
+        UnknownPort => "unknown-port", "From a port that is not configured.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Output = 0,
+}
+
+pub struct ArpInput;
+
+impl ArpInput {
+    pub const NAME: &'static str = "arp-input";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[crate::nodes::PortOutput::NAME],
+        errors: ArpInputError::TABLE,
+    };
+
+    fn one(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> u16 {
+        let port = PortId(cx.arena.meta(h).port);
+        let Some(ours) = cx.ip.interfaces.get(port).map(|p| MacAddr(p.mac)) else {
+            c.drop(ArpInputError::UnknownPort);
+            return FREE;
+        };
+        let Ok(packet) = arp::Packet::new_checked(cx.arena.data(h)) else {
+            c.drop(ArpInputError::Malformed);
+            return FREE;
+        };
+        let request = packet.repr();
+        if !request.sender_mac.is_unicast() {
+            c.drop(ArpInputError::BadSender);
+            return FREE;
+        }
+        let for_us = cx.ip.interfaces.owner(IpAddr::V4(request.target_ip)) == Some(port);
+        let sender = IpAddr::V4(request.sender_ip);
+        let heard = match (for_us, request.operation) {
+            (true, arp::operation::REPLY) => Heard::Answer,
+            (true, _) => Heard::ToUs,
+            (false, _) => Heard::InPassing,
+        };
+        // An address probe (RFC 5227) has sender 0.0.0.0: nothing to learn.
+        if !request.sender_ip.is_unspecified() {
+            let (now, ip) = (cx.now, &mut cx.ip);
+            ip.neighbors.learn(
+                (port, sender, request.sender_mac.0),
+                heard,
+                now,
+                &mut ip.events,
+            );
+        }
+        if !for_us {
+            c.drop(ArpInputError::NotForUs);
+            return FREE;
+        }
+        if request.operation != arp::operation::REQUEST {
+            c.consumed += 1;
+            return FREE;
+        }
+        // The reply takes the request's place in its buffer.
+        if arp::emit_reply(cx.arena.data_mut(h), &request, ours).is_err() {
+            c.drop(ArpInputError::Malformed);
+            return FREE;
+        }
+        cx.arena.meta_mut(h).len = arp::PACKET_LEN as u16;
+        push_ethernet(cx, h, request.sender_mac.0, ours.0, ethertype::ARP);
+        Next::Output as u16
+    }
+}
+
+impl Node<Context> for ArpInput {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            next[i] = Self::one(cx, h, c);
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! `ip-local`: packets for the gateway itself. It answers ICMP and ICMPv6 echo
+//! requests in place (the reply is routed back through `ip-lookup`), and takes part
+//! in IPv6 neighbor discovery (RFC 4861 section 7.2): a solicitation for an address
+//! of the port it came in on is answered with an advertisement straight onto that
+//! port (hop limit 255 must reach the neighbor unchanged), its sender kept as a
+//! neighbor; an advertisement completes or refreshes a neighbor. Anything else for
+//! the gateway (no service listens yet) is dropped and counted.
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::PortId;
+use crate::graph::{FREE, Node, NodeInfo};
+use crate::neighbor::Heard;
+use crate::nodes::ip_rewrite::push_ethernet;
+use std::net::{IpAddr, Ipv6Addr};
+use wire::ethernet::{MacAddr, ethertype};
+use wire::{icmp, icmpv6, ip, ipv4, ipv6};
+
+crate::node_errors! {
+    /// Why ip-local drops a packet.
+    pub enum IpLocalError {
+        Unserved => "unserved", "For the gateway, to a protocol or port it does not serve.";
+        BadChecksum => "bad-checksum", "An ICMP or ICMPv6 message whose checksum does not verify.";
+        BadNd => "bad-nd", "A neighbor solicitation or advertisement that RFC 4861 7.1 refuses.";
+        NdNotOurs => "nd-not-ours", "Neighbor discovery for an address that is not the port's.";
+        Fragment => "fragment", "A fragment for the gateway: it reassembles nothing.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Lookup = 0,
+    Output = 1,
+}
+
+/// The hop limit (TTL) of the gateway's own packets.
+const OWN_TTL: u8 = 64;
+
+pub struct IpLocal;
+
+impl IpLocal {
+    pub const NAME: &'static str = "ip-local";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[crate::nodes::IpLookup::NAME, crate::nodes::PortOutput::NAME],
+        errors: IpLocalError::TABLE,
+    };
+}
+
+/// An ICMP echo request turned into its reply, in place, or why not.
+fn echo4(pkt: &mut [u8]) -> Result<(), IpLocalError> {
+    let mut p = ipv4::Packet::new_unchecked(&mut *pkt);
+    if p.is_fragment() {
+        return Err(IpLocalError::Fragment);
+    }
+    if p.protocol() != ip::protocol::ICMP {
+        return Err(IpLocalError::Unserved);
+    }
+    let mut m = icmp::Packet::new_checked(p.payload_mut()).map_err(|_| IpLocalError::Unserved)?;
+    if !m.verify_checksum() {
+        return Err(IpLocalError::BadChecksum);
+    }
+    if m.msg_type() != icmp::msg_type::ECHO_REQUEST {
+        return Err(IpLocalError::Unserved);
+    }
+    m.set_msg_type(icmp::msg_type::ECHO_REPLY);
+    m.fill_checksum();
+    let (src, dst) = (p.src_addr(), p.dst_addr());
+    p.set_src_addr(dst);
+    p.set_dst_addr(src);
+    p.set_ttl(OWN_TTL);
+    p.fill_checksum();
+    Ok(())
+}
+
+impl IpLocal {
+    fn one(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> u16 {
+        let version = cx.arena.data(h)[0] >> 4;
+        let result = if version == 4 {
+            echo4(cx.arena.data_mut(h)).map(|()| Next::Lookup as u16)
+        } else {
+            Self::icmpv6(cx, h, c)
+        };
+        match result {
+            Ok(edge) => edge,
+            Err(e) => {
+                c.drop(e);
+                FREE
+            }
+        }
+    }
+
+    fn icmpv6(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> Result<u16, IpLocalError> {
+        let pkt = cx.arena.data(h);
+        let p = ipv6::Packet::new_unchecked(pkt);
+        if p.next_header() != ip::protocol::ICMPV6 {
+            return Err(IpLocalError::Unserved);
+        }
+        let (src, dst, hops) = (p.src_addr(), p.dst_addr(), p.hop_limit());
+        let body = &pkt[ipv6::HEADER_LEN..];
+        let m = icmpv6::Packet::new_checked(body).map_err(|_| IpLocalError::Unserved)?;
+        if !m.verify_checksum(&src, &dst) {
+            return Err(IpLocalError::BadChecksum);
+        }
+        match m.msg_type() {
+            icmpv6::msg_type::ECHO_REQUEST if !dst.is_multicast() => {
+                let pkt = cx.arena.data_mut(h);
+                let mut m = icmpv6::Packet::new_unchecked(&mut pkt[ipv6::HEADER_LEN..]);
+                m.set_msg_type(icmpv6::msg_type::ECHO_REPLY);
+                m.fill_checksum(&dst, &src);
+                pkt[7] = OWN_TTL;
+                pkt[8..24].copy_from_slice(&dst.octets());
+                pkt[24..40].copy_from_slice(&src.octets());
+                Ok(Next::Lookup as u16)
+            }
+            icmpv6::msg_type::NEIGHBOR_SOLICIT | icmpv6::msg_type::NEIGHBOR_ADVERT => {
+                if hops != icmpv6::ND_HOP_LIMIT {
+                    return Err(IpLocalError::BadNd);
+                }
+                Self::neighbor(cx, h, src, c)
+            }
+            _ => Err(IpLocalError::Unserved),
+        }
+    }
+
+    /// A solicitation or advertisement (hop limit and checksum checked).
+    fn neighbor(
+        cx: &mut Context,
+        h: Handle,
+        src: Ipv6Addr,
+        c: &mut NodeCounters,
+    ) -> Result<u16, IpLocalError> {
+        let port = PortId(cx.arena.meta(h).port);
+        let ours = cx
+            .ip
+            .interfaces
+            .get(port)
+            .map(|p| MacAddr(p.mac))
+            .ok_or(IpLocalError::NdNotOurs)?;
+        let body = &cx.arena.data(h)[ipv6::HEADER_LEN..];
+        let nd = icmpv6::NeighborMessage::new_checked(body).map_err(|_| IpLocalError::BadNd)?;
+        let target = nd.target_addr();
+        let for_us = cx.ip.interfaces.owner(IpAddr::V6(target)) == Some(port);
+        if nd.is_advert() {
+            let heard = if nd.solicited_flag() {
+                Heard::Answer
+            } else {
+                Heard::InPassing
+            };
+            if let Some(mac) = nd.target_link_addr() {
+                let (now, ip) = (cx.now, &mut cx.ip);
+                ip.neighbors.learn(
+                    (port, IpAddr::V6(target), mac.0),
+                    heard,
+                    now,
+                    &mut ip.events,
+                );
+            }
+            c.consumed += 1;
+            return Ok(FREE);
+        }
+        if !for_us {
+            return Err(IpLocalError::NdNotOurs);
+        }
+        let sender_mac = nd.source_link_addr();
+        let advert = icmpv6::NeighborAdvertRepr::answer(&nd, &src, ours, true);
+        // RFC 4861 7.2.4: to the solicitor, or to all nodes when it has no address
+        // yet (duplicate address detection).
+        let (to_ip, to_mac) = match (src.is_unspecified(), sender_mac) {
+            (false, Some(mac)) => {
+                let (now, ip) = (cx.now, &mut cx.ip);
+                ip.neighbors.learn(
+                    (port, IpAddr::V6(src), mac.0),
+                    Heard::ToUs,
+                    now,
+                    &mut ip.events,
+                );
+                (src, mac)
+            }
+            _ => {
+                let all = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+                (all, MacAddr::ipv6_multicast(&all))
+            }
+        };
+        let pkt = cx.arena.data_mut(h);
+        let n = advert
+            .emit(&mut pkt[ipv6::HEADER_LEN..], &target, &to_ip)
+            .map_err(|_| IpLocalError::BadNd)?;
+        pkt[4..6].copy_from_slice(&(n as u16).to_be_bytes());
+        pkt[7] = icmpv6::ND_HOP_LIMIT;
+        pkt[8..24].copy_from_slice(&target.octets());
+        pkt[24..40].copy_from_slice(&to_ip.octets());
+        cx.arena.meta_mut(h).len = (ipv6::HEADER_LEN + n) as u16;
+        if !push_ethernet(cx, h, to_mac.0, ours.0, ethertype::IPV6) {
+            return Err(IpLocalError::BadNd);
+        }
+        Ok(Next::Output as u16)
+    }
+}
+
+impl Node<Context> for IpLocal {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            next[i] = Self::one(cx, h, c);
+        }
+    }
+}

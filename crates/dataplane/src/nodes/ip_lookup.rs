@@ -1,0 +1,102 @@
+//! `ip-lookup`: routes each IPv4 or IPv6 packet by its destination in the FIB. A
+//! packet for one of the gateway's own addresses goes to local delivery; one to be
+//! forwarded must have a TTL (hop limit) above 1 and goes to `ip-rewrite` with its
+//! port and next hop in the metadata; a blackhole route or no route drops it, each
+//! under its own counter.
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::RouteTarget;
+use crate::graph::{FREE, Node, NodeInfo};
+use std::net::{IpAddr, SocketAddr};
+
+crate::node_errors! {
+    /// Why ip-lookup drops a packet.
+    pub enum IpLookupError {
+        NoRoute => "no-route", "No route covers the destination.";
+        Blackhole => "blackhole", "The route is a blackhole.";
+        TtlExpired => "ttl-expired", "A packet to forward with a TTL or hop limit of 0 or 1.";
+        NoTunnel => "no-tunnel", "The route names a tunnel this graph does not serve.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Rewrite = 0,
+    Local = 1,
+}
+
+pub struct IpLookup;
+
+impl IpLookup {
+    pub const NAME: &'static str = "ip-lookup";
+    pub const REWRITE: &'static str = "ip-rewrite";
+    pub const LOCAL: &'static str = "ip-local";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[Self::REWRITE, Self::LOCAL],
+        errors: IpLookupError::TABLE,
+    };
+}
+
+/// Destination and TTL (hop limit) of a packet ip4-input or ip6-input passed.
+fn dst_and_ttl(data: &[u8]) -> (IpAddr, u8) {
+    if data[0] >> 4 == 4 {
+        let p = wire::ipv4::Packet::new_unchecked(data);
+        (IpAddr::V4(p.dst_addr()), p.ttl())
+    } else {
+        let p = wire::ipv6::Packet::new_unchecked(data);
+        (IpAddr::V6(p.dst_addr()), p.hop_limit())
+    }
+}
+
+impl Node<Context> for IpLookup {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            let (dst, ttl) = dst_and_ttl(cx.arena.data(h));
+            let (port, next_hop) = match cx.ip.fib.lookup(dst) {
+                Some(RouteTarget::Local) => {
+                    next[i] = Next::Local as u16;
+                    continue;
+                }
+                Some(RouteTarget::Via { port, next_hop }) => (port, next_hop),
+                Some(RouteTarget::Attached { port }) => (port, dst),
+                Some(RouteTarget::Tunnel(_)) => {
+                    c.drop(IpLookupError::NoTunnel);
+                    next[i] = FREE;
+                    continue;
+                }
+                Some(RouteTarget::Blackhole) => {
+                    c.drop(IpLookupError::Blackhole);
+                    next[i] = FREE;
+                    continue;
+                }
+                None => {
+                    c.drop(IpLookupError::NoRoute);
+                    next[i] = FREE;
+                    continue;
+                }
+            };
+            if ttl <= 1 {
+                c.drop(IpLookupError::TtlExpired);
+                next[i] = FREE;
+                continue;
+            }
+            let m = cx.arena.meta_mut(h);
+            m.port = port.0;
+            m.addr = SocketAddr::new(next_hop, 0);
+            next[i] = Next::Rewrite as u16;
+        }
+    }
+}

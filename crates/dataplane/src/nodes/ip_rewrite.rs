@@ -1,0 +1,159 @@
+//! `ip-rewrite`: makes a routed packet ready for its port. It takes one from the TTL
+//! (hop limit), patching the IPv4 checksum incrementally (RFC 1624), checks the
+//! packet fits the port's MTU, asks the neighbor table for the next hop's Ethernet
+//! address and writes the Ethernet header into the headroom. A next hop not yet
+//! known keeps the packet waiting in the table (the graph sends it when the answer
+//! comes, see `gateway`), or has it dropped and counted.
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::PortId;
+use crate::graph::{FREE, KEEP, Node, NodeInfo};
+use crate::neighbor::{Mac, Resolved};
+use wire::ethernet::{self, ethertype};
+
+crate::node_errors! {
+    /// Why ip-rewrite drops a packet.
+    pub enum IpRewriteError {
+        TooBig => "too-big", "Longer than the port's MTU (no fragmentation here).";
+        NoPort => "no-port", "Routed to a port that is not configured.";
+        NoHeadroom => "no-headroom", "No room in front of the packet for an Ethernet header.";
+        QueueFull => "neighbor-queue-full", "Already 4 packets wait for the next hop to answer.";
+        Unresolved => "neighbor-unresolved", "The next hop never answered ARP or ND.";
+        TableFull => "neighbor-table-full", "The neighbor table is full of entries in use.";
+        NoBuffer => "no-buffer", "No free buffer for a neighbor solicitation.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Output = 0,
+}
+
+pub struct IpRewrite;
+
+impl IpRewrite {
+    pub const NAME: &'static str = "ip-rewrite";
+    pub const OUTPUT: &'static str = "port-output";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[Self::OUTPUT],
+        errors: IpRewriteError::TABLE,
+    };
+}
+
+/// One hop less: TTL and checksum (IPv4) or hop limit (IPv6). The caller checked the
+/// TTL is above 1.
+fn decrement_ttl(ip: &mut [u8]) {
+    if ip[0] >> 4 == 4 {
+        ip[8] -= 1;
+        // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), the TTL being the high byte of
+        // the 16-bit word it shares with the protocol.
+        let old = u16::from_be_bytes([ip[8] + 1, ip[9]]);
+        let new = u16::from_be_bytes([ip[8], ip[9]]);
+        let hc = u16::from_be_bytes([ip[10], ip[11]]);
+        let sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
+        let sum = (sum & 0xffff) + (sum >> 16);
+        let sum = (sum & 0xffff) + (sum >> 16);
+        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    } else {
+        ip[7] -= 1;
+    }
+}
+
+/// The EtherType of the IP packet `h`.
+pub(crate) fn ip_ethertype(cx: &Context, h: Handle) -> u16 {
+    match cx.arena.data(h).first().map(|b| b >> 4) {
+        Some(4) => ethertype::IPV4,
+        _ => ethertype::IPV6,
+    }
+}
+
+/// Writes an Ethernet header in front of the packet `h` (moving its start back) for
+/// `dst`, from `src`; false when there is no room.
+pub(crate) fn push_ethernet(cx: &mut Context, h: Handle, dst: Mac, src: Mac, kind: u16) -> bool {
+    let m = *cx.arena.meta(h);
+    let start = m.offset as usize;
+    if start < ethernet::HEADER_LEN {
+        return false;
+    }
+    let buf = cx.arena.buffer_mut(h);
+    let header = &mut buf[start - ethernet::HEADER_LEN..start];
+    header[..6].copy_from_slice(&dst);
+    header[6..12].copy_from_slice(&src);
+    header[12..14].copy_from_slice(&kind.to_be_bytes());
+    let meta = cx.arena.meta_mut(h);
+    meta.offset -= ethernet::HEADER_LEN as u16;
+    meta.len += ethernet::HEADER_LEN as u16;
+    true
+}
+
+impl Node<Context> for IpRewrite {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            let m = *cx.arena.meta(h);
+            let port = PortId(m.port);
+            let Some((mtu, src)) = cx.ip.interfaces.get(port).map(|p| (p.mtu, p.mac)) else {
+                c.drop(IpRewriteError::NoPort);
+                next[i] = FREE;
+                continue;
+            };
+            if m.len > mtu {
+                c.drop(IpRewriteError::TooBig);
+                next[i] = FREE;
+                continue;
+            }
+            if (m.offset as usize) < ethernet::HEADER_LEN {
+                c.drop(IpRewriteError::NoHeadroom);
+                next[i] = FREE;
+                continue;
+            }
+            decrement_ttl(cx.arena.data_mut(h));
+            let resolved = cx
+                .ip
+                .neighbors
+                .resolve(port, m.addr.ip(), h, cx.now, &mut cx.ip.events);
+            next[i] = match resolved {
+                Resolved::Mac(dst) => {
+                    let kind = ip_ethertype(cx, h);
+                    push_ethernet(cx, h, dst, src, kind);
+                    Next::Output as u16
+                }
+                // The table holds it now, or handed it back in a Drop event.
+                Resolved::Waiting => KEEP,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_incremental_checksum_matches_a_full_one() {
+        for ttl in [2u8, 64, 128, 255] {
+            let mut p = vec![
+                0x45, 0, 0, 20, 0x12, 0x34, 0x40, 0, ttl, 17, 0, 0, 198, 18, 0, 1, 198, 19, 0, 1,
+            ];
+            wire::ipv4::Packet::new_unchecked(&mut p[..]).fill_checksum();
+            decrement_ttl(&mut p);
+            assert_eq!(p[8], ttl - 1);
+            assert!(wire::ipv4::Packet::new_unchecked(&p[..]).verify_checksum());
+        }
+        let mut v6 = vec![0x60, 0, 0, 0, 0, 0, 17, 64];
+        decrement_ttl(&mut v6);
+        assert_eq!(v6[7], 63);
+    }
+}

@@ -1,0 +1,303 @@
+//! The gateway graph with two ports in memory: a LAN host's packet is routed to a
+//! next hop on the WAN port after ARP resolves it, with TTL and checksum rewritten;
+//! ARP requests and pings for the gateway's addresses are answered; IPv6 neighbor
+//! discovery resolves a next hop; expired TTLs, missing routes and next hops that
+//! never answer are dropped under their own counters; every buffer comes back.
+
+use crypto::EngineSet;
+use dataplane::context::OutputId;
+use dataplane::fib::{PortId, RouteTarget};
+use dataplane::gateway::GatewayGraph;
+use dataplane::interfaces::Interface;
+use dataplane::neighbor::RETRANS_TIMER;
+use dataplane::{Arena, Handle};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::Instant;
+use wire::{arp, icmp, icmpv6, ipv4, ipv6};
+
+const LAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
+const WAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
+const HOST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x10];
+const ROUTER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
+const BUFFERS: usize = 64;
+
+struct Box2 {
+    gw: GatewayGraph,
+    lan: PortId,
+    wan: PortId,
+    now: Instant,
+}
+
+fn gateway() -> Box2 {
+    let now = Instant::now();
+    let mut gw = GatewayGraph::new(Arena::new(BUFFERS), EngineSet::new(vec![]), now);
+    let port = |name: &str, mac, addrs: &[&str]| Interface {
+        name: name.into(),
+        mac,
+        mtu: 1500,
+        addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
+        output: OutputId(0),
+    };
+    let lan = gw
+        .add_port(port("lan", LAN_MAC, &["198.19.0.1/24", "2001:2:1::1/64"]))
+        .unwrap();
+    let wan = gw
+        .add_port(port("wan", WAN_MAC, &["198.18.0.1/24", "2001:2::1/64"]))
+        .unwrap();
+    gw.add_route(
+        "0.0.0.0/0".parse().unwrap(),
+        RouteTarget::Via {
+            port: wan,
+            next_hop: "198.18.0.254".parse().unwrap(),
+        },
+    )
+    .unwrap();
+    Box2 { gw, lan, wan, now }
+}
+
+fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&kind.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
+    let mut p = vec![
+        0x45, 0, 0, 28, 0, 1, 0, 0, ttl, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x30, 0x39, 0x30, 0x39,
+        0, 8, 0, 0,
+    ];
+    p[12..16].copy_from_slice(&src);
+    p[16..20].copy_from_slice(&dst);
+    ipv4::Packet::new_unchecked(&mut p[..]).fill_checksum();
+    p
+}
+
+impl Box2 {
+    fn send(&mut self, port: PortId, frame: &[u8]) {
+        let h = self.gw.context_mut().arena_mut().alloc_with(frame).unwrap();
+        self.gw.from_port(port, &[h]);
+        self.gw.run(self.now);
+    }
+
+    /// Frames the port's driver would send now, taken out.
+    fn sent(&mut self, port: PortId) -> Vec<Vec<u8>> {
+        let q = self.gw.port_output(port).unwrap();
+        let mut out = Vec::new();
+        self.gw
+            .context_mut()
+            .send_output(q, |arena, hs: &[Handle]| {
+                out.extend(hs.iter().map(|&h| arena.data(h).to_vec()));
+            });
+        out
+    }
+
+    fn drops(&self, node: &str, reason: &str) -> u64 {
+        self.gw
+            .counters()
+            .find(|(n, _)| *n == node)
+            .map_or(0, |(_, c)| c.drops_named(reason))
+    }
+
+    fn available(&self) -> usize {
+        self.gw.context().arena().available()
+    }
+}
+
+#[test]
+fn a_packet_is_routed_once_arp_resolves_its_next_hop() {
+    let mut b = gateway();
+    let (lan, wan) = (b.lan, b.wan);
+    let packet = udp4([198, 19, 0, 10], [198, 18, 99, 1], 64);
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &packet));
+    // The next hop is unknown: an ARP request goes out of the WAN port, the packet waits.
+    let out = b.sent(wan);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0][..6], [0xff; 6]);
+    let req = arp::Packet::new_checked(&out[0][14..]).unwrap();
+    assert_eq!(req.operation(), arp::operation::REQUEST);
+    assert_eq!(req.sender_ip(), Ipv4Addr::new(198, 18, 0, 1));
+    assert_eq!(req.sender_mac().0, WAN_MAC);
+    assert_eq!(req.target_ip(), Ipv4Addr::new(198, 18, 0, 254));
+    assert_eq!(b.available(), BUFFERS - 1, "the packet waits in its buffer");
+    // The router answers: the packet goes, with its headers rewritten.
+    let mut reply = [0u8; arp::PACKET_LEN];
+    arp::emit_reply(
+        &mut reply,
+        &arp::ArpRepr {
+            operation: arp::operation::REQUEST,
+            sender_mac: wire::ethernet::MacAddr(WAN_MAC),
+            sender_ip: Ipv4Addr::new(198, 18, 0, 1),
+            target_mac: wire::ethernet::MacAddr([0; 6]),
+            target_ip: Ipv4Addr::new(198, 18, 0, 254),
+        },
+        wire::ethernet::MacAddr(ROUTER_MAC),
+    )
+    .unwrap();
+    b.send(wan, &ether(WAN_MAC, ROUTER_MAC, 0x0806, &reply));
+    let out = b.sent(wan);
+    assert_eq!(out.len(), 1);
+    let f = &out[0];
+    assert_eq!((&f[..6], &f[6..12]), (&ROUTER_MAC[..], &WAN_MAC[..]));
+    let ip = ipv4::Packet::new_checked(&f[14..]).unwrap();
+    assert_eq!(ip.ttl(), 63);
+    assert!(ip.verify_checksum());
+    assert_eq!(&f[14 + 20..], &packet[20..], "the payload is untouched");
+    // Known now: the next packet goes at once.
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &packet));
+    assert_eq!(b.sent(wan).len(), 1);
+    assert_eq!(b.available(), BUFFERS);
+}
+
+#[test]
+fn arp_and_pings_for_the_gateway_are_answered() {
+    let mut b = gateway();
+    let lan = b.lan;
+    let mut req = [0u8; arp::PACKET_LEN];
+    arp::emit_request(
+        &mut req,
+        wire::ethernet::MacAddr(HOST_MAC),
+        Ipv4Addr::new(198, 19, 0, 10),
+        Ipv4Addr::new(198, 19, 0, 1),
+    )
+    .unwrap();
+    b.send(lan, &ether([0xff; 6], HOST_MAC, 0x0806, &req));
+    let out = b.sent(lan);
+    assert_eq!(out.len(), 1);
+    assert_eq!(&out[0][..6], &HOST_MAC[..]);
+    let r = arp::Packet::new_checked(&out[0][14..]).unwrap();
+    assert_eq!(r.operation(), arp::operation::REPLY);
+    assert_eq!(r.sender_mac().0, LAN_MAC);
+    assert_eq!(r.sender_ip(), Ipv4Addr::new(198, 19, 0, 1));
+    // The host is a neighbor now: a ping to the gateway is answered straight back.
+    let mut ping = vec![0u8; 20 + 8 + 4];
+    icmp::EchoRepr {
+        reply: false,
+        identifier: 7,
+        sequence: 1,
+        data: b"ping",
+    }
+    .emit(&mut ping[20..])
+    .unwrap();
+    ping[..20].copy_from_slice(&udp4([198, 19, 0, 10], [198, 19, 0, 1], 64)[..20]);
+    ping[3] = 32;
+    ping[9] = 1;
+    ipv4::Packet::new_unchecked(&mut ping[..]).fill_checksum();
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &ping));
+    let out = b.sent(lan);
+    // The host is known from its request, as stale (RFC 4861 7.3.3): the reply goes
+    // at once, and a unicast probe confirms the host.
+    assert_eq!(out.len(), 2, "{out:?}");
+    let probe = out.iter().find(|f| f[12..14] == [0x08, 0x06]).expect("a probe");
+    assert_eq!(&probe[..6], &HOST_MAC[..]);
+    let reply = out.iter().find(|f| f[12..14] == [0x08, 0x00]).expect("a reply");
+    assert_eq!(&reply[..6], &HOST_MAC[..]);
+    let ip = ipv4::Packet::new_checked(&reply[14..]).unwrap();
+    assert_eq!(ip.src_addr(), Ipv4Addr::new(198, 19, 0, 1));
+    assert_eq!(ip.dst_addr(), Ipv4Addr::new(198, 19, 0, 10));
+    let m = icmp::Packet::new_checked(ip.payload()).unwrap();
+    assert_eq!(m.msg_type(), icmp::msg_type::ECHO_REPLY);
+    assert!(m.verify_checksum());
+    assert_eq!(b.available(), BUFFERS);
+}
+
+#[test]
+fn neighbor_discovery_resolves_an_ipv6_next_hop() {
+    let mut b = gateway();
+    let wan = b.wan;
+    let host: Ipv6Addr = "2001:2::99".parse().unwrap();
+    let mut p = vec![0u8; 48];
+    p[0] = 0x60;
+    p[5] = 8;
+    p[6] = 17;
+    p[7] = 64;
+    p[8..24].copy_from_slice(&"2001:2:1::10".parse::<Ipv6Addr>().unwrap().octets());
+    p[24..40].copy_from_slice(&host.octets());
+    b.send(b.lan, &ether(LAN_MAC, HOST_MAC, 0x86dd, &p));
+    let out = b.sent(wan);
+    assert_eq!(out.len(), 1, "a neighbor solicitation");
+    assert_eq!(out[0][..6], icmpv6::solicited_node_mac(&host).0);
+    let ns_ip = ipv6::Packet::new_checked(&out[0][14..]).unwrap();
+    assert_eq!(ns_ip.hop_limit(), 255);
+    assert_eq!(ns_ip.dst_addr(), icmpv6::solicited_node(&host));
+    let ns = icmpv6::NeighborMessage::new_checked(ns_ip.payload()).unwrap();
+    assert!(ns.is_solicit() && ns.target_addr() == host);
+    assert!(ns.verify_checksum(&ns_ip.src_addr(), &ns_ip.dst_addr()));
+    // The host advertises itself, solicited: the packet goes to it.
+    let ours: Ipv6Addr = "2001:2::1".parse().unwrap();
+    let mut na = vec![0u8; 40 + 32];
+    let n = icmpv6::NeighborAdvertRepr {
+        target: host,
+        router: false,
+        solicited: true,
+        override_flag: true,
+        target_link_addr: Some(wire::ethernet::MacAddr(ROUTER_MAC)),
+    }
+    .emit(&mut na[40..], &host, &ours)
+    .unwrap();
+    na.truncate(40 + n);
+    na[0] = 0x60;
+    na[4..6].copy_from_slice(&(n as u16).to_be_bytes());
+    na[6] = 58;
+    na[7] = 255;
+    na[8..24].copy_from_slice(&host.octets());
+    na[24..40].copy_from_slice(&ours.octets());
+    b.send(wan, &ether(WAN_MAC, ROUTER_MAC, 0x86dd, &na));
+    let out = b.sent(wan);
+    assert_eq!(out.len(), 1);
+    assert_eq!(&out[0][..6], &ROUTER_MAC[..]);
+    assert_eq!(
+        ipv6::Packet::new_checked(&out[0][14..])
+            .unwrap()
+            .hop_limit(),
+        63
+    );
+    assert_eq!(b.available(), BUFFERS);
+}
+
+#[test]
+fn undeliverable_packets_are_counted_and_their_buffers_return() {
+    let mut b = gateway();
+    let (lan, wan) = (b.lan, b.wan);
+    b.send(
+        lan,
+        &ether(
+            LAN_MAC,
+            HOST_MAC,
+            0x0800,
+            &udp4([198, 19, 0, 10], [198, 18, 99, 1], 1),
+        ),
+    );
+    assert_eq!(b.drops("ip-lookup", "ttl-expired"), 1);
+    // No IPv6 default route.
+    let mut p = vec![0u8; 48];
+    p[0] = 0x60;
+    p[5] = 8;
+    p[6] = 17;
+    p[7] = 64;
+    p[8..24].copy_from_slice(&"2001:2:1::10".parse::<Ipv6Addr>().unwrap().octets());
+    p[24..40].copy_from_slice(&"2001:2:7::1".parse::<Ipv6Addr>().unwrap().octets());
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x86dd, &p));
+    assert_eq!(b.drops("ip-lookup", "no-route"), 1);
+    // A next hop that never answers: its packets are given up and counted.
+    for _ in 0..6 {
+        b.send(
+            lan,
+            &ether(
+                LAN_MAC,
+                HOST_MAC,
+                0x0800,
+                &udp4([198, 19, 0, 10], [198, 18, 99, 1], 64),
+            ),
+        );
+    }
+    assert_eq!(b.drops("ip-rewrite", "neighbor-queue-full"), 2);
+    for s in 1..=3 {
+        b.gw.tick(b.now + RETRANS_TIMER * s);
+        b.gw.run(b.now + RETRANS_TIMER * s);
+    }
+    assert_eq!(b.drops("ip-rewrite", "neighbor-unresolved"), 4);
+    assert_eq!(b.sent(wan).len(), 3, "three ARP requests, then it gave up");
+    assert_eq!(b.available(), BUFFERS);
+}
