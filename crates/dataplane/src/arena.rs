@@ -33,6 +33,19 @@ pub struct PacketMeta {
     /// A gateway's port: the one it came in on, then the one it leaves by (u16::MAX:
     /// none).
     pub port: u16,
+    /// Why the packet goes to `icmp-error`: the ICMP error that answers it.
+    pub icmp: Option<IcmpReason>,
+}
+
+/// An ICMP (ICMPv6) error a routed packet is answered with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IcmpReason {
+    /// Its TTL (hop limit) ran out here.
+    TimeExceeded,
+    /// No route covers its destination.
+    NoRoute,
+    /// It does not fit the next link, whose MTU this is, and may not be fragmented.
+    TooBig { mtu: u16 },
 }
 
 impl Default for PacketMeta {
@@ -43,6 +56,7 @@ impl Default for PacketMeta {
             peer: u32::MAX,
             addr: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
             port: u16::MAX,
+            icmp: None,
         }
     }
 }

@@ -5,7 +5,8 @@
 //!   port rx ─▶ ethernet-input ─┬▶ arp-input ─▶ port-output ─▶ (port tx queues)
 //!                              ├▶ ip4-input ─┐
 //!                              └▶ ip6-input ─┴▶ ip-lookup ─┬▶ ip-rewrite ─▶ port-output
-//!                                                         └▶ ip-local
+//!                                                         ├▶ ip-local     │
+//!                                                         └▶ icmp-error ◀─┘ (back to ip-lookup)
 //! ```
 //!
 //! Between runs of the graph, the neighbor table's events are carried out here:
@@ -22,8 +23,8 @@ use crate::interfaces::{Interface, InterfaceError};
 use crate::neighbor::{NeighborDrop, NeighborEvent};
 use crate::nodes::ip_rewrite::{ip_ethertype, push_ethernet};
 use crate::nodes::{
-    ArpInput, EthernetInput, Ip4Input, Ip6Input, IpLocal, IpLookup, IpRewrite, IpRewriteError,
-    PortOutput,
+    ArpInput, EthernetInput, IcmpError, Ip4Input, Ip6Input, IpLocal, IpLookup, IpRewrite,
+    IpRewriteError, PortOutput,
 };
 use crypto::{EngineSet, KeyRegistry};
 use lpm::Prefix;
@@ -58,6 +59,7 @@ impl GatewayGraph {
             Box::new(IpLookup),
             Box::new(IpLocal),
             Box::new(IpRewrite),
+            Box::new(IcmpError::default()),
             Box::new(PortOutput),
         ]);
         let id = |name| graph.id(name).expect("built above");

@@ -20,7 +20,7 @@ pub mod neighbor;
 pub mod nodes;
 pub mod wg;
 
-pub use arena::{Arena, FRAME_SIZE, HEADROOM, Handle, PacketMeta};
+pub use arena::{Arena, FRAME_SIZE, HEADROOM, Handle, IcmpReason, PacketMeta};
 pub use context::{Context, OutputId};
 pub use counters::{ErrorInfo, NodeCounters};
 pub use graph::{FREE, Graph, HasArena, KEEP, Node, NodeId, NodeInfo};

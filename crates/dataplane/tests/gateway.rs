@@ -31,18 +31,28 @@ struct Box2 {
 fn gateway() -> Box2 {
     let now = Instant::now();
     let mut gw = GatewayGraph::new(Arena::new(BUFFERS), EngineSet::new(vec![]), now);
-    let port = |name: &str, mac, addrs: &[&str]| Interface {
+    let port = |name: &str, mac, addrs: &[&str], mtu| Interface {
         name: name.into(),
         mac,
-        mtu: 1500,
+        mtu,
         addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
         output: OutputId(0),
     };
     let lan = gw
-        .add_port(port("lan", LAN_MAC, &["198.19.0.1/24", "2001:2:1::1/64"]))
+        .add_port(port(
+            "lan",
+            LAN_MAC,
+            &["198.19.0.1/24", "2001:2:1::1/64"],
+            1500,
+        ))
         .unwrap();
     let wan = gw
-        .add_port(port("wan", WAN_MAC, &["198.18.0.1/24", "2001:2::1/64"]))
+        .add_port(port(
+            "wan",
+            WAN_MAC,
+            &["198.18.0.1/24", "2001:2::1/64"],
+            1400,
+        ))
         .unwrap();
     gw.add_route(
         "0.0.0.0/0".parse().unwrap(),
@@ -189,9 +199,15 @@ fn arp_and_pings_for_the_gateway_are_answered() {
     // The host is known from its request, as stale (RFC 4861 7.3.3): the reply goes
     // at once, and a unicast probe confirms the host.
     assert_eq!(out.len(), 2, "{out:?}");
-    let probe = out.iter().find(|f| f[12..14] == [0x08, 0x06]).expect("a probe");
+    let probe = out
+        .iter()
+        .find(|f| f[12..14] == [0x08, 0x06])
+        .expect("a probe");
     assert_eq!(&probe[..6], &HOST_MAC[..]);
-    let reply = out.iter().find(|f| f[12..14] == [0x08, 0x00]).expect("a reply");
+    let reply = out
+        .iter()
+        .find(|f| f[12..14] == [0x08, 0x00])
+        .expect("a reply");
     assert_eq!(&reply[..6], &HOST_MAC[..]);
     let ip = ipv4::Packet::new_checked(&reply[14..]).unwrap();
     assert_eq!(ip.src_addr(), Ipv4Addr::new(198, 19, 0, 1));
@@ -297,7 +313,90 @@ fn undeliverable_packets_are_counted_and_their_buffers_return() {
         b.gw.tick(b.now + RETRANS_TIMER * s);
         b.gw.run(b.now + RETRANS_TIMER * s);
     }
-    assert_eq!(b.drops("ip-rewrite", "neighbor-unresolved"), 4);
+    // The four waiting packets, and the two errors (time exceeded, unreachable)
+    // that waited for the LAN host, which never answers either.
+    assert_eq!(b.drops("ip-rewrite", "neighbor-unresolved"), 6);
     assert_eq!(b.sent(wan).len(), 3, "three ARP requests, then it gave up");
+    assert_eq!(
+        b.sent(lan).len(),
+        6,
+        "three ARP requests and three solicitations"
+    );
+    assert_eq!(b.available(), BUFFERS);
+}
+
+/// Makes the LAN host known: it asks for the gateway's address.
+fn introduce_host(b: &mut Box2) {
+    let mut req = [0u8; arp::PACKET_LEN];
+    arp::emit_request(
+        &mut req,
+        wire::ethernet::MacAddr(HOST_MAC),
+        Ipv4Addr::new(198, 19, 0, 10),
+        Ipv4Addr::new(198, 19, 0, 1),
+    )
+    .unwrap();
+    let lan = b.lan;
+    b.send(lan, &ether([0xff; 6], HOST_MAC, 0x0806, &req));
+    b.sent(lan);
+}
+
+#[test]
+fn expired_ttls_and_packets_too_big_are_answered_with_icmp() {
+    let mut b = gateway();
+    let lan = b.lan;
+    introduce_host(&mut b);
+    let expired = udp4([198, 19, 0, 10], [198, 18, 99, 1], 1);
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &expired));
+    let out = b.sent(lan);
+    let error = out
+        .iter()
+        .find(|f| f[12..14] == [0x08, 0x00])
+        .expect("an ICMP error to the host");
+    assert_eq!(&error[..6], &HOST_MAC[..]);
+    let ip = ipv4::Packet::new_checked(&error[14..]).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(ip.src_addr(), Ipv4Addr::new(198, 19, 0, 1));
+    assert_eq!(ip.dst_addr(), Ipv4Addr::new(198, 19, 0, 10));
+    let m = icmp::Packet::new_checked(ip.payload()).unwrap();
+    assert_eq!((m.msg_type(), m.code()), (icmp::msg_type::TIME_EXCEEDED, 0));
+    assert!(m.verify_checksum());
+    assert_eq!(m.payload(), &expired[..28], "the header and 8 bytes quoted");
+    // A DF packet larger than the WAN port's MTU (1400): fragmentation needed.
+    let mut big = vec![0u8; 1450];
+    big[..28].copy_from_slice(&udp4([198, 19, 0, 10], [198, 18, 99, 1], 64));
+    big[2..4].copy_from_slice(&1450u16.to_be_bytes());
+    big[6] = 0x40; // DF
+    ipv4::Packet::new_unchecked(&mut big[..]).fill_checksum();
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &big));
+    let out = b.sent(lan);
+    let counts: Vec<String> =
+        b.gw.counters()
+            .flat_map(|(n, c)| {
+                c.drops()
+                    .filter(|d| d.1 > 0)
+                    .map(move |(e, v)| format!("{n}.{}={v}", e.name))
+            })
+            .collect();
+    let error = out
+        .iter()
+        .find(|f| f[12..14] == [0x08, 0x00])
+        .unwrap_or_else(|| panic!("no error: {counts:?}, {} frames", out.len()));
+    let ip = ipv4::Packet::new_checked(&error[14..]).unwrap();
+    let m = icmp::Packet::new_checked(ip.payload()).unwrap();
+    assert_eq!(
+        (m.msg_type(), m.code(), m.next_hop_mtu()),
+        (
+            icmp::msg_type::DEST_UNREACHABLE,
+            icmp::unreachable::FRAG_NEEDED,
+            1400
+        )
+    );
+    // An error about an error is not answered.
+    let mut about_error = error[14..].to_vec();
+    about_error[8] = 1; // TTL 1 on the way back in
+    ipv4::Packet::new_unchecked(&mut about_error[..]).fill_checksum();
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &about_error));
+    assert_eq!(b.drops("icmp-error", "for-an-error"), 1);
+    assert!(b.sent(lan).iter().all(|f| f[12..14] != [0x08, 0x00]));
     assert_eq!(b.available(), BUFFERS);
 }

@@ -1,10 +1,11 @@
 //! `ip-lookup`: routes each IPv4 or IPv6 packet by its destination in the FIB. A
 //! packet for one of the gateway's own addresses goes to local delivery; one to be
 //! forwarded must have a TTL (hop limit) above 1 and goes to `ip-rewrite` with its
-//! port and next hop in the metadata; a blackhole route or no route drops it, each
-//! under its own counter.
+//! port and next hop in the metadata. A blackhole route drops it; no route or an
+//! expired TTL are counted and answered by `icmp-error` (destination unreachable,
+//! time exceeded).
 
-use crate::arena::Handle;
+use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::RouteTarget;
@@ -14,9 +15,9 @@ use std::net::{IpAddr, SocketAddr};
 crate::node_errors! {
     /// Why ip-lookup drops a packet.
     pub enum IpLookupError {
-        NoRoute => "no-route", "No route covers the destination.";
+        NoRoute => "no-route", "No route covers the destination (answered: unreachable).";
         Blackhole => "blackhole", "The route is a blackhole.";
-        TtlExpired => "ttl-expired", "A packet to forward with a TTL or hop limit of 0 or 1.";
+        TtlExpired => "ttl-expired", "A TTL or hop limit of 0 or 1 to forward (answered: time exceeded).";
         NoTunnel => "no-tunnel", "The route names a tunnel this graph does not serve.";
     }
 }
@@ -25,6 +26,7 @@ crate::node_errors! {
 enum Next {
     Rewrite = 0,
     Local = 1,
+    IcmpError = 2,
 }
 
 pub struct IpLookup;
@@ -35,7 +37,7 @@ impl IpLookup {
     pub const LOCAL: &'static str = "ip-local";
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
-        next: &[Self::REWRITE, Self::LOCAL],
+        next: &[Self::REWRITE, Self::LOCAL, crate::nodes::IcmpError::NAME],
         errors: IpLookupError::TABLE,
     };
 }
@@ -84,13 +86,15 @@ impl Node<Context> for IpLookup {
                 }
                 None => {
                     c.drop(IpLookupError::NoRoute);
-                    next[i] = FREE;
+                    cx.arena.meta_mut(h).icmp = Some(IcmpReason::NoRoute);
+                    next[i] = Next::IcmpError as u16;
                     continue;
                 }
             };
             if ttl <= 1 {
                 c.drop(IpLookupError::TtlExpired);
-                next[i] = FREE;
+                cx.arena.meta_mut(h).icmp = Some(IcmpReason::TimeExceeded);
+                next[i] = Next::IcmpError as u16;
                 continue;
             }
             let m = cx.arena.meta_mut(h);

@@ -5,7 +5,7 @@
 //! known keeps the packet waiting in the table (the graph sends it when the answer
 //! comes, see `gateway`), or has it dropped and counted.
 
-use crate::arena::Handle;
+use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
@@ -16,7 +16,7 @@ use wire::ethernet::{self, ethertype};
 crate::node_errors! {
     /// Why ip-rewrite drops a packet.
     pub enum IpRewriteError {
-        TooBig => "too-big", "Longer than the port's MTU (no fragmentation here).";
+        TooBig => "too-big", "Longer than the port's MTU: answered (needs fragmentation / too big), or for IPv4 without DF dropped (no fragmentation here).";
         NoPort => "no-port", "Routed to a port that is not configured.";
         NoHeadroom => "no-headroom", "No room in front of the packet for an Ethernet header.";
         QueueFull => "neighbor-queue-full", "Already 4 packets wait for the next hop to answer.";
@@ -29,6 +29,7 @@ crate::node_errors! {
 #[repr(u16)]
 enum Next {
     Output = 0,
+    IcmpError = 1,
 }
 
 pub struct IpRewrite;
@@ -38,7 +39,7 @@ impl IpRewrite {
     pub const OUTPUT: &'static str = "port-output";
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
-        next: &[Self::OUTPUT],
+        next: &[Self::OUTPUT, crate::nodes::IcmpError::NAME],
         errors: IpRewriteError::TABLE,
     };
 }
@@ -111,7 +112,17 @@ impl Node<Context> for IpRewrite {
             };
             if m.len > mtu {
                 c.drop(IpRewriteError::TooBig);
-                next[i] = FREE;
+                // IPv6 is never fragmented on the way; IPv4 only without DF, which
+                // this gateway does not do (RFC 1191: tell the source the MTU).
+                let data = cx.arena.data(h);
+                let may_fragment =
+                    data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
+                next[i] = if may_fragment {
+                    FREE
+                } else {
+                    cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
+                    Next::IcmpError as u16
+                };
                 continue;
             }
             if (m.offset as usize) < ethernet::HEADER_LEN {

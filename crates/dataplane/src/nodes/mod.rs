@@ -4,6 +4,7 @@
 mod aead;
 mod arp_input;
 mod ethernet_input;
+mod icmp_error;
 mod ip4_input;
 mod ip6_input;
 mod ip_local;
@@ -18,6 +19,7 @@ mod wg_input;
 pub use aead::{AeadNode, AeadStage, PostNode};
 pub use arp_input::{ArpInput, ArpInputError};
 pub use ethernet_input::{EthernetInput, EthernetInputError};
+pub use icmp_error::{IcmpError, IcmpErrorError};
 pub use ip_local::{IpLocal, IpLocalError};
 pub use ip_lookup::{IpLookup, IpLookupError};
 pub use ip_rewrite::{IpRewrite, IpRewriteError};

@@ -1,0 +1,236 @@
+//! `icmp-error`: answers a packet the gateway cannot deliver with the ICMP (ICMPv6)
+//! error its metadata names (time exceeded, destination unreachable, fragmentation
+//! needed / packet too big), built in the same buffer: the new IP and ICMP headers go
+//! in front of the offending packet, which is cut to the quote (its header and 8
+//! bytes for IPv4, RFC 792; as much as fits 1280 bytes for IPv6, RFC 4443 2.4(c)).
+//! The error is routed back to the packet's source through `ip-lookup`.
+//!
+//! No error answers an error, a fragment other than the first, or a packet with no
+//! unicast source (RFC 1812 4.3.2.7, RFC 4443 2.4(e)), and errors are rate-limited
+//! per worker (RFC 1812 4.3.2.8, RFC 4443 2.4(f)): a token bucket of
+//! [`ERROR_BURST`] refilled at [`ERRORS_PER_SECOND`].
+
+use crate::arena::{Handle, IcmpReason};
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::PortId;
+use crate::graph::{FREE, Node, NodeInfo};
+use std::net::IpAddr;
+use std::time::Instant;
+use wire::{icmp, icmpv6, ip, ipv4, ipv6};
+
+/// Errors a worker may send in a burst.
+pub const ERROR_BURST: u32 = 100;
+/// Errors a worker sends per second, sustained.
+pub const ERRORS_PER_SECOND: u32 = 1000;
+/// The TTL (hop limit) of the errors.
+const ERROR_TTL: u8 = 64;
+
+crate::node_errors! {
+    /// Why icmp-error sends no error (the offending packet is dropped either way).
+    pub enum IcmpErrorError {
+        ForAnError => "for-an-error", "No error answers an ICMP error or a later fragment.";
+        RateLimited => "rate-limited", "Past the rate of ICMP errors.";
+        NoSource => "no-source", "The gateway has no address of the packet's family.";
+        NoRoom => "no-room", "No room in the buffer for the error's headers.";
+        Unreadable => "unreadable", "The offending packet does not parse.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Lookup = 0,
+}
+
+pub struct IcmpError {
+    tokens: u32,
+    refilled: Option<Instant>,
+}
+
+impl Default for IcmpError {
+    fn default() -> Self {
+        IcmpError {
+            tokens: ERROR_BURST,
+            refilled: None,
+        }
+    }
+}
+
+impl IcmpError {
+    pub const NAME: &'static str = "icmp-error";
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[crate::nodes::IpLookup::NAME],
+        errors: IcmpErrorError::TABLE,
+    };
+
+    fn take_token(&mut self, now: Instant) -> bool {
+        let since = self.refilled.map_or(std::time::Duration::MAX, |t| {
+            now.saturating_duration_since(t)
+        });
+        let new = (since.as_micros().min(u128::from(u32::MAX)) as u64
+            * u64::from(ERRORS_PER_SECOND)
+            / 1_000_000) as u32;
+        if new > 0 || self.refilled.is_none() {
+            self.tokens = (self.tokens + new).min(ERROR_BURST);
+            self.refilled = Some(now);
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
+
+/// Builds the error for the packet at the start of `buf[at..at + len]` into `buf`,
+/// ending where the quote ends; returns the new start and length.
+fn build(
+    buf: &mut [u8],
+    at: usize,
+    len: usize,
+    reason: IcmpReason,
+    source: IpAddr,
+) -> Result<(usize, usize), IcmpErrorError> {
+    let offending = &buf[at..at + len];
+    let v4 = offending[0] >> 4 == 4;
+    // The packet is copied out first: the error's headers are written over what
+    // precedes it, and the quote is taken from the copy.
+    let mut copy = [0u8; crate::arena::FRAME_SIZE];
+    copy[..len].copy_from_slice(offending);
+    let quote = &copy[..len];
+    let dst = if v4 {
+        let p = ipv4::Packet::new_checked(quote).map_err(|_| IcmpErrorError::Unreadable)?;
+        if icmp::is_icmp_error(&p) {
+            return Err(IcmpErrorError::ForAnError);
+        }
+        IpAddr::V4(p.src_addr())
+    } else {
+        let p = ipv6::Packet::new_checked(quote).map_err(|_| IcmpErrorError::Unreadable)?;
+        if icmpv6::is_icmpv6_error(&p) {
+            return Err(IcmpErrorError::ForAnError);
+        }
+        IpAddr::V6(p.src_addr())
+    };
+    let header = if v4 {
+        ipv4::HEADER_LEN
+    } else {
+        ipv6::HEADER_LEN
+    } + icmp::HEADER_LEN;
+    let start = at.checked_sub(header).ok_or(IcmpErrorError::NoRoom)?;
+    let body = &mut buf[start..];
+    let n = match (source, dst) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => {
+            let e = match reason {
+                IcmpReason::TimeExceeded => icmp::ErrorRepr::TimeExceeded {
+                    code: icmp::time_exceeded::TTL,
+                },
+                IcmpReason::NoRoute => icmp::ErrorRepr::DestUnreachable {
+                    code: icmp::unreachable::NET,
+                },
+                IcmpReason::TooBig { mtu } => icmp::ErrorRepr::FragNeeded { next_hop_mtu: mtu },
+            };
+            let n = e
+                .emit(&mut body[ipv4::HEADER_LEN..], quote)
+                .map_err(|_| IcmpErrorError::NoRoom)?;
+            let total = ipv4::HEADER_LEN + n;
+            let mut p = ipv4::Packet::new_unchecked(&mut body[..total]);
+            p.set_version(4);
+            p.set_header_len(ipv4::HEADER_LEN as u8);
+            p.set_dscp(0);
+            p.set_ecn(0);
+            p.set_total_len(total as u16);
+            p.set_ident(0);
+            p.set_dont_frag(false);
+            p.set_more_frags(false);
+            p.set_frag_offset(0);
+            p.set_ttl(ERROR_TTL);
+            p.set_protocol(ip::protocol::ICMP);
+            p.set_src_addr(src);
+            p.set_dst_addr(dst);
+            p.fill_checksum();
+            total
+        }
+        (IpAddr::V6(src), IpAddr::V6(dst)) => {
+            let e = match reason {
+                IcmpReason::TimeExceeded => icmpv6::ErrorRepr::TimeExceeded {
+                    code: icmpv6::time_exceeded::HOP_LIMIT,
+                },
+                IcmpReason::NoRoute => icmpv6::ErrorRepr::DestUnreachable {
+                    code: icmpv6::unreachable::NO_ROUTE,
+                },
+                IcmpReason::TooBig { mtu } => icmpv6::ErrorRepr::PacketTooBig { mtu: mtu.into() },
+            };
+            let n = e
+                .emit(&mut body[ipv6::HEADER_LEN..], &src, &dst, quote)
+                .map_err(|_| IcmpErrorError::NoRoom)?;
+            let h = &mut body[..ipv6::HEADER_LEN];
+            h.fill(0);
+            h[0] = 0x60;
+            h[4..6].copy_from_slice(&(n as u16).to_be_bytes());
+            h[6] = ip::protocol::ICMPV6;
+            h[7] = ERROR_TTL;
+            h[8..24].copy_from_slice(&src.octets());
+            h[24..40].copy_from_slice(&dst.octets());
+            ipv6::HEADER_LEN + n
+        }
+        _ => return Err(IcmpErrorError::NoSource),
+    };
+    Ok((start, n))
+}
+
+impl Node<Context> for IcmpError {
+    fn info(&self) -> &NodeInfo {
+        &Self::INFO
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            next[i] = FREE;
+            let m = *cx.arena.meta(h);
+            let Some(reason) = m.icmp else {
+                c.drop(IcmpErrorError::Unreadable);
+                continue;
+            };
+            let Some(origin) = wire::ip::addrs(cx.arena.data(h)).ok().map(|(s, _)| s) else {
+                c.drop(IcmpErrorError::Unreadable);
+                continue;
+            };
+            let Some(source) = cx
+                .ip
+                .interfaces
+                .source_for(PortId(m.port), origin)
+                .or_else(|| {
+                    cx.ip
+                        .interfaces
+                        .iter()
+                        .find_map(|(p, _)| cx.ip.interfaces.source_for(p, origin))
+                })
+            else {
+                c.drop(IcmpErrorError::NoSource);
+                continue;
+            };
+            if !self.take_token(cx.now) {
+                c.drop(IcmpErrorError::RateLimited);
+                continue;
+            }
+            let (at, len) = (m.offset as usize, m.len as usize);
+            match build(cx.arena.buffer_mut(h), at, len, reason, source) {
+                Ok((start, n)) => {
+                    let meta = cx.arena.meta_mut(h);
+                    meta.offset = start as u16;
+                    meta.len = n as u16;
+                    meta.icmp = None;
+                    next[i] = Next::Lookup as u16;
+                }
+                Err(e) => c.drop(e),
+            }
+        }
+    }
+}
