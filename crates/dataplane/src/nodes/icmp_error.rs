@@ -234,3 +234,26 @@ impl Node<Context> for IcmpError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn errors_are_limited_to_a_burst_then_the_sustained_rate() {
+        let mut e = IcmpError::default();
+        let t0 = Instant::now();
+        let sent = (0..1000).filter(|_| e.take_token(t0)).count();
+        assert_eq!(sent, ERROR_BURST as usize);
+        // 10 ms later: 10 more at 1000 a second.
+        let t1 = t0 + Duration::from_millis(10);
+        assert_eq!((0..1000).filter(|_| e.take_token(t1)).count(), 10);
+        // Idle for long: the bucket fills to the burst, no further.
+        let t2 = t1 + Duration::from_secs(60);
+        assert_eq!(
+            (0..1000).filter(|_| e.take_token(t2)).count(),
+            ERROR_BURST as usize
+        );
+    }
+}
