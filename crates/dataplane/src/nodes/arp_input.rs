@@ -9,8 +9,9 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::{FREE, NodeInfo};
 use crate::neighbor::Heard;
+use crate::nodes::PerPacket;
 use crate::nodes::ip_rewrite::push_ethernet;
 use std::net::IpAddr;
 use wire::arp;
@@ -35,26 +36,34 @@ pub struct ArpInput;
 
 impl ArpInput {
     pub const NAME: &'static str = "arp-input";
+}
+
+impl PerPacket for ArpInput {
+    type Error = ArpInputError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[crate::nodes::PortOutput::NAME],
         errors: ArpInputError::TABLE,
     };
 
-    fn one(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> u16 {
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        c: &mut NodeCounters,
+    ) -> Result<u16, ArpInputError> {
         let port = PortId(cx.arena.meta(h).port);
-        let Some(ours) = cx.ip.interfaces.get(port).map(|p| MacAddr(p.mac)) else {
-            c.drop(ArpInputError::UnknownPort);
-            return FREE;
-        };
-        let Ok(packet) = arp::Packet::new_checked(cx.arena.data(h)) else {
-            c.drop(ArpInputError::Malformed);
-            return FREE;
-        };
+        let ours = cx
+            .ip
+            .interfaces
+            .get(port)
+            .map(|p| MacAddr(p.mac))
+            .ok_or(ArpInputError::UnknownPort)?;
+        let packet =
+            arp::Packet::new_checked(cx.arena.data(h)).map_err(|_| ArpInputError::Malformed)?;
         let request = packet.repr();
         if !request.sender_mac.is_unicast() {
-            c.drop(ArpInputError::BadSender);
-            return FREE;
+            return Err(ArpInputError::BadSender);
         }
         let for_us = cx.ip.interfaces.owner(IpAddr::V4(request.target_ip)) == Some(port);
         let sender = IpAddr::V4(request.sender_ip);
@@ -74,38 +83,18 @@ impl ArpInput {
             );
         }
         if !for_us {
-            c.drop(ArpInputError::NotForUs);
-            return FREE;
+            return Err(ArpInputError::NotForUs);
         }
         if request.operation != arp::operation::REQUEST {
             c.consumed += 1;
-            return FREE;
+            return Ok(FREE);
         }
         // The reply takes the request's place in its buffer.
         if arp::emit_reply(cx.arena.data_mut(h), &request, ours).is_err() {
-            c.drop(ArpInputError::Malformed);
-            return FREE;
+            return Err(ArpInputError::Malformed);
         }
         cx.arena.meta_mut(h).len = arp::PACKET_LEN as u16;
         push_ethernet(cx, h, request.sender_mac.0, ours.0, ethertype::ARP);
-        Next::Output as u16
-    }
-}
-
-impl Node<Context> for ArpInput {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
-
-    fn process(
-        &mut self,
-        cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            next[i] = Self::one(cx, h, c);
-        }
+        Ok(Next::Output as u16)
     }
 }

@@ -8,7 +8,8 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::NodeInfo;
+use crate::nodes::PerPacket;
 use wire::ethernet::{self, MacAddr, ethertype};
 
 crate::node_errors! {
@@ -34,6 +35,10 @@ pub struct EthernetInput;
 impl EthernetInput {
     pub const NAME: &'static str = "ethernet-input";
     pub const ARP: &'static str = "arp-input";
+}
+
+impl PerPacket for EthernetInput {
+    type Error = EthernetInputError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[
@@ -43,6 +48,26 @@ impl EthernetInput {
         ],
         errors: EthernetInputError::TABLE,
     };
+
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, EthernetInputError> {
+        let port = PortId(cx.arena.meta(h).port);
+        let ours = cx
+            .ip
+            .interfaces
+            .get(port)
+            .map(|p| MacAddr(p.mac))
+            .ok_or(EthernetInputError::UnknownPort)?;
+        let (edge, header) = classify(cx.arena.data(h), ours)?;
+        let m = cx.arena.meta_mut(h);
+        m.offset += header as u16;
+        m.len -= header as u16;
+        Ok(edge as u16)
+    }
 }
 
 /// The next edge and header length of a frame that arrived on a port with address
@@ -66,41 +91,6 @@ fn classify(frame: &[u8], ours: MacAddr) -> Result<(Next, usize), EthernetInputE
         _ => return Err(EthernetInputError::UnknownEthertype),
     };
     Ok((next, f.header_len()))
-}
-
-impl Node<Context> for EthernetInput {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
-
-    fn process(
-        &mut self,
-        cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            let port = PortId(cx.arena.meta(h).port);
-            let Some(ours) = cx.ip.interfaces.get(port).map(|p| MacAddr(p.mac)) else {
-                c.drop(EthernetInputError::UnknownPort);
-                next[i] = FREE;
-                continue;
-            };
-            next[i] = match classify(cx.arena.data(h), ours) {
-                Ok((edge, header)) => {
-                    let m = cx.arena.meta_mut(h);
-                    m.offset += header as u16;
-                    m.len -= header as u16;
-                    edge as u16
-                }
-                Err(e) => {
-                    c.drop(e);
-                    FREE
-                }
-            };
-        }
-    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@ use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::NodeInfo;
+use crate::nodes::PerPacket;
 use std::net::IpAddr;
 use std::time::Instant;
 use wire::{icmp, icmpv6, ip, ipv4, ipv6};
@@ -58,11 +59,6 @@ impl Default for IcmpError {
 
 impl IcmpError {
     pub const NAME: &'static str = "icmp-error";
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[crate::nodes::IpLookup::NAME],
-        errors: IcmpErrorError::TABLE,
-    };
 
     fn take_token(&mut self, now: Instant) -> bool {
         let since = self.refilled.map_or(std::time::Duration::MAX, |t| {
@@ -179,59 +175,40 @@ fn build(
     Ok((start, n))
 }
 
-impl Node<Context> for IcmpError {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
+impl PerPacket for IcmpError {
+    type Error = IcmpErrorError;
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[crate::nodes::IpLookup::NAME],
+        errors: IcmpErrorError::TABLE,
+    };
 
-    fn process(
+    fn one(
         &mut self,
         cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            next[i] = FREE;
-            let m = *cx.arena.meta(h);
-            let Some(reason) = m.icmp else {
-                c.drop(IcmpErrorError::Unreadable);
-                continue;
-            };
-            let Some(origin) = wire::ip::addrs(cx.arena.data(h)).ok().map(|(s, _)| s) else {
-                c.drop(IcmpErrorError::Unreadable);
-                continue;
-            };
-            let Some(source) = cx
-                .ip
-                .interfaces
-                .source_for(PortId(m.port), origin)
-                .or_else(|| {
-                    cx.ip
-                        .interfaces
-                        .iter()
-                        .find_map(|(p, _)| cx.ip.interfaces.source_for(p, origin))
-                })
-            else {
-                c.drop(IcmpErrorError::NoSource);
-                continue;
-            };
-            if !self.take_token(cx.now) {
-                c.drop(IcmpErrorError::RateLimited);
-                continue;
-            }
-            let (at, len) = (m.offset as usize, m.len as usize);
-            match build(cx.arena.buffer_mut(h), at, len, reason, source) {
-                Ok((start, n)) => {
-                    let meta = cx.arena.meta_mut(h);
-                    meta.offset = start as u16;
-                    meta.len = n as u16;
-                    meta.icmp = None;
-                    next[i] = Next::Lookup as u16;
-                }
-                Err(e) => c.drop(e),
-            }
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, IcmpErrorError> {
+        let m = *cx.arena.meta(h);
+        let reason = m.icmp.ok_or(IcmpErrorError::Unreadable)?;
+        let origin = wire::ip::addrs(cx.arena.data(h))
+            .map_err(|_| IcmpErrorError::Unreadable)?
+            .0;
+        let ports = &cx.ip.interfaces;
+        let source = ports
+            .source_for(PortId(m.port), origin)
+            .or_else(|| ports.iter().find_map(|(p, _)| ports.source_for(p, origin)))
+            .ok_or(IcmpErrorError::NoSource)?;
+        if !self.take_token(cx.now) {
+            return Err(IcmpErrorError::RateLimited);
         }
+        let (at, len) = (m.offset as usize, m.len as usize);
+        let (start, n) = build(cx.arena.buffer_mut(h), at, len, reason, source)?;
+        let meta = cx.arena.meta_mut(h);
+        meta.offset = start as u16;
+        meta.len = n as u16;
+        meta.icmp = None;
+        Ok(Next::Lookup as u16)
     }
 }
 

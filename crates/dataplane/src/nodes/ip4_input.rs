@@ -8,7 +8,8 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::NodeInfo;
+use crate::nodes::PerPacket;
 use std::net::Ipv4Addr;
 use wire::ipv4;
 
@@ -36,11 +37,26 @@ impl Ip4Input {
     pub const NAME: &'static str = "ip4-input";
     /// The node that routes what passes.
     pub const LOOKUP: &'static str = "ip-lookup";
+}
+
+impl PerPacket for Ip4Input {
+    type Error = Ip4InputError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Self::LOOKUP],
         errors: Ip4InputError::TABLE,
     };
+
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, Ip4InputError> {
+        let total = check(cx.arena.data(h))?;
+        cx.arena.meta_mut(h).len = total as u16;
+        Ok(Next::Lookup as u16)
+    }
 }
 
 /// The packet's true length, or why it is refused.
@@ -75,33 +91,6 @@ fn check(data: &[u8]) -> Result<usize, Ip4InputError> {
         return Err(Ip4InputError::NotRouted);
     }
     Ok(total)
-}
-
-impl Node<Context> for Ip4Input {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
-
-    fn process(
-        &mut self,
-        cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            next[i] = match check(cx.arena.data(h)) {
-                Ok(total) => {
-                    cx.arena.meta_mut(h).len = total as u16;
-                    Next::Lookup as u16
-                }
-                Err(e) => {
-                    c.drop(e);
-                    FREE
-                }
-            };
-        }
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::NodeInfo;
+use crate::nodes::PerPacket;
 use wire::ipv6;
 
 crate::node_errors! {
@@ -36,11 +37,30 @@ impl Ip6Input {
     pub const LOOKUP: &'static str = "ip-lookup";
     /// The node that takes what is for the gateway itself.
     pub const LOCAL: &'static str = "ip-local";
+}
+
+impl PerPacket for Ip6Input {
+    type Error = Ip6InputError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Self::LOOKUP, Self::LOCAL],
         errors: Ip6InputError::TABLE,
     };
+
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, Ip6InputError> {
+        let (total, edge) = match check(cx.arena.data(h))? {
+            Checked::Unicast(total) => (total, Next::Lookup),
+            Checked::Multicast(total, group) if cx.ip.listens_to(&group) => (total, Next::Local),
+            Checked::Multicast(..) => return Err(Ip6InputError::NotRouted),
+        };
+        cx.arena.meta_mut(h).len = total as u16;
+        Ok(edge as u16)
+    }
 }
 
 /// What the packet is, or why it is refused.
@@ -73,41 +93,6 @@ fn check(data: &[u8]) -> Result<Checked, Ip6InputError> {
     } else {
         Checked::Unicast(total)
     })
-}
-
-impl Node<Context> for Ip6Input {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
-
-    fn process(
-        &mut self,
-        cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            let (total, edge) = match check(cx.arena.data(h)) {
-                Ok(Checked::Unicast(total)) => (total, Next::Lookup),
-                Ok(Checked::Multicast(total, group)) if cx.ip.listens_to(&group) => {
-                    (total, Next::Local)
-                }
-                Ok(Checked::Multicast(..)) => {
-                    c.drop(Ip6InputError::NotRouted);
-                    next[i] = FREE;
-                    continue;
-                }
-                Err(e) => {
-                    c.drop(e);
-                    next[i] = FREE;
-                    continue;
-                }
-            };
-            cx.arena.meta_mut(h).len = total as u16;
-            next[i] = edge as u16;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::{FREE, NodeInfo};
 use crate::neighbor::Heard;
+use crate::nodes::PerPacket;
 use crate::nodes::ip_rewrite::push_ethernet;
 use std::net::{IpAddr, Ipv6Addr};
 use wire::ethernet::{MacAddr, ethertype};
@@ -41,11 +42,6 @@ pub struct IpLocal;
 
 impl IpLocal {
     pub const NAME: &'static str = "ip-local";
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[crate::nodes::IpLookup::NAME, crate::nodes::PortOutput::NAME],
-        errors: IpLocalError::TABLE,
-    };
 }
 
 /// An ICMP echo request turned into its reply, in place, or why not.
@@ -74,23 +70,29 @@ fn echo4(pkt: &mut [u8]) -> Result<(), IpLocalError> {
     Ok(())
 }
 
-impl IpLocal {
-    fn one(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> u16 {
-        let version = cx.arena.data(h)[0] >> 4;
-        let result = if version == 4 {
+impl PerPacket for IpLocal {
+    type Error = IpLocalError;
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[crate::nodes::IpLookup::NAME, crate::nodes::PortOutput::NAME],
+        errors: IpLocalError::TABLE,
+    };
+
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        c: &mut NodeCounters,
+    ) -> Result<u16, IpLocalError> {
+        if cx.arena.data(h)[0] >> 4 == 4 {
             echo4(cx.arena.data_mut(h)).map(|()| Next::Lookup as u16)
         } else {
             Self::icmpv6(cx, h, c)
-        };
-        match result {
-            Ok(edge) => edge,
-            Err(e) => {
-                c.drop(e);
-                FREE
-            }
         }
     }
+}
 
+impl IpLocal {
     fn icmpv6(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> Result<u16, IpLocalError> {
         let pkt = cx.arena.data(h);
         let p = ipv6::Packet::new_unchecked(pkt);
@@ -196,23 +198,5 @@ impl IpLocal {
             return Err(IpLocalError::BadNd);
         }
         Ok(Next::Output as u16)
-    }
-}
-
-impl Node<Context> for IpLocal {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
-
-    fn process(
-        &mut self,
-        cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            next[i] = Self::one(cx, h, c);
-        }
     }
 }

@@ -9,7 +9,8 @@ use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::RouteTarget;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::NodeInfo;
+use crate::nodes::PerPacket;
 use std::net::{IpAddr, SocketAddr};
 
 crate::node_errors! {
@@ -35,11 +36,6 @@ impl IpLookup {
     pub const NAME: &'static str = "ip-lookup";
     pub const REWRITE: &'static str = "ip-rewrite";
     pub const LOCAL: &'static str = "ip-local";
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[Self::REWRITE, Self::LOCAL, crate::nodes::IcmpError::NAME],
-        errors: IpLookupError::TABLE,
-    };
 }
 
 /// Destination and TTL (hop limit) of a packet ip4-input or ip6-input passed.
@@ -53,54 +49,41 @@ fn dst_and_ttl(data: &[u8]) -> (IpAddr, u8) {
     }
 }
 
-impl Node<Context> for IpLookup {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
+impl PerPacket for IpLookup {
+    type Error = IpLookupError;
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[Self::REWRITE, Self::LOCAL, crate::nodes::IcmpError::NAME],
+        errors: IpLookupError::TABLE,
+    };
 
-    fn process(
+    fn one(
         &mut self,
         cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
+        h: Handle,
         c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            let (dst, ttl) = dst_and_ttl(cx.arena.data(h));
-            let (port, next_hop) = match cx.ip.fib.lookup(dst) {
-                Some(RouteTarget::Local) => {
-                    next[i] = Next::Local as u16;
-                    continue;
-                }
-                Some(RouteTarget::Via { port, next_hop }) => (port, next_hop),
-                Some(RouteTarget::Attached { port }) => (port, dst),
-                Some(RouteTarget::Tunnel(_)) => {
-                    c.drop(IpLookupError::NoTunnel);
-                    next[i] = FREE;
-                    continue;
-                }
-                Some(RouteTarget::Blackhole) => {
-                    c.drop(IpLookupError::Blackhole);
-                    next[i] = FREE;
-                    continue;
-                }
-                None => {
-                    c.drop(IpLookupError::NoRoute);
-                    cx.arena.meta_mut(h).icmp = Some(IcmpReason::NoRoute);
-                    next[i] = Next::IcmpError as u16;
-                    continue;
-                }
-            };
-            if ttl <= 1 {
-                c.drop(IpLookupError::TtlExpired);
-                cx.arena.meta_mut(h).icmp = Some(IcmpReason::TimeExceeded);
-                next[i] = Next::IcmpError as u16;
-                continue;
-            }
-            let m = cx.arena.meta_mut(h);
-            m.port = port.0;
-            m.addr = SocketAddr::new(next_hop, 0);
-            next[i] = Next::Rewrite as u16;
+    ) -> Result<u16, IpLookupError> {
+        let (dst, ttl) = dst_and_ttl(cx.arena.data(h));
+        // Counted, and answered by icmp-error: the packet goes on, as the error.
+        let mut answer = |why: IpLookupError, reason: IcmpReason| {
+            c.drop(why);
+            cx.arena.meta_mut(h).icmp = Some(reason);
+            Ok(Next::IcmpError as u16)
+        };
+        let (port, next_hop) = match cx.ip.fib.lookup(dst) {
+            Some(RouteTarget::Local) => return Ok(Next::Local as u16),
+            Some(RouteTarget::Via { port, next_hop }) => (port, next_hop),
+            Some(RouteTarget::Attached { port }) => (port, dst),
+            Some(RouteTarget::Tunnel(_)) => return Err(IpLookupError::NoTunnel),
+            Some(RouteTarget::Blackhole) => return Err(IpLookupError::Blackhole),
+            None => return answer(IpLookupError::NoRoute, IcmpReason::NoRoute),
+        };
+        if ttl <= 1 {
+            return answer(IpLookupError::TtlExpired, IcmpReason::TimeExceeded);
         }
+        let m = cx.arena.meta_mut(h);
+        m.port = port.0;
+        m.addr = SocketAddr::new(next_hop, 0);
+        Ok(Next::Rewrite as u16)
     }
 }

@@ -9,8 +9,9 @@ use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{FREE, KEEP, Node, NodeInfo};
+use crate::graph::{KEEP, NodeInfo};
 use crate::neighbor::{Mac, Resolved};
+use crate::nodes::PerPacket;
 use wire::ethernet::{self, ethertype};
 
 crate::node_errors! {
@@ -37,11 +38,6 @@ pub struct IpRewrite;
 impl IpRewrite {
     pub const NAME: &'static str = "ip-rewrite";
     pub const OUTPUT: &'static str = "port-output";
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[Self::OUTPUT, crate::nodes::IcmpError::NAME],
-        errors: IpRewriteError::TABLE,
-    };
 }
 
 /// One hop less: TTL and checksum (IPv4) or hop limit (IPv6). The caller checked the
@@ -90,52 +86,51 @@ pub(crate) fn push_ethernet(cx: &mut Context, h: Handle, dst: Mac, src: Mac, kin
     true
 }
 
-impl Node<Context> for IpRewrite {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
+impl PerPacket for IpRewrite {
+    type Error = IpRewriteError;
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[Self::OUTPUT, crate::nodes::IcmpError::NAME],
+        errors: IpRewriteError::TABLE,
+    };
 
-    fn process(
+    fn one(
         &mut self,
         cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
+        h: Handle,
         c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            let m = *cx.arena.meta(h);
-            let port = PortId(m.port);
-            let Some((mtu, src)) = cx.ip.interfaces.get(port).map(|p| (p.mtu, p.mac)) else {
-                c.drop(IpRewriteError::NoPort);
-                next[i] = FREE;
-                continue;
-            };
-            if m.len > mtu {
-                c.drop(IpRewriteError::TooBig);
-                // IPv6 is never fragmented on the way; IPv4 only without DF, which
-                // this gateway does not do (RFC 1191: tell the source the MTU).
-                let data = cx.arena.data(h);
-                let may_fragment =
-                    data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
-                next[i] = if may_fragment {
-                    FREE
-                } else {
-                    cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
-                    Next::IcmpError as u16
-                };
-                continue;
+    ) -> Result<u16, IpRewriteError> {
+        let m = *cx.arena.meta(h);
+        let port = PortId(m.port);
+        let (mtu, src) = cx
+            .ip
+            .interfaces
+            .get(port)
+            .map(|p| (p.mtu, p.mac))
+            .ok_or(IpRewriteError::NoPort)?;
+        if m.len > mtu {
+            // IPv6 is never fragmented on the way; IPv4 only without DF, which this
+            // gateway does not do (RFC 1191: tell the source the MTU).
+            let data = cx.arena.data(h);
+            let may_fragment =
+                data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
+            if may_fragment {
+                return Err(IpRewriteError::TooBig);
             }
-            if (m.offset as usize) < ethernet::HEADER_LEN {
-                c.drop(IpRewriteError::NoHeadroom);
-                next[i] = FREE;
-                continue;
-            }
-            decrement_ttl(cx.arena.data_mut(h));
-            let resolved = cx
-                .ip
+            c.drop(IpRewriteError::TooBig);
+            cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
+            return Ok(Next::IcmpError as u16);
+        }
+        if (m.offset as usize) < ethernet::HEADER_LEN {
+            return Err(IpRewriteError::NoHeadroom);
+        }
+        decrement_ttl(cx.arena.data_mut(h));
+        let ip = &mut cx.ip;
+        Ok(
+            match ip
                 .neighbors
-                .resolve(port, m.addr.ip(), h, cx.now, &mut cx.ip.events);
-            next[i] = match resolved {
+                .resolve(port, m.addr.ip(), h, cx.now, &mut ip.events)
+            {
                 Resolved::Mac(dst) => {
                     let kind = ip_ethertype(cx, h);
                     push_ethernet(cx, h, dst, src, kind);
@@ -143,8 +138,8 @@ impl Node<Context> for IpRewrite {
                 }
                 // The table holds it now, or handed it back in a Drop event.
                 Resolved::Waiting => KEEP,
-            };
-        }
+            },
+        )
     }
 }
 

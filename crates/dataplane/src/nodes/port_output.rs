@@ -5,7 +5,8 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{FREE, KEEP, Node, NodeInfo};
+use crate::graph::{KEEP, NodeInfo};
+use crate::nodes::PerPacket;
 
 crate::node_errors! {
     /// Why port-output drops a frame.
@@ -18,37 +19,30 @@ pub struct PortOutput;
 
 impl PortOutput {
     pub const NAME: &'static str = "port-output";
+}
+
+impl PerPacket for PortOutput {
+    type Error = PortOutputError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[],
         errors: PortOutputError::TABLE,
     };
-}
 
-impl Node<Context> for PortOutput {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
-
-    fn process(
+    fn one(
         &mut self,
         cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
-        c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            let port = PortId(cx.arena.meta(h).port);
-            next[i] = match cx.ip.interfaces.get(port).map(|p| p.output) {
-                Some(queue) => {
-                    cx.outputs.queue(queue).push(h);
-                    KEEP
-                }
-                None => {
-                    c.drop(PortOutputError::NoPort);
-                    FREE
-                }
-            };
-        }
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, PortOutputError> {
+        let port = PortId(cx.arena.meta(h).port);
+        let queue = cx
+            .ip
+            .interfaces
+            .get(port)
+            .map(|p| p.output)
+            .ok_or(PortOutputError::NoPort)?;
+        cx.outputs.queue(queue).push(h);
+        Ok(KEEP)
     }
 }

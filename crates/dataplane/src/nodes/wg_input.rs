@@ -6,7 +6,8 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::{FREE, NodeInfo};
+use crate::nodes::PerPacket;
 use crate::nodes::WgDecrypt;
 use wire::wireguard::Message;
 use wireguard::DropReason;
@@ -27,47 +28,34 @@ pub struct WgInput;
 
 impl WgInput {
     pub const NAME: &'static str = "wg-input";
+}
+
+impl PerPacket for WgInput {
+    type Error = InputError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[WgDecrypt::NAME],
         errors: InputError::TABLE,
     };
-}
 
-impl Node<Context> for WgInput {
-    fn info(&self) -> &NodeInfo {
-        &Self::INFO
-    }
-
-    fn process(
+    fn one(
         &mut self,
         cx: &mut Context,
-        packets: &[Handle],
-        next: &mut [u16],
+        h: Handle,
         c: &mut NodeCounters,
-    ) {
-        for (i, &h) in packets.iter().enumerate() {
-            let data = cx.arena.data(h);
-            next[i] = match Message::parse(data) {
-                Ok(Message::TransportData(_)) => Next::Decrypt as u16,
-                Ok(handshake) => {
-                    let src = cx.arena.meta(h).addr;
-                    match cx
-                        .tunnels
-                        .wg
-                        .device
-                        .handle_handshake(handshake, src, cx.now)
-                    {
-                        Ok(()) => c.consumed += 1,
-                        Err(reason) => c.drop(InputError::from(reason)),
-                    }
-                    FREE
-                }
-                Err(e) => {
-                    c.drop(InputError::from(DropReason::from(e)));
-                    FREE
-                }
-            };
+    ) -> Result<u16, InputError> {
+        let data = cx.arena.data(h);
+        match Message::parse(data).map_err(|e| InputError::from(DropReason::from(e)))? {
+            Message::TransportData(_) => Ok(Next::Decrypt as u16),
+            handshake => {
+                let src = cx.arena.meta(h).addr;
+                cx.tunnels
+                    .wg
+                    .device
+                    .handle_handshake(handshake, src, cx.now)?;
+                c.consumed += 1;
+                Ok(FREE)
+            }
         }
     }
 }

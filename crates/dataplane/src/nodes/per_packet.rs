@@ -1,0 +1,47 @@
+//! The shape of a node that decides each packet on its own (most nodes but the
+//! crypto ones, which batch): `one` returns the packet's next edge (or KEEP), or the
+//! reason it is dropped, which the graph counts and frees. Written once here; the
+//! nodes write only their decision.
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::{ErrorSlot, NodeCounters};
+use crate::graph::{FREE, Node, NodeInfo};
+
+pub trait PerPacket: 'static {
+    /// One of the node's declared reasons.
+    type Error: Into<ErrorSlot>;
+    const INFO: NodeInfo;
+    /// Where packet `h` goes, or why it is dropped. `c` is for what is counted
+    /// besides drops (packets consumed on purpose).
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        c: &mut NodeCounters,
+    ) -> Result<u16, Self::Error>;
+}
+
+impl<T: PerPacket> Node<Context> for T {
+    fn info(&self) -> &NodeInfo {
+        &T::INFO
+    }
+
+    fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for (i, &h) in packets.iter().enumerate() {
+            next[i] = match self.one(cx, h, c) {
+                Ok(edge) => edge,
+                Err(e) => {
+                    c.drop(e);
+                    FREE
+                }
+            };
+        }
+    }
+}
