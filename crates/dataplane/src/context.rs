@@ -9,6 +9,7 @@
 //! use the methods.
 
 use crate::arena::{Arena, Handle};
+use crate::fib::PortId;
 use crate::graph::HasArena;
 use crate::inflight::InFlight;
 use crate::ip_layer::IpLayer;
@@ -16,6 +17,7 @@ use crypto::{AeadOp, EngineSet, KeyRegistry};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
+use wire::ethernet::MacAddr;
 use wireguard::Device;
 
 /// Packets waiting on handshakes may hold at most 1/this of the arena.
@@ -151,6 +153,14 @@ impl Context {
 
     pub(crate) fn set_wg_mtu(&mut self, mtu: usize) {
         self.tunnels.wg.mtu = mtu;
+    }
+
+    /// The port packet `h` is on, and that port's Ethernet address; `None` for a
+    /// port that is not configured.
+    pub(crate) fn port_of(&self, h: Handle) -> Option<(PortId, MacAddr)> {
+        let port = PortId(self.arena.meta(h).port);
+        let mac = self.ip.interfaces.get(port)?.mac;
+        Some((port, MacAddr(mac)))
     }
 
     pub fn ip(&self) -> &IpLayer {

@@ -8,14 +8,13 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::fib::PortId;
 use crate::graph::{FREE, NodeInfo};
 use crate::neighbor::Heard;
 use crate::nodes::PerPacket;
 use crate::nodes::ip_rewrite::push_ethernet;
 use std::net::IpAddr;
 use wire::arp;
-use wire::ethernet::{MacAddr, ethertype};
+use wire::ethernet::ethertype;
 
 crate::node_errors! {
     /// Why arp-input drops a packet.
@@ -52,13 +51,7 @@ impl PerPacket for ArpInput {
         h: Handle,
         c: &mut NodeCounters,
     ) -> Result<u16, ArpInputError> {
-        let port = PortId(cx.arena.meta(h).port);
-        let ours = cx
-            .ip
-            .interfaces
-            .get(port)
-            .map(|p| MacAddr(p.mac))
-            .ok_or(ArpInputError::UnknownPort)?;
+        let (port, ours) = cx.port_of(h).ok_or(ArpInputError::UnknownPort)?;
         let packet =
             arp::Packet::new_checked(cx.arena.data(h)).map_err(|_| ArpInputError::Malformed)?;
         let request = packet.repr();

@@ -7,7 +7,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::fib::PortId;
 use crate::graph::NodeInfo;
 use crate::nodes::PerPacket;
 use wire::ethernet::{self, MacAddr, ethertype};
@@ -55,13 +54,7 @@ impl PerPacket for EthernetInput {
         h: Handle,
         _: &mut NodeCounters,
     ) -> Result<u16, EthernetInputError> {
-        let port = PortId(cx.arena.meta(h).port);
-        let ours = cx
-            .ip
-            .interfaces
-            .get(port)
-            .map(|p| MacAddr(p.mac))
-            .ok_or(EthernetInputError::UnknownPort)?;
+        let (_, ours) = cx.port_of(h).ok_or(EthernetInputError::UnknownPort)?;
         let (edge, header) = classify(cx.arena.data(h), ours)?;
         let m = cx.arena.meta_mut(h);
         m.offset += header as u16;

@@ -9,7 +9,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::fib::PortId;
 use crate::graph::{FREE, NodeInfo};
 use crate::neighbor::Heard;
 use crate::nodes::PerPacket;
@@ -133,13 +132,7 @@ impl IpLocal {
         src: Ipv6Addr,
         c: &mut NodeCounters,
     ) -> Result<u16, IpLocalError> {
-        let port = PortId(cx.arena.meta(h).port);
-        let ours = cx
-            .ip
-            .interfaces
-            .get(port)
-            .map(|p| MacAddr(p.mac))
-            .ok_or(IpLocalError::NdNotOurs)?;
+        let (port, ours) = cx.port_of(h).ok_or(IpLocalError::NdNotOurs)?;
         let body = &cx.arena.data(h)[ipv6::HEADER_LEN..];
         let nd = icmpv6::NeighborMessage::new_checked(body).map_err(|_| IpLocalError::BadNd)?;
         let target = nd.target_addr();
