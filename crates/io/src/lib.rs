@@ -1,4 +1,5 @@
-//! Linux drivers for host mode: a layer-3 TUN device and a batched UDP socket, plus the
+//! Linux drivers for host mode: a layer-3 TUN device and a batched UDP socket, an
+//! AF_PACKET port for whole Ethernet frames where XDP cannot attach, plus the
 //! small pieces a data-path thread needs around them (poll, an eventfd waker) and the
 //! network-namespace support that integration tests use.
 //!
@@ -12,11 +13,13 @@
 pub mod heap;
 pub mod netns;
 pub mod offload;
+pub mod packet;
 pub mod poll;
 pub mod tun;
 pub mod udp;
 pub mod waker;
 
+pub use packet::PacketPort;
 pub use poll::{Interest, PollFd, poll};
 pub use tun::{TunDevice, is_gone};
 pub use udp::{GsoSendBatch, MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
