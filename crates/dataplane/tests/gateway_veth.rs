@@ -1,0 +1,162 @@
+//! The gateway graph between two real links: three network namespaces, a host on
+//! each side and the gateway between them on AF_PACKET ports (the kernel in the
+//! gateway's namespace has no address on them). The hosts' own kernels ping through
+//! it and ping it: ARP, forwarding, TTL rewriting and ICMP echo, end to end. Needs
+//! root; skipped with a note otherwise.
+
+use crypto::EngineSet;
+use dataplane::context::OutputId;
+use dataplane::fib::PortId;
+use dataplane::gateway::GatewayGraph;
+use dataplane::interfaces::Interface;
+use dataplane::{Arena, HEADROOM, Handle};
+use io::netns::{NetNs, VethEnd, is_root, skip_test, veth_pair};
+use io::{Interest, PacketPort, PollFd, poll};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The longest the gateway runs, whatever the pings do.
+const RUN_AT_MOST: Duration = Duration::from_secs(20);
+
+fn mac_of(ns: &NetNs, ifname: &str) -> [u8; 6] {
+    let text = ns
+        .exec_checked(&["cat", &format!("/sys/class/net/{ifname}/address")])
+        .unwrap();
+    let mut mac = [0u8; 6];
+    for (b, part) in mac.iter_mut().zip(text.trim().split(':')) {
+        *b = u8::from_str_radix(part, 16).unwrap();
+    }
+    mac
+}
+
+/// Runs the gateway on `lan` and `wan` (in the current namespace) until `stop`.
+fn run_gateway(macs: ([u8; 6], [u8; 6]), stop: &AtomicBool) -> Vec<(String, u64)> {
+    let mut ports = [
+        PacketPort::open("lan", 256).expect("lan port"),
+        PacketPort::open("wan", 256).expect("wan port"),
+    ];
+    let now = Instant::now();
+    let mut gw = GatewayGraph::new(Arena::new(1024), EngineSet::new(vec![]), now);
+    let port = |name: &str, mac, addr: &str| Interface {
+        name: name.into(),
+        mac,
+        mtu: 1500,
+        addrs: vec![addr.parse().unwrap()],
+        output: OutputId(0),
+    };
+    let ids: [PortId; 2] = [
+        gw.add_port(port("lan", macs.0, "198.19.1.1/24")).unwrap(),
+        gw.add_port(port("wan", macs.1, "198.19.2.1/24")).unwrap(),
+    ];
+    let mut handles: Vec<Handle> = Vec::with_capacity(32);
+    let mut lens = [0usize; 32];
+    let start = Instant::now();
+    while !stop.load(Ordering::Relaxed) && start.elapsed() < RUN_AT_MOST {
+        let mut fds = [
+            PollFd::new(
+                std::os::fd::AsRawFd::as_raw_fd(&ports[0]),
+                Interest::READABLE,
+            ),
+            PollFd::new(
+                std::os::fd::AsRawFd::as_raw_fd(&ports[1]),
+                Interest::READABLE,
+            ),
+        ];
+        poll(&mut fds, Some(Duration::from_millis(10))).unwrap();
+        for (port, &id) in ports.iter_mut().zip(&ids) {
+            handles.clear();
+            let arena = gw.context_mut().arena_mut();
+            while handles.len() < 32 {
+                match arena.alloc() {
+                    Some(h) => handles.push(h),
+                    None => break,
+                }
+            }
+            let n =
+                arena.with_rx_slices(&handles, HEADROOM, |bufs| port.recv_batch(bufs, &mut lens));
+            for (&h, &len) in handles.iter().zip(&lens).take(n) {
+                arena.meta_mut(h).len = len as u16;
+            }
+            for &h in &handles[n..] {
+                arena.free(h);
+            }
+            gw.from_port(id, &handles[..n]);
+        }
+        let now = Instant::now();
+        gw.tick(now);
+        gw.run(now);
+        for (port, &id) in ports.iter_mut().zip(&ids) {
+            let queue = gw.port_output(id).unwrap();
+            gw.context_mut().send_output(queue, |arena, hs| {
+                let frames: Vec<&[u8]> = hs.iter().map(|&h| arena.data(h)).collect();
+                port.send_batch(&frames);
+            });
+        }
+    }
+    assert_eq!(gw.context().arena().available(), 1024, "every buffer back");
+    gw.counters()
+        .flat_map(|(node, c)| {
+            c.drops()
+                .filter(|d| d.1 > 0)
+                .map(move |(e, v)| (format!("{node}.{}", e.name), v))
+        })
+        .collect()
+}
+
+#[test]
+fn hosts_ping_through_the_gateway_and_the_gateway_itself() {
+    if !is_root() {
+        skip_test(
+            "hosts_ping_through_the_gateway_and_the_gateway_itself",
+            "needs root",
+        );
+        return;
+    }
+    let (a, gw, b) = (
+        NetNs::new("lr-gwv-a").unwrap(),
+        NetNs::new("lr-gwv-gw").unwrap(),
+        NetNs::new("lr-gwv-b").unwrap(),
+    );
+    let end = |ns, ifname, addrs| VethEnd { ns, ifname, addrs };
+    veth_pair(&end(&a, "eth0", &["198.19.1.2/24"]), &end(&gw, "lan", &[])).unwrap();
+    veth_pair(&end(&b, "eth0", &["198.19.2.2/24"]), &end(&gw, "wan", &[])).unwrap();
+    a.exec_checked(&["ip", "route", "add", "default", "via", "198.19.1.1"])
+        .unwrap();
+    b.exec_checked(&["ip", "route", "add", "default", "via", "198.19.2.1"])
+        .unwrap();
+    for ifname in ["lan", "wan"] {
+        gw.exec_checked(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{ifname}.disable_ipv6=1"),
+        ])
+        .unwrap();
+    }
+    let macs = (mac_of(&gw, "lan"), mac_of(&gw, "wan"));
+    let stop = AtomicBool::new(false);
+    let (through, itself, drops) = std::thread::scope(|s| {
+        let gateway = s.spawn(|| gw.run(|| run_gateway(macs, &stop)).unwrap());
+        let ping = |to: &str| {
+            a.exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "-n", to])
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        let through = ping("198.19.2.2");
+        let itself = ping("198.19.1.1");
+        stop.store(true, Ordering::Relaxed);
+        (through, itself, gateway.join().unwrap())
+    });
+    assert!(
+        through.contains(" 0% packet loss"),
+        "through the gateway:\n{through}\ndrops: {drops:?}"
+    );
+    assert!(
+        through.contains("ttl=63"),
+        "one hop on the way: the gateway took one from the TTL\n{through}"
+    );
+    assert!(
+        itself.contains(" 0% packet loss"),
+        "the gateway's own address:\n{itself}\ndrops: {drops:?}"
+    );
+}
