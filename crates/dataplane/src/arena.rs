@@ -28,7 +28,8 @@ pub struct PacketMeta {
     pub len: u16,
     /// The peer it belongs to, once known (u32::MAX: none).
     pub peer: u32,
-    /// Outer address: the source of a received datagram, the destination of one to send.
+    /// Outer address: the source of a received datagram, the destination of one to
+    /// send; for a packet a gateway routes out of a port, its next hop (port 0).
     pub addr: SocketAddr,
     /// A gateway's port: the one it came in on, then the one it leaves by (u16::MAX:
     /// none).
