@@ -185,7 +185,7 @@ mod tests {
         f.add(p("198.19.7.0/24"), RouteTarget::Attached { port: LAN })
             .unwrap();
         f.add(p("198.19.7.1/32"), RouteTarget::Local).unwrap();
-        f.add(p("2001:2::/48"), RouteTarget::Blackhole).unwrap();
+        f.add(p("2001:2::/64"), RouteTarget::Blackhole).unwrap();
         assert_eq!(f.lookup(ip("198.18.9.9")), Some(gw));
         assert_eq!(
             f.lookup(ip("198.19.200.1")),
@@ -197,7 +197,7 @@ mod tests {
         );
         assert_eq!(f.lookup(ip("198.19.7.1")), Some(RouteTarget::Local));
         assert_eq!(f.lookup(ip("2001:2::5")), Some(RouteTarget::Blackhole));
-        assert_eq!(f.lookup(ip("2001:2:1::5")), None, "no IPv6 default");
+        assert_eq!(f.lookup(ip("2001:2:0:1::5")), None, "no IPv6 default");
     }
 
     #[test]

@@ -153,7 +153,7 @@ mod tests {
     fn own_addresses_and_sources() {
         let mut i = Interfaces::new();
         let lan = i
-            .add(port("lan", 1, &["198.19.1.1/24", "2001:2:1::1/64"]), 1856)
+            .add(port("lan", 1, &["198.19.1.1/24", "2001:2:0:1::1/64"]), 1856)
             .unwrap();
         let wan = i
             .add(port("wan", 2, &["198.18.0.1/30", "198.18.5.1/24"]), 1856)
@@ -165,8 +165,8 @@ mod tests {
         assert_eq!(i.source_for(wan, ip("198.19.9.9")), Some(ip("198.18.0.1")));
         assert_eq!(i.source_for(wan, ip("2001:2::1")), None);
         assert_eq!(
-            i.source_for(lan, ip("2001:2:1::9")),
-            Some(ip("2001:2:1::1"))
+            i.source_for(lan, ip("2001:2:0:1::9")),
+            Some(ip("2001:2:0:1::1"))
         );
     }
 

@@ -42,7 +42,7 @@ fn gateway() -> Box2 {
         .add_port(port(
             "lan",
             LAN_MAC,
-            &["198.19.0.1/24", "2001:2:1::1/64"],
+            &["198.19.0.1/24", "2001:2:0:1::1/64"],
             1500,
         ))
         .unwrap();
@@ -228,7 +228,7 @@ fn neighbor_discovery_resolves_an_ipv6_next_hop() {
     p[5] = 8;
     p[6] = 17;
     p[7] = 64;
-    p[8..24].copy_from_slice(&"2001:2:1::10".parse::<Ipv6Addr>().unwrap().octets());
+    p[8..24].copy_from_slice(&"2001:2:0:1::10".parse::<Ipv6Addr>().unwrap().octets());
     p[24..40].copy_from_slice(&host.octets());
     b.send(b.lan, &ether(LAN_MAC, HOST_MAC, 0x86dd, &p));
     let out = b.sent(wan);
@@ -292,8 +292,8 @@ fn undeliverable_packets_are_counted_and_their_buffers_return() {
     p[5] = 8;
     p[6] = 17;
     p[7] = 64;
-    p[8..24].copy_from_slice(&"2001:2:1::10".parse::<Ipv6Addr>().unwrap().octets());
-    p[24..40].copy_from_slice(&"2001:2:7::1".parse::<Ipv6Addr>().unwrap().octets());
+    p[8..24].copy_from_slice(&"2001:2:0:1::10".parse::<Ipv6Addr>().unwrap().octets());
+    p[24..40].copy_from_slice(&"2001:2:0:7::1".parse::<Ipv6Addr>().unwrap().octets());
     b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x86dd, &p));
     assert_eq!(b.drops("ip-lookup", "no-route"), 1);
     // A next hop that never answers: its packets are given up and counted.

@@ -1,7 +1,8 @@
 //! The gateway graph between two real links: three network namespaces, a host on
 //! each side and the gateway between them on AF_PACKET ports (the kernel in the
 //! gateway's namespace has no address on them). The hosts' own kernels ping through
-//! it and ping it: ARP, forwarding, TTL rewriting and ICMP echo, end to end. Needs
+//! it and ping it over IPv4 and IPv6: ARP and neighbor discovery, forwarding, TTL
+//! and hop-limit rewriting and ICMP echo, end to end. Needs
 //! root; skipped with a note otherwise.
 
 use crypto::EngineSet;
@@ -37,16 +38,18 @@ fn run_gateway(macs: ([u8; 6], [u8; 6]), stop: &AtomicBool) -> Vec<(String, u64)
     ];
     let now = Instant::now();
     let mut gw = GatewayGraph::new(Arena::new(1024), EngineSet::new(vec![]), now);
-    let port = |name: &str, mac, addr: &str| Interface {
+    let port = |name: &str, mac, addr: &[&str]| Interface {
         name: name.into(),
         mac,
         mtu: 1500,
-        addrs: vec![addr.parse().unwrap()],
+        addrs: addr.iter().map(|a| a.parse().unwrap()).collect(),
         output: OutputId(0),
     };
     let ids: [PortId; 2] = [
-        gw.add_port(port("lan", macs.0, "198.19.1.1/24")).unwrap(),
-        gw.add_port(port("wan", macs.1, "198.19.2.1/24")).unwrap(),
+        gw.add_port(port("lan", macs.0, &["198.19.1.1/24", "2001:2:0:1::1/64"]))
+            .unwrap(),
+        gw.add_port(port("wan", macs.1, &["198.19.2.1/24", "2001:2:0:2::1/64"]))
+            .unwrap(),
     ];
     let mut handles: Vec<Handle> = Vec::with_capacity(32);
     let mut lens = [0usize; 32];
@@ -118,12 +121,25 @@ fn hosts_ping_through_the_gateway_and_the_gateway_itself() {
         NetNs::new("lr-gwv-b").unwrap(),
     );
     let end = |ns, ifname, addrs| VethEnd { ns, ifname, addrs };
-    veth_pair(&end(&a, "eth0", &["198.19.1.2/24"]), &end(&gw, "lan", &[])).unwrap();
-    veth_pair(&end(&b, "eth0", &["198.19.2.2/24"]), &end(&gw, "wan", &[])).unwrap();
-    a.exec_checked(&["ip", "route", "add", "default", "via", "198.19.1.1"])
-        .unwrap();
-    b.exec_checked(&["ip", "route", "add", "default", "via", "198.19.2.1"])
-        .unwrap();
+    veth_pair(
+        &end(&a, "eth0", &["198.19.1.2/24", "2001:2:0:1::2/64"]),
+        &end(&gw, "lan", &[]),
+    )
+    .unwrap();
+    veth_pair(
+        &end(&b, "eth0", &["198.19.2.2/24", "2001:2:0:2::2/64"]),
+        &end(&gw, "wan", &[]),
+    )
+    .unwrap();
+    for (host, via4, via6) in [
+        (&a, "198.19.1.1", "2001:2:0:1::1"),
+        (&b, "198.19.2.1", "2001:2:0:2::1"),
+    ] {
+        host.exec_checked(&["ip", "route", "add", "default", "via", via4])
+            .unwrap();
+        host.exec_checked(&["ip", "-6", "route", "add", "default", "via", via6])
+            .unwrap();
+    }
     for ifname in ["lan", "wan"] {
         gw.exec_checked(&[
             "sysctl",
@@ -134,7 +150,7 @@ fn hosts_ping_through_the_gateway_and_the_gateway_itself() {
     }
     let macs = (mac_of(&gw, "lan"), mac_of(&gw, "wan"));
     let stop = AtomicBool::new(false);
-    let (through, itself, drops) = std::thread::scope(|s| {
+    let (through, itself, through6, itself6, drops) = std::thread::scope(|s| {
         let gateway = s.spawn(|| gw.run(|| run_gateway(macs, &stop)).unwrap());
         let ping = |to: &str| {
             a.exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "-n", to])
@@ -144,8 +160,10 @@ fn hosts_ping_through_the_gateway_and_the_gateway_itself() {
         std::thread::sleep(Duration::from_millis(200));
         let through = ping("198.19.2.2");
         let itself = ping("198.19.1.1");
+        let through6 = ping("2001:2:0:2::2");
+        let itself6 = ping("2001:2:0:1::1");
         stop.store(true, Ordering::Relaxed);
-        (through, itself, gateway.join().unwrap())
+        (through, itself, through6, itself6, gateway.join().unwrap())
     });
     assert!(
         through.contains(" 0% packet loss"),
@@ -158,5 +176,14 @@ fn hosts_ping_through_the_gateway_and_the_gateway_itself() {
     assert!(
         itself.contains(" 0% packet loss"),
         "the gateway's own address:\n{itself}\ndrops: {drops:?}"
+    );
+    // IPv6: neighbor discovery both ways instead of ARP.
+    assert!(
+        through6.contains(" 0% packet loss") && through6.contains("ttl=63"),
+        "IPv6 through the gateway:\n{through6}\ndrops: {drops:?}"
+    );
+    assert!(
+        itself6.contains(" 0% packet loss"),
+        "the gateway's own IPv6 address:\n{itself6}\ndrops: {drops:?}"
     );
 }
