@@ -135,41 +135,8 @@ pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::looks_async::LooksAsync;
     use crate::reference::ReferenceEngine;
-
-    /// An engine that says it is asynchronous (and is fast): measured, not chosen.
-    struct LooksAsync(ReferenceEngine);
-
-    impl Engine for LooksAsync {
-        fn name(&self) -> &'static str {
-            "looks-async"
-        }
-        fn supports(&self, alg: Algorithm) -> bool {
-            self.0.supports(alg)
-        }
-        fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
-            self.0.process(keys, mem, ops)
-        }
-        fn as_async(&mut self) -> Option<&mut dyn crate::AsyncOps> {
-            Some(self)
-        }
-    }
-
-    #[allow(unsafe_code)]
-    impl crate::AsyncOps for LooksAsync {
-        unsafe fn submit(&mut self, _: *mut u8, _: usize, _: Vec<AeadOp>) -> u64 {
-            unreachable!("calibration never submits")
-        }
-        fn poll(&mut self) -> Option<(u64, Vec<AeadOp>)> {
-            None
-        }
-        fn wait(&mut self) -> Option<(u64, Vec<AeadOp>)> {
-            None
-        }
-        fn in_flight(&self) -> usize {
-            0
-        }
-    }
 
     #[test]
     fn asynchronous_engines_are_not_chosen_by_measurement() {

@@ -306,6 +306,7 @@ impl Engine for EngineSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::looks_async::LooksAsync;
     use crate::{Direction, KeyHandle, Span};
     use std::sync::{Arc, Mutex};
 
@@ -541,40 +542,6 @@ mod tests {
         assert_eq!(log.lock().unwrap().len(), 4);
     }
 
-    /// Serves ChaCha and says it runs frames elsewhere.
-    struct FakeAsync(Fake);
-
-    impl Engine for FakeAsync {
-        fn name(&self) -> &'static str {
-            "async"
-        }
-        fn supports(&self, alg: Algorithm) -> bool {
-            self.0.supports(alg)
-        }
-        fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
-            self.0.process(keys, mem, ops)
-        }
-        fn as_async(&mut self) -> Option<&mut dyn AsyncOps> {
-            Some(self)
-        }
-    }
-
-    #[allow(unsafe_code)]
-    impl AsyncOps for FakeAsync {
-        unsafe fn submit(&mut self, _: *mut u8, _: usize, _: Vec<AeadOp>) -> u64 {
-            0
-        }
-        fn poll(&mut self) -> Option<(u64, Vec<AeadOp>)> {
-            None
-        }
-        fn wait(&mut self) -> Option<(u64, Vec<AeadOp>)> {
-            None
-        }
-        fn in_flight(&self) -> usize {
-            0
-        }
-    }
-
     #[test]
     fn an_asynchronous_engine_serves_every_size_or_none() {
         let log = Log::default();
@@ -585,18 +552,18 @@ mod tests {
                 mark: OpStatus::Ok,
                 log: log.clone(),
             }),
-            Box::new(FakeAsync(Fake {
-                name: "async",
+            Box::new(LooksAsync(Fake {
+                name: "looks-async",
                 algs: vec![CHACHA],
                 mark: OpStatus::Ok,
                 log,
             })),
         ]);
         assert!(set.async_for(CHACHA).is_none());
-        let (s, a) = (Some("small"), Some("async"));
+        let (s, a) = (Some("small"), Some("looks-async"));
         assert!(set.choose_by_class(CHACHA, [s, s, a, a, a]).is_err());
         assert_eq!(set.describe(CHACHA), "small for every size", "unchanged");
-        set.choose(CHACHA, "async").unwrap();
+        set.choose(CHACHA, "looks-async").unwrap();
         assert!(set.async_for(CHACHA).is_some());
         assert!(
             set.choose_by_class(CHACHA, [s, None, None, None, None])

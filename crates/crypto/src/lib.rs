@@ -21,6 +21,8 @@ pub mod calibrate;
 pub mod conformance;
 pub mod engine;
 pub mod key;
+#[cfg(test)]
+mod looks_async;
 pub mod op_layout;
 pub mod reference;
 pub mod seal;
