@@ -84,6 +84,18 @@ fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
     p
 }
 
+/// An IPv6 packet with an 8-byte UDP payload, hop limit 64.
+fn udp6(src: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
+    let mut p = vec![0u8; 48];
+    p[0] = 0x60;
+    p[5] = 8;
+    p[6] = 17;
+    p[7] = 64;
+    p[8..24].copy_from_slice(&src.octets());
+    p[24..40].copy_from_slice(&dst.octets());
+    p
+}
+
 impl Box2 {
     fn send(&mut self, port: PortId, frame: &[u8]) {
         let h = self.gw.context_mut().arena_mut().alloc_with(frame).unwrap();
@@ -223,13 +235,7 @@ fn neighbor_discovery_resolves_an_ipv6_next_hop() {
     let mut b = gateway();
     let wan = b.wan;
     let host: Ipv6Addr = "2001:2::99".parse().unwrap();
-    let mut p = vec![0u8; 48];
-    p[0] = 0x60;
-    p[5] = 8;
-    p[6] = 17;
-    p[7] = 64;
-    p[8..24].copy_from_slice(&"2001:2:0:1::10".parse::<Ipv6Addr>().unwrap().octets());
-    p[24..40].copy_from_slice(&host.octets());
+    let p = udp6("2001:2:0:1::10".parse().unwrap(), host);
     b.send(b.lan, &ether(LAN_MAC, HOST_MAC, 0x86dd, &p));
     let out = b.sent(wan);
     assert_eq!(out.len(), 1, "a neighbor solicitation");
@@ -287,13 +293,10 @@ fn undeliverable_packets_are_counted_and_their_buffers_return() {
     );
     assert_eq!(b.drops("ip-lookup", "ttl-expired"), 1);
     // No IPv6 default route.
-    let mut p = vec![0u8; 48];
-    p[0] = 0x60;
-    p[5] = 8;
-    p[6] = 17;
-    p[7] = 64;
-    p[8..24].copy_from_slice(&"2001:2:0:1::10".parse::<Ipv6Addr>().unwrap().octets());
-    p[24..40].copy_from_slice(&"2001:2:0:7::1".parse::<Ipv6Addr>().unwrap().octets());
+    let p = udp6(
+        "2001:2:0:1::10".parse().unwrap(),
+        "2001:2:0:7::1".parse().unwrap(),
+    );
     b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x86dd, &p));
     assert_eq!(b.drops("ip-lookup", "no-route"), 1);
     // A next hop that never answers: its packets are given up and counted.
