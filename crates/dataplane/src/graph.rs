@@ -53,6 +53,19 @@ struct NodeSlot<C> {
     counters: NodeCounters,
 }
 
+/// One edge of a node bound to another node than the one the node names: how one node
+/// serves several graphs (wg-encrypt's exit is the UDP socket's queue in host mode and
+/// the outer IP header's node in a gateway).
+#[derive(Clone, Copy, Debug)]
+pub struct Rebind {
+    /// The node whose edge is bound elsewhere.
+    pub node: &'static str,
+    /// The edge, by the name of the node it names.
+    pub edge: &'static str,
+    /// The node it leads to in this graph.
+    pub to: &'static str,
+}
+
 pub struct Graph<C> {
     slots: Vec<NodeSlot<C>>,
     next: Vec<u16>,
@@ -64,7 +77,20 @@ impl<C: HasArena> Graph<C> {
     /// backward edges work but cost another pass). Panics on an edge to a node that
     /// is not there: that is a wiring bug, found at start-up.
     pub fn new(nodes: Vec<Box<dyn Node<C>>>) -> Graph<C> {
+        Graph::with_rebinds(nodes, &[])
+    }
+
+    /// Builds the graph with some edges bound to other nodes than the ones their
+    /// nodes name. Panics, as [`Graph::new`] does, on a rebind of an edge that is not
+    /// there.
+    pub fn with_rebinds(nodes: Vec<Box<dyn Node<C>>>, rebinds: &[Rebind]) -> Graph<C> {
         let names: Vec<&'static str> = nodes.iter().map(|n| n.info().name).collect();
+        for r in rebinds {
+            let found = nodes
+                .iter()
+                .any(|n| n.info().name == r.node && n.info().next.contains(&r.edge));
+            assert!(found, "rebind of a missing edge {} -> {}", r.node, r.edge);
+        }
         let slots = nodes
             .into_iter()
             .map(|node| {
@@ -72,8 +98,12 @@ impl<C: HasArena> Graph<C> {
                 let edges = info
                     .next
                     .iter()
-                    .map(|target| {
-                        names.iter().position(|n| n == target).unwrap_or_else(|| {
+                    .map(|&edge| {
+                        let target = rebinds
+                            .iter()
+                            .find(|r| r.node == info.name && r.edge == edge)
+                            .map_or(edge, |r| r.to);
+                        names.iter().position(|n| *n == target).unwrap_or_else(|| {
                             panic!("node {} has an edge to missing node {target}", info.name)
                         })
                     })
@@ -259,5 +289,54 @@ mod tests {
             cx.arena.available(),
             2000 - 1000 + c[0].1.dropped() as usize + want.len()
         );
+    }
+
+    /// A sink under another name, for rebinding split's edge to it.
+    struct OtherSink;
+    impl Node<Cx> for OtherSink {
+        fn info(&self) -> &NodeInfo {
+            &NodeInfo {
+                name: "other-sink",
+                next: &[],
+                errors: &[],
+            }
+        }
+        fn process(&mut self, _: &mut Cx, packets: &[Handle], _: &mut [u16], c: &mut NodeCounters) {
+            c.consumed += packets.len() as u64;
+        }
+    }
+
+    #[test]
+    fn a_rebound_edge_leads_to_the_node_it_is_bound_to() {
+        let mut cx = Cx {
+            arena: Arena::new(16),
+            seen: Vec::new(),
+        };
+        let rebind = Rebind {
+            node: "split",
+            edge: "sink",
+            to: "other-sink",
+        };
+        let nodes: Vec<Box<dyn Node<Cx>>> =
+            vec![Box::new(Split), Box::new(Sink), Box::new(OtherSink)];
+        let mut g = Graph::with_rebinds(nodes, &[rebind]);
+        let h = cx.arena.alloc_with(&[2]).unwrap();
+        g.enqueue(0, &[h]);
+        g.run(&mut cx);
+        assert!(cx.seen.is_empty(), "the named node got nothing");
+        let got: Vec<_> = g.counters().map(|(n, c)| (n, c.consumed)).collect();
+        assert_eq!(got, [("split", 0), ("sink", 0), ("other-sink", 1)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "rebind of a missing edge")]
+    fn a_rebind_of_a_missing_edge_is_a_wiring_bug() {
+        let rebind = Rebind {
+            node: "sink",
+            edge: "split",
+            to: "split",
+        };
+        let nodes: Vec<Box<dyn Node<Cx>>> = vec![Box::new(Split), Box::new(Sink)];
+        let _ = Graph::with_rebinds(nodes, &[rebind]);
     }
 }
