@@ -9,18 +9,19 @@
 //!
 //! With an asynchronous engine, `wg-decrypt` and `wg-encrypt` hand each frame over
 //! and park its packets; when the frame is back (in order), `wg-decrypt-post` and
-//! `wg-encrypt-post` finish them exactly as the synchronous path does.
+//! `wg-encrypt-post` finish them exactly as the synchronous path does (see
+//! `wg_actions`, shared with the gateway).
 
 use crate::arena::{Arena, FRAME_SIZE, HEADROOM, Handle, TAILROOM};
 use crate::context::{Context, OutputId};
 use crate::counters::ErrorInfo;
 use crate::counters::NodeCounters;
 use crate::graph::{Graph, NodeId};
-use crate::inflight::{Resume, resume_all};
 use crate::nodes::{DecryptError, EncryptError, InputError, Output, WgDecrypt, WgEncrypt, WgInput};
+use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
 use std::time::Instant;
-use wireguard::{Action, Device, Staged};
+use wireguard::Device;
 
 /// The largest inner MTU this data path carries both ways: a received datagram
 /// (transport header, the inner packet padded to at most the MTU, the tag) must fit
@@ -59,10 +60,8 @@ pub struct WgGraph {
     cx: Context,
     input: NodeId,
     encrypt: NodeId,
-    encrypt_post: NodeId,
-    decrypt_post: NodeId,
-    /// What one flush hands back, reused.
-    flushed: Vec<Staged>,
+    wg: WgNodes,
+    actions: WgActions,
 }
 
 impl WgGraph {
@@ -80,10 +79,14 @@ impl WgGraph {
         WgGraph {
             input: id(WgInput::NAME),
             encrypt: id(WgEncrypt::NAME),
-            encrypt_post: id(WgEncrypt::POST),
-            decrypt_post: id(WgDecrypt::POST),
+            wg: WgNodes {
+                encrypt: id(WgEncrypt::NAME),
+                encrypt_post: id(WgEncrypt::POST),
+                decrypt_post: id(WgDecrypt::POST),
+                control: ControlTo::Queue,
+            },
+            actions: WgActions::default(),
             cx: Context::new(arena, engines, device, 2, now),
-            flushed: Vec::new(),
             graph,
         }
     }
@@ -117,50 +120,6 @@ impl WgGraph {
         self.graph.enqueue(self.encrypt, packets);
     }
 
-    /// Carries out one of the device's actions; true when packets went into the graph.
-    fn act(&mut self, action: Action) -> bool {
-        let wg = &mut self.cx.tunnels.wg;
-        match action {
-            Action::Send { to, packet } => {
-                self.cx.outputs.control.push((to, packet));
-                false
-            }
-            Action::Flush(peer) => {
-                self.flushed.clear();
-                wg.device.take_staged(peer, &mut self.flushed);
-                for &s in &self.flushed {
-                    let h = match s {
-                        Staged::Packet(h) => {
-                            wg.staged -= 1;
-                            h
-                        }
-                        // An empty packet for the peer is a keepalive to wg-encrypt.
-                        Staged::Keepalive => match self.cx.arena.alloc() {
-                            Some(h) => {
-                                self.cx.arena.meta_mut(h).peer = peer.0;
-                                h
-                            }
-                            None => {
-                                let c = self.graph.counters_of(self.encrypt);
-                                c.drop(EncryptError::NoBuffer);
-                                continue;
-                            }
-                        },
-                    };
-                    self.graph.enqueue(self.encrypt, &[h]);
-                }
-                !self.flushed.is_empty()
-            }
-            Action::Discard { packet, reason, .. } => {
-                wg.staged -= 1;
-                self.cx.arena.free(packet);
-                let c = self.graph.counters_of(self.encrypt);
-                c.drop(EncryptError::from(reason));
-                false
-            }
-        }
-    }
-
     /// Runs the timers due at `now`.
     pub fn tick(&mut self, now: Instant) {
         self.cx.now = now;
@@ -175,19 +134,7 @@ impl WgGraph {
         self.cx.now = now;
         loop {
             self.graph.run(&mut self.cx);
-            let (graph, encrypt_post, decrypt_post) =
-                (&mut self.graph, self.encrypt_post, self.decrypt_post);
-            let mut more = resume_all(&mut self.cx, |h, resume| {
-                let post = match resume {
-                    Resume::Encrypt { .. } => encrypt_post,
-                    Resume::Decrypt { .. } => decrypt_post,
-                };
-                graph.enqueue(post, &[h]);
-            });
-            while let Some(action) = self.cx.tunnels.wg.device.poll_action() {
-                more |= self.act(action);
-            }
-            if !more {
+            if !self.actions.run(&mut self.cx, &mut self.graph, self.wg) {
                 return;
             }
         }

@@ -1,0 +1,125 @@
+//! What a graph with WireGuard nodes does between its runs, the same in host mode and
+//! in a gateway: frames back from an asynchronous engine go to their post nodes, and
+//! the device's actions are carried out (staged packets of a peer whose session is
+//! ready go through `wg-encrypt`; packets it gave up on are freed and counted;
+//! handshake messages are sent). Only where a handshake message goes differs: host
+//! mode queues it for its UDP socket, a gateway puts it in a buffer for the node that
+//! adds the outer headers.
+
+use crate::context::Context;
+use crate::graph::{Graph, NodeId};
+use crate::inflight::{Resume, resume_all};
+use crate::nodes::EncryptError;
+use std::net::SocketAddr;
+use wireguard::{Action, Staged};
+
+/// Where the device's own messages (handshakes, cookie replies) go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ControlTo {
+    /// The context's control queue, for a socket that sends them as they are.
+    Queue,
+    /// Into a buffer each, addressed in its metadata, to this node.
+    Node(NodeId),
+}
+
+/// The WireGuard nodes of a graph that actions feed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WgNodes {
+    pub(crate) encrypt: NodeId,
+    pub(crate) encrypt_post: NodeId,
+    pub(crate) decrypt_post: NodeId,
+    pub(crate) control: ControlTo,
+}
+
+/// Carries out a WireGuard device's actions for a graph; keeps its scratch space.
+#[derive(Default)]
+pub(crate) struct WgActions {
+    /// What one flush hands back, reused.
+    flushed: Vec<Staged>,
+}
+
+impl WgActions {
+    /// Moves finished asynchronous frames to their post nodes and carries out every
+    /// pending action; true when packets went into the graph (run it again).
+    pub(crate) fn run(&mut self, cx: &mut Context, graph: &mut Graph<Context>, n: WgNodes) -> bool {
+        let mut more = resume_all(cx, |h, resume| {
+            let post = match resume {
+                Resume::Encrypt { .. } => n.encrypt_post,
+                Resume::Decrypt { .. } => n.decrypt_post,
+            };
+            graph.enqueue(post, &[h]);
+        });
+        while let Some(action) = cx.tunnels.wg.device.poll_action() {
+            more |= self.act(cx, graph, n, action);
+        }
+        more
+    }
+
+    fn act(&mut self, cx: &mut Context, graph: &mut Graph<Context>, n: WgNodes, a: Action) -> bool {
+        let wg = &mut cx.tunnels.wg;
+        match a {
+            Action::Send { to, packet } => send_control(cx, graph, n, to, packet),
+            Action::Flush(peer) => {
+                self.flushed.clear();
+                wg.device.take_staged(peer, &mut self.flushed);
+                for &s in &self.flushed {
+                    let h = match s {
+                        Staged::Packet(h) => {
+                            wg.staged -= 1;
+                            h
+                        }
+                        // An empty packet for the peer is a keepalive to wg-encrypt.
+                        Staged::Keepalive => match cx.arena.alloc() {
+                            Some(h) => {
+                                cx.arena.meta_mut(h).peer = peer.0;
+                                h
+                            }
+                            None => {
+                                graph.counters_of(n.encrypt).drop(EncryptError::NoBuffer);
+                                continue;
+                            }
+                        },
+                    };
+                    graph.enqueue(n.encrypt, &[h]);
+                }
+                !self.flushed.is_empty()
+            }
+            Action::Discard { packet, reason, .. } => {
+                wg.staged -= 1;
+                cx.arena.free(packet);
+                graph
+                    .counters_of(n.encrypt)
+                    .drop(EncryptError::from(reason));
+                false
+            }
+        }
+    }
+}
+
+/// A message of the device's own, sent where the graph sends them; true when it went
+/// into the graph.
+fn send_control(
+    cx: &mut Context,
+    graph: &mut Graph<Context>,
+    n: WgNodes,
+    to: SocketAddr,
+    packet: Vec<u8>,
+) -> bool {
+    match n.control {
+        ControlTo::Queue => {
+            cx.outputs.control.push((to, packet));
+            false
+        }
+        ControlTo::Node(node) => match cx.arena.alloc_with(&packet) {
+            Some(h) => {
+                cx.arena.meta_mut(h).addr = to;
+                graph.enqueue(node, &[h]);
+                true
+            }
+            None => {
+                graph.counters_of(n.encrypt).drop(EncryptError::NoBuffer);
+                false
+            }
+        },
+    }
+}
