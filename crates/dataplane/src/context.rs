@@ -59,6 +59,9 @@ impl Outputs {
 pub(crate) struct WgTunnel {
     pub(crate) device: Device,
     pub(crate) mtu: usize,
+    /// The UDP port the tunnel's datagrams come to and leave from (a gateway's; host
+    /// mode's socket knows its own).
+    pub(crate) listen_port: u16,
     pub(crate) staged: usize,
     /// At most this many buffers wait on handshakes, so that peers that never answer
     /// cannot take the pool the rest of the traffic needs.
@@ -110,6 +113,7 @@ impl Context {
                 wg: WgTunnel {
                     device,
                     mtu: 0,
+                    listen_port: 0,
                     staged: 0,
                     max_staged: buffers / MAX_STAGED_SHARE,
                 },
@@ -153,6 +157,10 @@ impl Context {
 
     pub(crate) fn set_wg_mtu(&mut self, mtu: usize) {
         self.tunnels.wg.mtu = mtu;
+    }
+
+    pub fn wg_listen_port(&self) -> u16 {
+        self.tunnels.wg.listen_port
     }
 
     /// The port packet `h` is on, and that port's Ethernet address; `None` for a

@@ -1,37 +1,43 @@
-//! The gateway graph: IP routing between ports, on the same worker context as host
-//! mode's WireGuard graph.
+//! The gateway graph: IP routing between ports and through a WireGuard tunnel, on
+//! the same worker context, nodes and protocol core as host mode's graph; only the
+//! edges differ (wg-encrypt's exit is `udp-encap` instead of a socket's queue,
+//! wg-decrypt's is `tunnel-input` instead of the TUN's).
 //!
 //! ```text
 //!   port rx ─▶ ethernet-input ─┬▶ arp-input ─▶ port-output ─▶ (port tx queues)
 //!                              ├▶ ip4-input ─┐
 //!                              └▶ ip6-input ─┴▶ ip-lookup ─┬▶ ip-rewrite ─▶ port-output
-//!                                                         ├▶ ip-local     │
-//!                                                         └▶ icmp-error ◀─┘ (back to ip-lookup)
+//!          tunnel-input ─▶ ip4/ip6-input ▲                 ├▶ icmp-error (back to ip-lookup)
+//!                 ▲                                        ├▶ wg-encrypt ─▶ udp-encap ─▶ ip-rewrite
+//!                 └── wg-decrypt ◀─ wg-input ◀─ udp ◀──────└▶ ip-local (echo, ND)
 //! ```
 //!
 //! Between runs of the graph, the neighbor table's events are carried out here:
 //! solicitations become ARP requests or neighbor solicitations on their port,
 //! packets that waited for a next hop get their Ethernet header and go out, and
-//! packets the table gave up on are freed and counted on `ip-rewrite`.
+//! packets the table gave up on are freed and counted on `ip-rewrite`; and so are the
+//! WireGuard device's actions (`wg_actions`), its handshake messages going out
+//! through `udp-encap` like its data.
 
 use crate::arena::{Arena, Handle};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::{FibError, PortId, RouteTarget};
-use crate::graph::{Graph, NodeId};
+use crate::graph::{Graph, NodeId, Rebind};
 use crate::interfaces::{Interface, InterfaceError};
 use crate::neighbor::{NeighborDrop, NeighborEvent};
 use crate::nodes::ip_rewrite::{ip_ethertype, push_ethernet};
 use crate::nodes::{
     ArpInput, EthernetInput, IcmpError, Ip4Input, Ip6Input, IpLocal, IpLookup, IpRewrite,
-    IpRewriteError, PortOutput,
+    IpRewriteError, Output, PortOutput, TunnelInput, UdpEncap, WgDecrypt, WgEncrypt, WgInput,
 };
-use crypto::{EngineSet, KeyRegistry};
+use crate::wg_actions::{ControlTo, WgActions, WgNodes};
+use crypto::EngineSet;
 use lpm::Prefix;
 use std::net::IpAddr;
-use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 use wire::ethernet::{MacAddr, ethertype};
+use wireguard::Device;
 
 /// The largest MTU a port may have: an Ethernet frame must fit a buffer's room.
 pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
@@ -39,37 +45,89 @@ pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
     - crate::arena::TAILROOM
     - wire::ethernet::HEADER_LEN) as u16;
 
+/// Where the WireGuard nodes lead in a gateway.
+const REBINDS: [Rebind; 4] = [
+    Rebind {
+        node: WgEncrypt::NAME,
+        edge: Output::UDP,
+        to: UdpEncap::NAME,
+    },
+    Rebind {
+        node: WgEncrypt::POST,
+        edge: Output::UDP,
+        to: UdpEncap::NAME,
+    },
+    Rebind {
+        node: WgDecrypt::NAME,
+        edge: Output::TUN,
+        to: TunnelInput::NAME,
+    },
+    Rebind {
+        node: WgDecrypt::POST,
+        edge: Output::TUN,
+        to: TunnelInput::NAME,
+    },
+];
+
 pub struct GatewayGraph {
     graph: Graph<Context>,
     cx: Context,
     input: NodeId,
     rewrite: NodeId,
     output: NodeId,
+    wg: WgNodes,
+    actions: WgActions,
 }
 
 impl GatewayGraph {
-    pub fn new(arena: Arena, engines: EngineSet, now: Instant) -> GatewayGraph {
-        // The WireGuard device of the context serves no tunnel here yet.
-        let device = wireguard::Device::new(Arc::new(KeyRegistry::new(1)), now, SystemTime::now());
-        let graph: Graph<Context> = Graph::new(vec![
-            Box::new(EthernetInput),
-            Box::new(ArpInput),
-            Box::new(Ip4Input),
-            Box::new(Ip6Input),
-            Box::new(IpLookup),
-            Box::new(IpLocal),
-            Box::new(IpRewrite),
-            Box::new(IcmpError::default()),
-            Box::new(PortOutput),
-        ]);
+    /// A gateway with no ports or routes yet, whose WireGuard tunnel is `device`
+    /// (with no private key and no peers it serves nothing).
+    pub fn new(arena: Arena, engines: EngineSet, device: Device, now: Instant) -> GatewayGraph {
+        // Processing order: a packet's path runs forward wherever it can; the
+        // decrypted packets and the errors go back to the IP nodes, another pass.
+        let graph: Graph<Context> = Graph::with_rebinds(
+            vec![
+                Box::new(EthernetInput),
+                Box::new(ArpInput),
+                Box::new(TunnelInput),
+                Box::new(Ip4Input),
+                Box::new(Ip6Input),
+                Box::new(IpLookup),
+                Box::new(IpLocal),
+                Box::new(WgInput),
+                Box::new(WgDecrypt::node()),
+                Box::new(WgDecrypt::post()),
+                Box::new(WgEncrypt::node()),
+                Box::new(WgEncrypt::post()),
+                Box::new(UdpEncap),
+                Box::new(IpRewrite),
+                Box::new(IcmpError::default()),
+                Box::new(PortOutput),
+            ],
+            &REBINDS,
+        );
         let id = |name| graph.id(name).expect("built above");
         GatewayGraph {
             input: id(EthernetInput::NAME),
             rewrite: id(IpRewrite::NAME),
             output: id(PortOutput::NAME),
+            wg: WgNodes {
+                encrypt: id(WgEncrypt::NAME),
+                encrypt_post: id(WgEncrypt::POST),
+                decrypt_post: id(WgDecrypt::POST),
+                control: ControlTo::Node(id(UdpEncap::NAME)),
+            },
+            actions: WgActions::default(),
             cx: Context::new(arena, engines, device, 0, now),
             graph,
         }
+    }
+
+    /// The WireGuard tunnel's UDP port and inner MTU (no packet larger goes in; 0:
+    /// unlimited, up to what a buffer carries).
+    pub fn set_wireguard(&mut self, listen_port: u16, mtu: usize) {
+        self.cx.tunnels.wg.listen_port = listen_port;
+        self.cx.set_wg_mtu(mtu.min(crate::wg::MAX_MTU));
     }
 
     pub fn context(&self) -> &Context {
@@ -120,19 +178,25 @@ impl GatewayGraph {
         self.cx.ip.interfaces.get(port).map(|p| p.output)
     }
 
-    /// Runs the neighbor table's timers due at `now`.
+    /// Runs the neighbor table's and the WireGuard device's timers due at `now`.
     pub fn tick(&mut self, now: Instant) {
         self.cx.now = now;
         let ip = &mut self.cx.ip;
         ip.neighbors.tick(now, &mut ip.events);
+        self.cx.tunnels.wg.device.tick(now);
     }
 
-    /// Runs the graph and the neighbor table's events until nothing is left.
+    /// Runs the graph, the neighbor table's events and the WireGuard device's
+    /// actions until nothing is left.
     pub fn run(&mut self, now: Instant) {
         self.cx.now = now;
         loop {
             self.graph.run(&mut self.cx);
+            let more = self.actions.run(&mut self.cx, &mut self.graph, self.wg);
             if self.cx.ip.events.is_empty() {
+                if more {
+                    continue;
+                }
                 return;
             }
             let events = std::mem::take(&mut self.cx.ip.events);

@@ -19,8 +19,9 @@ pub mod ip_layer;
 pub mod neighbor;
 pub mod nodes;
 pub mod wg;
+mod wg_actions;
 
 pub use arena::{Arena, FRAME_SIZE, HEADROOM, Handle, IcmpReason, PacketMeta};
 pub use context::{Context, OutputId};
 pub use counters::{ErrorInfo, NodeCounters};
-pub use graph::{FREE, Graph, HasArena, KEEP, Node, NodeId, NodeInfo};
+pub use graph::{FREE, Graph, HasArena, KEEP, Node, NodeId, NodeInfo, Rebind};

@@ -15,6 +15,12 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 use wire::{arp, icmp, icmpv6, ipv4, ipv6};
 
+/// A WireGuard device with no key or peers: the gateway serves no tunnel.
+fn no_tunnel(now: Instant) -> wireguard::Device {
+    let keys = std::sync::Arc::new(crypto::KeyRegistry::new(1));
+    wireguard::Device::new(keys, now, std::time::SystemTime::now())
+}
+
 const LAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
 const WAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
 const HOST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x10];
@@ -30,7 +36,12 @@ struct Box2 {
 
 fn gateway() -> Box2 {
     let now = Instant::now();
-    let mut gw = GatewayGraph::new(Arena::new(BUFFERS), EngineSet::new(vec![]), now);
+    let mut gw = GatewayGraph::new(
+        Arena::new(BUFFERS),
+        EngineSet::new(vec![]),
+        no_tunnel(now),
+        now,
+    );
     let port = |name: &str, mac, addrs: &[&str], mtu| Interface {
         name: name.into(),
         mac,

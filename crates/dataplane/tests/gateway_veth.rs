@@ -16,6 +16,12 @@ use io::{Interest, PacketPort, PollFd, poll};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// A WireGuard device with no key or peers: the gateway serves no tunnel.
+fn no_tunnel(now: Instant) -> wireguard::Device {
+    let keys = std::sync::Arc::new(crypto::KeyRegistry::new(1));
+    wireguard::Device::new(keys, now, std::time::SystemTime::now())
+}
+
 /// The longest the gateway runs, whatever the pings do.
 const RUN_AT_MOST: Duration = Duration::from_secs(20);
 
@@ -37,7 +43,12 @@ fn run_gateway(macs: ([u8; 6], [u8; 6]), stop: &AtomicBool) -> Vec<(String, u64)
         PacketPort::open("wan", 256).expect("wan port"),
     ];
     let now = Instant::now();
-    let mut gw = GatewayGraph::new(Arena::new(1024), EngineSet::new(vec![]), now);
+    let mut gw = GatewayGraph::new(
+        Arena::new(1024),
+        EngineSet::new(vec![]),
+        no_tunnel(now),
+        now,
+    );
     let port = |name: &str, mac, addr: &[&str]| Interface {
         name: name.into(),
         mac,

@@ -3,8 +3,10 @@
 //! in IPv6 neighbor discovery (RFC 4861 section 7.2): a solicitation for an address
 //! of the port it came in on is answered with an advertisement straight onto that
 //! port (hop limit 255 must reach the neighbor unchanged), its sender kept as a
-//! neighbor; an advertisement completes or refreshes a neighbor. Anything else for
-//! the gateway (no service listens yet) is dropped and counted.
+//! neighbor; an advertisement completes or refreshes a neighbor. A UDP datagram to
+//! the WireGuard listen port goes to `wg-input` without its IP and UDP headers, its
+//! source in the metadata (as a socket would give it). Anything else for the gateway
+//! is dropped and counted.
 
 use crate::arena::Handle;
 use crate::context::Context;
@@ -13,9 +15,9 @@ use crate::graph::{FREE, NodeInfo};
 use crate::neighbor::Heard;
 use crate::nodes::PerPacket;
 use crate::nodes::ip_rewrite::push_ethernet;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use wire::ethernet::{MacAddr, ethertype};
-use wire::{icmp, icmpv6, ip, ipv4, ipv6};
+use wire::{icmp, icmpv6, ip, ipv4, ipv6, udp};
 
 crate::node_errors! {
     /// Why ip-local drops a packet.
@@ -25,6 +27,8 @@ crate::node_errors! {
         BadNd => "bad-nd", "A neighbor solicitation or advertisement that RFC 4861 7.1 refuses.";
         NdNotOurs => "nd-not-ours", "Neighbor discovery for an address that is not the port's.";
         Fragment => "fragment", "A fragment for the gateway: it reassembles nothing.";
+        BadUdp => "bad-udp", "A UDP datagram whose length field does not fit its packet.";
+        BadUdpChecksum => "bad-udp-checksum", "A UDP checksum that does not verify (or is zero over IPv6).";
     }
 }
 
@@ -32,6 +36,7 @@ crate::node_errors! {
 enum Next {
     Lookup = 0,
     Output = 1,
+    Tunnel = 2,
 }
 
 /// The hop limit (TTL) of the gateway's own packets.
@@ -46,12 +51,6 @@ impl IpLocal {
 /// An ICMP echo request turned into its reply, in place, or why not.
 fn echo4(pkt: &mut [u8]) -> Result<(), IpLocalError> {
     let mut p = ipv4::Packet::new_unchecked(&mut *pkt);
-    if p.is_fragment() {
-        return Err(IpLocalError::Fragment);
-    }
-    if p.protocol() != ip::protocol::ICMP {
-        return Err(IpLocalError::Unserved);
-    }
     let mut m = icmp::Packet::new_checked(p.payload_mut()).map_err(|_| IpLocalError::Unserved)?;
     if !m.verify_checksum() {
         return Err(IpLocalError::BadChecksum);
@@ -73,7 +72,11 @@ impl PerPacket for IpLocal {
     type Error = IpLocalError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
-        next: &[crate::nodes::IpLookup::NAME, crate::nodes::PortOutput::NAME],
+        next: &[
+            crate::nodes::IpLookup::NAME,
+            crate::nodes::PortOutput::NAME,
+            crate::nodes::WgInput::NAME,
+        ],
         errors: IpLocalError::TABLE,
     };
 
@@ -83,21 +86,72 @@ impl PerPacket for IpLocal {
         h: Handle,
         c: &mut NodeCounters,
     ) -> Result<u16, IpLocalError> {
-        if cx.arena.data(h)[0] >> 4 == 4 {
-            echo4(cx.arena.data_mut(h)).map(|()| Next::Lookup as u16)
+        let data = cx.arena.data(h);
+        if data[0] >> 4 == 4 {
+            let p = ipv4::Packet::new_unchecked(data);
+            if p.is_fragment() {
+                return Err(IpLocalError::Fragment);
+            }
+            let (src, dst) = (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()));
+            match p.protocol() {
+                ip::protocol::ICMP => echo4(cx.arena.data_mut(h)).map(|()| Next::Lookup as u16),
+                ip::protocol::UDP => udp(cx, h, p.header_len(), src, dst),
+                _ => Err(IpLocalError::Unserved),
+            }
         } else {
-            Self::icmpv6(cx, h, c)
+            let p = ipv6::Packet::new_unchecked(data);
+            let (src, dst) = (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()));
+            match p.next_header() {
+                ip::protocol::ICMPV6 => Self::icmpv6(cx, h, c),
+                ip::protocol::UDP => udp(cx, h, ipv6::HEADER_LEN, src, dst),
+                _ => Err(IpLocalError::Unserved),
+            }
         }
     }
+}
+
+/// A UDP datagram for the gateway (after an IP header of `ip_len` bytes): one to the
+/// tunnel's listen port goes to the tunnel as its payload, with its source.
+fn udp(
+    cx: &mut Context,
+    h: Handle,
+    ip_len: usize,
+    src: IpAddr,
+    dst: IpAddr,
+) -> Result<u16, IpLocalError> {
+    let payload = &cx.arena.data(h)[ip_len..];
+    let u = udp::Packet::new_checked(payload).map_err(|_| IpLocalError::BadUdp)?;
+    let len = usize::from(u.length());
+    if len < udp::HEADER_LEN || len > payload.len() {
+        return Err(IpLocalError::BadUdp);
+    }
+    let u = udp::Packet::new_unchecked(&payload[..len]);
+    let verified = match (src, dst) {
+        // Zero: the sender did not compute one (RFC 768), allowed over IPv4 only.
+        (IpAddr::V4(_), _) if u.checksum() == 0 => true,
+        (IpAddr::V4(s), IpAddr::V4(d)) => u.verify_checksum_v4(s, d),
+        (IpAddr::V6(s), IpAddr::V6(d)) => u.checksum() != 0 && u.verify_checksum_v6(&s, &d),
+        _ => false,
+    };
+    if !verified {
+        return Err(IpLocalError::BadUdpChecksum);
+    }
+    let listen = cx.tunnels.wg.listen_port;
+    if listen == 0 || u.dst_port() != listen {
+        return Err(IpLocalError::Unserved);
+    }
+    let from = SocketAddr::new(src, u.src_port());
+    let m = cx.arena.meta_mut(h);
+    m.offset += (ip_len + udp::HEADER_LEN) as u16;
+    m.len = (len - udp::HEADER_LEN) as u16;
+    m.addr = from;
+    Ok(Next::Tunnel as u16)
 }
 
 impl IpLocal {
     fn icmpv6(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> Result<u16, IpLocalError> {
         let pkt = cx.arena.data(h);
         let p = ipv6::Packet::new_unchecked(pkt);
-        if p.next_header() != ip::protocol::ICMPV6 {
-            return Err(IpLocalError::Unserved);
-        }
         let (src, dst, hops) = (p.src_addr(), p.dst_addr(), p.hop_limit());
         let body = &pkt[ipv6::HEADER_LEN..];
         let m = icmpv6::Packet::new_checked(body).map_err(|_| IpLocalError::Unserved)?;

@@ -1,16 +1,20 @@
 //! `ip-lookup`: routes each IPv4 or IPv6 packet by its destination in the FIB. A
 //! packet for one of the gateway's own addresses goes to local delivery; one to be
 //! forwarded must have a TTL (hop limit) above 1 and goes to `ip-rewrite` with its
-//! port and next hop in the metadata. A blackhole route drops it; no route or an
+//! port and next hop in the metadata. One routed into a tunnel has its TTL taken off
+//! here and must fit the tunnel's MTU (else it is answered with fragmentation needed
+//! or packet too big, naming that MTU, so path MTU discovery works through the
+//! tunnel) and goes to `wg-encrypt`. A blackhole route drops it; no route or an
 //! expired TTL are counted and answered by `icmp-error` (destination unreachable,
 //! time exceeded).
 
 use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::fib::RouteTarget;
+use crate::fib::{PortId, RouteTarget, TunnelId};
 use crate::graph::NodeInfo;
-use crate::nodes::PerPacket;
+use crate::nodes::ip_rewrite::decrement_ttl;
+use crate::nodes::{NO_PORT, PerPacket};
 use std::net::{IpAddr, SocketAddr};
 
 crate::node_errors! {
@@ -20,6 +24,7 @@ crate::node_errors! {
         Blackhole => "blackhole", "The route is a blackhole.";
         TtlExpired => "ttl-expired", "A TTL or hop limit of 0 or 1 to forward (answered: time exceeded).";
         NoTunnel => "no-tunnel", "The route names a tunnel this graph does not serve.";
+        TunnelTooBig => "tunnel-too-big", "Larger than the tunnel's MTU: answered (needs fragmentation / too big), or for IPv4 without DF dropped (no fragmentation here).";
     }
 }
 
@@ -28,6 +33,7 @@ enum Next {
     Rewrite = 0,
     Local = 1,
     IcmpError = 2,
+    Tunnel = 3,
 }
 
 pub struct IpLookup;
@@ -49,11 +55,38 @@ fn dst_and_ttl(data: &[u8]) -> (IpAddr, u8) {
     }
 }
 
+/// The tunnel a worker's WireGuard device serves (one per worker for now).
+pub const WG_TUNNEL: TunnelId = TunnelId(0);
+
+/// A packet routed into the WireGuard tunnel: one hop less, and it must fit.
+fn into_tunnel(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> Result<u16, IpLookupError> {
+    let mtu = cx.tunnels.wg.mtu;
+    let data = cx.arena.data(h);
+    if mtu != 0 && data.len() > mtu {
+        let may_fragment =
+            data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
+        if may_fragment {
+            return Err(IpLookupError::TunnelTooBig);
+        }
+        c.drop(IpLookupError::TunnelTooBig);
+        let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
+        cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
+        return Ok(Next::IcmpError as u16);
+    }
+    decrement_ttl(cx.arena.data_mut(h));
+    Ok(Next::Tunnel as u16)
+}
+
 impl PerPacket for IpLookup {
     type Error = IpLookupError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
-        next: &[Self::REWRITE, Self::LOCAL, crate::nodes::IcmpError::NAME],
+        next: &[
+            Self::REWRITE,
+            Self::LOCAL,
+            crate::nodes::IcmpError::NAME,
+            crate::nodes::WgEncrypt::NAME,
+        ],
         errors: IpLookupError::TABLE,
     };
 
@@ -64,16 +97,24 @@ impl PerPacket for IpLookup {
         c: &mut NodeCounters,
     ) -> Result<u16, IpLookupError> {
         let (dst, ttl) = dst_and_ttl(cx.arena.data(h));
+        let route = cx.ip.fib.lookup(dst);
+        if let Some(RouteTarget::Tunnel(t)) = route
+            && t == WG_TUNNEL
+            && ttl > 1
+        {
+            return into_tunnel(cx, h, c);
+        }
         // Counted, and answered by icmp-error: the packet goes on, as the error.
         let mut answer = |why: IpLookupError, reason: IcmpReason| {
             c.drop(why);
             cx.arena.meta_mut(h).icmp = Some(reason);
             Ok(Next::IcmpError as u16)
         };
-        let (port, next_hop) = match cx.ip.fib.lookup(dst) {
+        let (port, next_hop) = match route {
             Some(RouteTarget::Local) => return Ok(Next::Local as u16),
             Some(RouteTarget::Via { port, next_hop }) => (port, next_hop),
             Some(RouteTarget::Attached { port }) => (port, dst),
+            Some(RouteTarget::Tunnel(t)) if t == WG_TUNNEL => (PortId(NO_PORT), dst),
             Some(RouteTarget::Tunnel(_)) => return Err(IpLookupError::NoTunnel),
             Some(RouteTarget::Blackhole) => return Err(IpLookupError::Blackhole),
             None => return answer(IpLookupError::NoRoute, IcmpReason::NoRoute),

@@ -42,7 +42,7 @@ impl IpRewrite {
 
 /// One hop less: TTL and checksum (IPv4) or hop limit (IPv6). The caller checked the
 /// TTL is above 1.
-fn decrement_ttl(ip: &mut [u8]) {
+pub(crate) fn decrement_ttl(ip: &mut [u8]) {
     if ip[0] >> 4 == 4 {
         ip[8] -= 1;
         // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), the TTL being the high byte of

@@ -1,0 +1,188 @@
+//! `udp-encap`: a tunnel's datagrams (WireGuard messages: data, handshakes, cookie
+//! replies) get their outer UDP and IP headers in the headroom, from the gateway's
+//! address on the port the route to the peer's endpoint leaves by, and go on to
+//! `ip-rewrite` for their Ethernet header. The route is looked up here, once: the
+//! outer source depends on it.
+//!
+//! The outer header is what a Linux UDP socket would send: TTL (hop limit) 64, DF
+//! set on IPv4 (path MTU discovery, the Linux default) with identification 0
+//! (RFC 6864: an atomic datagram), no UDP checksum over IPv4 (RFC 768 allows it; the
+//! AEAD tag protects the payload), the checksum IPv6 requires (RFC 8200 section 8.1).
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::RouteTarget;
+use crate::graph::NodeInfo;
+use crate::nodes::{IpRewrite, PerPacket};
+use std::net::{IpAddr, SocketAddr};
+use wire::{ip, ipv4, ipv6, udp};
+
+crate::node_errors! {
+    /// Why udp-encap drops a datagram.
+    pub enum UdpEncapError {
+        NoRoute => "no-route", "No route to the peer's endpoint leads out of a port.";
+        NoSource => "no-source", "The port to the endpoint has no address of its family.";
+        NoHeadroom => "no-headroom", "No room in front of the datagram for the outer headers.";
+        TooBig => "too-big", "Longer than a UDP datagram can be.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Rewrite = 0,
+}
+
+/// The TTL (hop limit) of the outer header, before the rewrite takes one off.
+const OUTER_TTL: u8 = 64;
+
+pub struct UdpEncap;
+
+impl UdpEncap {
+    pub const NAME: &'static str = "udp-encap";
+}
+
+impl PerPacket for UdpEncap {
+    type Error = UdpEncapError;
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[IpRewrite::NAME],
+        errors: UdpEncapError::TABLE,
+    };
+
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, UdpEncapError> {
+        let m = *cx.arena.meta(h);
+        let to = m.addr;
+        let (port, next_hop) = match cx.ip.fib.lookup(to.ip()) {
+            Some(RouteTarget::Via { port, next_hop }) => (port, next_hop),
+            Some(RouteTarget::Attached { port }) => (port, to.ip()),
+            // Local, a tunnel (a loop), a blackhole or nothing: not out of a port.
+            _ => return Err(UdpEncapError::NoRoute),
+        };
+        let from = cx
+            .ip
+            .interfaces
+            .source_for(port, to.ip())
+            .ok_or(UdpEncapError::NoSource)?;
+        let from = SocketAddr::new(from, cx.tunnels.wg.listen_port);
+        let ip_len = if to.is_ipv4() {
+            ipv4::HEADER_LEN
+        } else {
+            ipv6::HEADER_LEN
+        };
+        let (start, len) = (m.offset as usize, m.len as usize);
+        let udp_len = len + udp::HEADER_LEN;
+        let total = udp_len + ip_len;
+        if total > usize::from(u16::MAX) {
+            return Err(UdpEncapError::TooBig);
+        }
+        let at = start
+            .checked_sub(udp::HEADER_LEN + ip_len)
+            .ok_or(UdpEncapError::NoHeadroom)?;
+        let buf = &mut cx.arena.buffer_mut(h)[at..start + len];
+        write_headers(buf, ip_len, from, to);
+        let meta = cx.arena.meta_mut(h);
+        meta.offset = at as u16;
+        meta.len = total as u16;
+        meta.port = port.0;
+        meta.addr = SocketAddr::new(next_hop, 0);
+        Ok(Next::Rewrite as u16)
+    }
+}
+
+/// Writes the IP header (`ip_len` bytes) and the UDP header in front of the payload
+/// that fills the rest of `buf`. The addresses are of one family (the source was
+/// chosen for the destination).
+fn write_headers(buf: &mut [u8], ip_len: usize, from: SocketAddr, to: SocketAddr) {
+    let total = buf.len();
+    let udp_len = (total - ip_len) as u16;
+    let (head, datagram) = buf.split_at_mut(ip_len);
+    {
+        let mut u = udp::Packet::new_unchecked(&mut *datagram);
+        u.set_src_port(from.port());
+        u.set_dst_port(to.port());
+        u.set_length(udp_len);
+        u.set_checksum(0);
+    }
+    match (from.ip(), to.ip()) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => {
+            let mut p = ipv4::Packet::new_unchecked(head);
+            p.set_version(4);
+            p.set_header_len(ipv4::HEADER_LEN as u8);
+            p.set_dscp(0);
+            p.set_ecn(0);
+            p.set_total_len(total as u16);
+            p.set_ident(0);
+            p.set_dont_frag(true);
+            p.set_more_frags(false);
+            p.set_frag_offset(0);
+            p.set_ttl(OUTER_TTL);
+            p.set_protocol(ip::protocol::UDP);
+            p.set_src_addr(src);
+            p.set_dst_addr(dst);
+            p.fill_checksum();
+        }
+        (IpAddr::V6(src), IpAddr::V6(dst)) => {
+            head.fill(0);
+            head[0] = 0x60;
+            head[4..6].copy_from_slice(&udp_len.to_be_bytes());
+            head[6] = ip::protocol::UDP;
+            head[7] = OUTER_TTL;
+            head[8..24].copy_from_slice(&src.octets());
+            head[24..40].copy_from_slice(&dst.octets());
+            let mut u = udp::Packet::new_unchecked(datagram);
+            u.fill_checksum_v6(&src, &dst);
+        }
+        _ => unreachable!("the source was chosen for the destination's family"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn ipv4_headers_are_what_a_linux_socket_sends() {
+        let payload = [7u8; 32];
+        let mut buf = vec![0u8; ipv4::HEADER_LEN + udp::HEADER_LEN + payload.len()];
+        buf[28..].copy_from_slice(&payload);
+        let from: SocketAddr = "198.18.2.1:51820".parse().unwrap();
+        let to: SocketAddr = "198.18.2.2:40000".parse().unwrap();
+        write_headers(&mut buf, ipv4::HEADER_LEN, from, to);
+        let p = ipv4::Packet::new_checked(&buf[..]).unwrap();
+        assert!(p.verify_checksum());
+        assert!(p.dont_frag());
+        assert_eq!(p.ttl(), OUTER_TTL);
+        assert_eq!(p.total_len() as usize, buf.len());
+        assert_eq!(p.src_addr(), Ipv4Addr::new(198, 18, 2, 1));
+        let u = udp::Packet::new_checked(p.payload()).unwrap();
+        assert_eq!((u.src_port(), u.dst_port()), (51820, 40000));
+        assert_eq!(u.length() as usize, udp::HEADER_LEN + payload.len());
+        assert_eq!(u.checksum(), 0);
+        assert_eq!(u.payload(), payload);
+    }
+
+    #[test]
+    fn ipv6_headers_carry_a_udp_checksum_that_verifies() {
+        let mut buf = vec![0u8; ipv6::HEADER_LEN + udp::HEADER_LEN + 5];
+        buf[48..].copy_from_slice(b"hello");
+        let from: SocketAddr = "[2001:2:0:2::1]:51820".parse().unwrap();
+        let to: SocketAddr = "[2001:2:0:2::2]:51821".parse().unwrap();
+        write_headers(&mut buf, ipv6::HEADER_LEN, from, to);
+        let p = ipv6::Packet::new_checked(&buf[..]).unwrap();
+        assert_eq!(p.hop_limit(), OUTER_TTL);
+        assert_eq!(p.payload_len() as usize, udp::HEADER_LEN + 5);
+        let src: Ipv6Addr = "2001:2:0:2::1".parse().unwrap();
+        let dst: Ipv6Addr = "2001:2:0:2::2".parse().unwrap();
+        assert_eq!(p.src_addr(), src);
+        let u = udp::Packet::new_checked(p.payload()).unwrap();
+        assert!(u.verify_checksum_v6(&src, &dst));
+        assert_ne!(u.checksum(), 0);
+    }
+}
