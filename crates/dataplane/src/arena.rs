@@ -1,7 +1,9 @@
 //! One block of fixed-size packet buffers, allocated once. A packet is a handle (the
 //! buffer's number) plus [`PacketMeta`]. Buffers are 2048 bytes with [`HEADROOM`]
 //! bytes kept free in front for outer headers, so encapsulation never copies; the
-//! layout (equal frames, one block) is what an AF_XDP UMEM wants.
+//! layout (equal frames, one page-aligned block) is what an AF_XDP UMEM wants: a
+//! driver registers the block ([`Arena::umem`]) and the kernel writes and reads the
+//! buffers in place.
 
 // The arena's memory is reached through raw pointers on purpose (see `base`).
 #![allow(unsafe_code)]
@@ -62,9 +64,40 @@ impl Default for PacketMeta {
     }
 }
 
+/// The alignment of the arena's memory: a page, as a UMEM must start on one.
+pub const MEM_ALIGN: usize = 4096;
+
+/// Zeroed, page-aligned memory, freed on drop.
+struct Block {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+impl Block {
+    fn new(len: usize) -> Block {
+        let layout = std::alloc::Layout::from_size_align(len, MEM_ALIGN).expect("arena size");
+        // SAFETY: the layout's size is not zero (Arena::new asserts count > 0).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(ptr)
+            .unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        Block { ptr, layout }
+    }
+
+    fn len(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: allocated in Block::new with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
 pub struct Arena {
     /// Owns the memory; never resized, so `base` stays valid.
-    mem: Vec<u8>,
+    mem: Block,
     /// The memory's start. Every access goes through it and covers only the buffers
     /// it names, so that buffers lent to another thread (an async crypto engine) are
     /// never covered by a reference while that thread writes them.
@@ -91,8 +124,8 @@ impl Arena {
             count > 0 && count * FRAME_SIZE <= u32::MAX as usize,
             "arena size"
         );
-        let mut mem = vec![0u8; count * FRAME_SIZE];
-        let base = mem.as_mut_ptr();
+        let mem = Block::new(count * FRAME_SIZE);
+        let base = mem.ptr.as_ptr();
         Arena {
             mem,
             base,
@@ -197,6 +230,14 @@ impl Arena {
     /// Bytes of memory in all.
     pub fn mem_len(&self) -> usize {
         self.mem.len()
+    }
+
+    /// The memory's start (page-aligned) and length, for a driver to register with
+    /// the kernel as an AF_XDP UMEM. The driver lends the kernel only buffers it
+    /// allocated from this arena and frees each when the kernel gives it back, so the
+    /// kernel never writes a buffer the graph holds.
+    pub fn umem(&mut self) -> (*mut u8, usize) {
+        (self.base, self.mem.len())
     }
 
     /// One lent frame is back.
@@ -311,5 +352,14 @@ mod tests {
         let x = a.alloc().unwrap();
         a.free(x);
         a.free(x);
+    }
+
+    #[test]
+    fn the_memory_starts_on_a_page_for_a_umem() {
+        let mut a = Arena::new(3);
+        let (p, len) = a.umem();
+        assert_eq!(p as usize % MEM_ALIGN, 0);
+        assert_eq!(len, 3 * FRAME_SIZE);
+        assert!(a.mem_mut().iter().all(|&b| b == 0), "zeroed");
     }
 }
