@@ -11,6 +11,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod heap;
+pub mod netdev;
 pub mod netns;
 pub mod offload;
 pub mod packet;

@@ -1,0 +1,85 @@
+//! What the kernel knows about a network interface that a gateway port takes over:
+//! its Ethernet address and its MTU, asked with the classic interface ioctls on a
+//! throwaway datagram socket (in the calling thread's network namespace).
+
+use crate::{context, cvt};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// An `ifreq` for `ifname`, checked to fit the kernel's 16 bytes with its NUL.
+fn ifreq(ifname: &str) -> io::Result<libc::ifreq> {
+    let bytes = ifname.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{ifname:?} is not an interface name"),
+        ));
+    }
+    // SAFETY: ifreq is plain old data; all zeros is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, &s) in req.ifr_name.iter_mut().zip(bytes) {
+        *d = s as libc::c_char;
+    }
+    Ok(req)
+}
+
+fn ioctl_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2); the fd is owned from here on.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd was just returned by socket(2) and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn ask(ifname: &str, request: libc::c_ulong, what: &str) -> io::Result<libc::ifreq> {
+    let mut req = ifreq(ifname)?;
+    let sock = ioctl_socket()?;
+    // SAFETY: `req` is a valid ifreq the ioctl reads the name from and writes into.
+    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), request as _, &mut req) })
+        .map_err(|e| context(e, format!("{ifname}: reading its {what}")))?;
+    Ok(req)
+}
+
+/// The interface's Ethernet address.
+pub fn mac_address(ifname: &str) -> io::Result<[u8; 6]> {
+    let req = ask(ifname, libc::SIOCGIFHWADDR, "Ethernet address")?;
+    // SAFETY: SIOCGIFHWADDR fills the ifru_hwaddr member of the union.
+    let sa = unsafe { req.ifr_ifru.ifru_hwaddr };
+    if sa.sa_family != libc::ARPHRD_ETHER {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{ifname} is not an Ethernet interface"),
+        ));
+    }
+    let mut mac = [0u8; 6];
+    for (m, &b) in mac.iter_mut().zip(&sa.sa_data[..6]) {
+        *m = b as u8;
+    }
+    Ok(mac)
+}
+
+/// The interface's MTU.
+pub fn mtu(ifname: &str) -> io::Result<u32> {
+    let req = ask(ifname, libc::SIOCGIFMTU, "MTU")?;
+    // SAFETY: SIOCGIFMTU fills the ifru_mtu member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_not_ethernet_and_names_are_checked() {
+        assert!(mtu("lo").unwrap() >= 1280);
+        let e = mac_address("lo").unwrap_err();
+        assert!(e.to_string().contains("not an Ethernet"), "{e}");
+        assert!(mac_address("").is_err());
+        assert!(mac_address("sixteen-bytes-xx").is_err());
+        let gone = mtu("lr-no-such-if").unwrap_err();
+        assert!(
+            gone.to_string()
+                .starts_with("lr-no-such-if: reading its MTU"),
+            "{gone}"
+        );
+    }
+}
