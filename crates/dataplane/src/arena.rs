@@ -78,8 +78,8 @@ impl Block {
         let layout = std::alloc::Layout::from_size_align(len, MEM_ALIGN).expect("arena size");
         // SAFETY: the layout's size is not zero (Arena::new asserts count > 0).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(ptr)
-            .unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let ptr =
+            std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         Block { ptr, layout }
     }
 

@@ -45,6 +45,37 @@ pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
     - crate::arena::TAILROOM
     - wire::ethernet::HEADER_LEN) as u16;
 
+/// Every node of the gateway graph that drops packets, with its reasons: what `show
+/// errors` explains a gateway's counters with. (A test checks it against the graph.)
+pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 16] = [
+    (EthernetInput::NAME, crate::nodes::EthernetInputError::TABLE),
+    (ArpInput::NAME, crate::nodes::ArpInputError::TABLE),
+    (TunnelInput::NAME, crate::nodes::TunnelInputError::TABLE),
+    (Ip4Input::NAME, crate::nodes::Ip4InputError::TABLE),
+    (Ip6Input::NAME, crate::nodes::Ip6InputError::TABLE),
+    (IpLookup::NAME, crate::nodes::IpLookupError::TABLE),
+    (IpLocal::NAME, crate::nodes::IpLocalError::TABLE),
+    (WgInput::NAME, crate::nodes::InputError::TABLE),
+    (WgDecrypt::NAME, crate::nodes::DecryptError::TABLE),
+    (WgDecrypt::POST, crate::nodes::DecryptError::TABLE),
+    (WgEncrypt::NAME, crate::nodes::EncryptError::TABLE),
+    (WgEncrypt::POST, crate::nodes::EncryptError::TABLE),
+    (UdpEncap::NAME, crate::nodes::UdpEncapError::TABLE),
+    (IpRewrite::NAME, crate::nodes::IpRewriteError::TABLE),
+    (IcmpError::NAME, crate::nodes::IcmpErrorError::TABLE),
+    (PortOutput::NAME, crate::nodes::PortOutputError::TABLE),
+];
+
+/// What a drop reason of a gateway node means, from [`NODE_ERRORS`].
+pub fn explain(node: &str, reason: &str) -> Option<&'static str> {
+    NODE_ERRORS
+        .iter()
+        .filter(|(n, _)| *n == node)
+        .flat_map(|(_, t)| t.iter())
+        .find(|e| e.name == reason)
+        .map(|e| e.doc)
+}
+
 /// Where the WireGuard nodes lead in a gateway.
 const REBINDS: [Rebind; 4] = [
     Rebind {

@@ -547,3 +547,22 @@ fn keepalives_and_rekeys_flow_through_the_ports() {
     assert!(info.last_handshake.is_some());
     s.all_buffers_back();
 }
+
+/// `show errors` explains a gateway's counters from `gateway::NODE_ERRORS`: it must
+/// list every node of the graph that declares reasons, with the same reasons.
+#[test]
+fn every_dropping_node_is_explained() {
+    let s = sites();
+    for (node, c) in s.a.gw.counters() {
+        let declared: Vec<&str> = c.drops().map(|(e, _)| e.name).collect();
+        let listed: Vec<&str> = dataplane::gateway::NODE_ERRORS
+            .iter()
+            .find(|(n, _)| *n == node)
+            .map(|(_, t)| t.iter().map(|e| e.name).collect())
+            .unwrap_or_default();
+        assert_eq!(declared, listed, "{node}");
+        for name in declared {
+            assert!(dataplane::gateway::explain(node, name).is_some_and(|d| !d.is_empty()));
+        }
+    }
+}

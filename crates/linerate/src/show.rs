@@ -53,7 +53,9 @@ pub fn errors(text: &str) -> Result<(), String> {
     rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(b.2)));
     println!("{:>12}  {:<16} {:<20} meaning", "count", "node", "reason");
     for (count, node, reason) in &rows {
-        let meaning = dataplane::wg::explain(node, reason).unwrap_or("");
+        let meaning = dataplane::wg::explain(node, reason)
+            .or_else(|| dataplane::gateway::explain(node, reason))
+            .unwrap_or("");
         println!("{count:>12}  {node:<16} {reason:<20} {meaning}");
     }
     if rows.is_empty() {
