@@ -121,6 +121,8 @@ impl XdpPort {
     /// is left as it was found; the error names the interface and the step that failed.
     ///
     /// The port starts with no buffers to receive into: [`fill`](XdpPort::fill) some.
+    /// A queue that a socket closed moments ago still holds is waited for, up to a
+    /// second.
     ///
     /// # Safety
     ///

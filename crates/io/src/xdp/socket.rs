@@ -35,13 +35,13 @@ impl Xsk {
     /// zero-copy first when `opts.zero_copy`, copy mode when that is refused. Returns
     /// the socket and whether it runs zero-copy.
     ///
+    /// A queue that a socket closed moments ago still holds (the kernel lets it go in
+    /// deferred work) answers `EBUSY`; that is retried for up to [`BUSY_WAIT`].
+    ///
     /// # Safety
     ///
     /// `region` must stay valid, and unused by anything but this socket's rings, for as
     /// long as the returned value lives (see [`XdpPort::open`](super::XdpPort::open)).
-    ///
-    /// A queue that a socket closed moments ago still holds (the kernel lets it go in
-    /// deferred work) answers `EBUSY`; that is retried for up to [`BUSY_WAIT`].
     pub(super) unsafe fn open(
         ifname: &str,
         queue: u32,
