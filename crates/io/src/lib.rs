@@ -1,7 +1,8 @@
-//! Linux drivers for host mode: a layer-3 TUN device and a batched UDP socket, an
-//! AF_PACKET port for whole Ethernet frames where XDP cannot attach, plus the
-//! small pieces a data-path thread needs around them (poll, an eventfd waker) and the
-//! network-namespace support that integration tests use.
+//! Linux drivers for host mode: a layer-3 TUN device and a batched UDP socket; for
+//! whole Ethernet frames, an AF_XDP port on the caller's own buffers and an AF_PACKET
+//! port where XDP cannot attach; plus the small pieces a data-path thread needs around
+//! them (poll, an eventfd waker) and the network-namespace support that integration
+//! tests use.
 //!
 //! Drivers move bytes; they know nothing of WireGuard. Every call is non-blocking, except
 //! where a bounded wait is documented (a full send queue), so a worker loop never stalls.
@@ -19,12 +20,14 @@ pub mod poll;
 pub mod tun;
 pub mod udp;
 pub mod waker;
+pub mod xdp;
 
 pub use packet::PacketPort;
 pub use poll::{Interest, PollFd, poll};
 pub use tun::{TunDevice, is_gone};
 pub use udp::{GsoSendBatch, MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
 pub use waker::Waker;
+pub use xdp::{XdpMode, XdpOptions, XdpPort};
 
 use std::io;
 

@@ -225,7 +225,7 @@ impl Drop for PacketPort {
 }
 
 /// The index of interface `name` in the calling thread's namespace.
-fn if_index(name: &str) -> io::Result<libc::c_int> {
+pub(crate) fn if_index(name: &str) -> io::Result<libc::c_int> {
     let c = CString::new(name).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,

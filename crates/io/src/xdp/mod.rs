@@ -1,0 +1,223 @@
+//! An AF_XDP port: whole Ethernet frames in and out of one queue of one interface,
+//! straight from and into the caller's own packet buffers (the UMEM), with no copy in
+//! zero-copy mode and one copy by the kernel in copy mode.
+//!
+//! The caller owns one page-aligned block of [`FRAME_SIZE`]-byte buffers and names
+//! buffers by number. Buffers travel through four rings shared with the kernel, each
+//! moved in batches with no system call of its own:
+//!
+//! - [`XdpPort::fill`] lends free buffers to the kernel to receive into;
+//! - [`XdpPort::recv`] takes back buffers holding received frames;
+//! - [`XdpPort::send`] lends buffers holding frames to send (and wakes the kernel
+//!   where it needs that: one `sendto`);
+//! - [`XdpPort::complete`] takes back buffers the kernel has sent.
+//!
+//! Only the frames the gateway handles reach the port: an XDP program
+//! (`redirect.bpf.c`) redirects ARP, IPv4 and IPv6 to the socket bound on the queue
+//! they arrived on and passes every other EtherType (LLDP, VLAN tags, ...) to the
+//! kernel. [`XdpPort::open`] attaches it (native mode, or generic where native is
+//! refused) and Drop detaches it, leaving the interface as it was.
+//!
+//! By concern: `ffi` declares the C side (libxdp, libbpf and the shim in `shim.c` that
+//! wraps libxdp's inline ring helpers), `umem` checks the caller's memory and does the
+//! address arithmetic, `socket` registers the UMEM and binds the socket, `program`
+//! loads, attaches and detaches the XDP program, and `rings` moves buffers and counts
+//! what did not make it.
+
+mod ffi;
+mod program;
+mod rings;
+mod socket;
+mod umem;
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+
+use crate::context;
+use program::Program;
+use socket::Xsk;
+use umem::Region;
+pub use umem::{FRAME_SIZE, XDP_PACKET_HEADROOM};
+
+/// How the XDP program runs on the interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdpMode {
+    /// In the driver, before any socket buffer is allocated.
+    Native,
+    /// Generic XDP, after the kernel has built a socket buffer: works on any interface,
+    /// at a cost per frame.
+    Skb,
+}
+
+/// Settings for [`XdpPort::open`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XdpOptions {
+    /// Entries in each of the four rings (fill, completion, RX, TX): a power of two.
+    pub ring_size: u32,
+    /// Ask the driver for zero-copy; copy mode where it refuses.
+    pub zero_copy: bool,
+    /// Attach the program in generic (SKB) mode without trying native mode first.
+    pub skb_mode: bool,
+    /// The UMEM's frame headroom: bytes the kernel leaves free in each buffer, on top
+    /// of [`XDP_PACKET_HEADROOM`], before a received frame. Received data starts at
+    /// `headroom + XDP_PACKET_HEADROOM` into its buffer (384 by default), as
+    /// [`XdpPort::recv`] reports.
+    pub headroom: u32,
+}
+
+impl Default for XdpOptions {
+    fn default() -> XdpOptions {
+        XdpOptions {
+            ring_size: 2048,
+            zero_copy: true,
+            skb_mode: false,
+            headroom: 128,
+        }
+    }
+}
+
+impl XdpOptions {
+    /// Whether the kernel could take these, and if not why.
+    fn check(&self) -> Result<(), String> {
+        if !self.ring_size.is_power_of_two() {
+            return Err(format!(
+                "ring size {} is not a power of two",
+                self.ring_size
+            ));
+        }
+        // The kernel needs room for at least a minimal frame after the headroom.
+        if self.headroom as usize + XDP_PACKET_HEADROOM as usize + 64 > FRAME_SIZE {
+            return Err(format!(
+                "headroom {} leaves no room for a frame in a {FRAME_SIZE}-byte buffer",
+                self.headroom
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An AF_XDP socket bound to one queue of one interface, on the caller's memory, with
+/// the XDP program that feeds it attached.
+#[derive(Debug)]
+pub struct XdpPort {
+    // Field order is drop order: the socket and UMEM go before the program is detached.
+    xsk: Xsk,
+    program: Program,
+    region: Region,
+    ifname: String,
+    queue: u32,
+    zero_copy: bool,
+    tx_in_flight: usize,
+    tx_ring_full: u64,
+    tx_kick_errors: u64,
+    rx_kick_errors: u64,
+}
+
+impl XdpPort {
+    /// Opens a port on queue `queue` of `ifname` (in the calling thread's network
+    /// namespace), with `umem_len` bytes at `umem` as its buffers: attaches the XDP
+    /// program, registers the memory, binds the socket (zero-copy when `opts` asks and
+    /// the driver agrees) and puts it in the program's map. On any error the interface
+    /// is left as it was found; the error names the interface and the step that failed.
+    ///
+    /// The port starts with no buffers to receive into: [`fill`](XdpPort::fill) some.
+    /// A queue that a socket closed moments ago still holds is waited for, up to a
+    /// second.
+    ///
+    /// # Safety
+    ///
+    /// - `umem` is page aligned and `umem_len` a non-zero multiple of [`FRAME_SIZE`]
+    ///   (checked: an error otherwise), and the memory stays mapped, readable and
+    ///   writable until the port is dropped.
+    /// - A buffer lent to the kernel (given to [`fill`](XdpPort::fill) or queued by
+    ///   [`send`](XdpPort::send)) is neither read nor written by the caller, through
+    ///   any reference or pointer, until [`recv`](XdpPort::recv) or
+    ///   [`complete`](XdpPort::complete) hands it back: the kernel writes received
+    ///   frames into it and reads frames to send from it at any time in between.
+    /// - The memory is registered with no other socket, and the caller must drop the
+    ///   port before freeing it.
+    pub unsafe fn open(
+        ifname: &str,
+        queue: u32,
+        umem: *mut u8,
+        umem_len: usize,
+        opts: &XdpOptions,
+    ) -> io::Result<XdpPort> {
+        let invalid =
+            |why: String| io::Error::new(io::ErrorKind::InvalidInput, format!("{ifname}: {why}"));
+        let region = Region::new(umem, umem_len, umem::page_size()).map_err(invalid)?;
+        opts.check().map_err(invalid)?;
+        let ifindex = crate::packet::if_index(ifname)?;
+
+        let program = Program::attach(ifname, ifindex, opts.skb_mode)?;
+        // SAFETY: the region is valid and lent to the socket for its life, as the
+        // caller promised for the port's.
+        let (mut xsk, zc_bound) = unsafe { Xsk::open(ifname, queue, region, opts)? };
+        let map_fd = program
+            .map_fd()
+            .map_err(|e| context(e, format_args!("{ifname}: finding the XSKMAP")))?;
+        xsk.insert_into(map_fd).map_err(|e| {
+            context(
+                e,
+                format_args!("{ifname}: putting the socket in the XSKMAP at queue {queue}"),
+            )
+        })?;
+        // The kernel has the last word on the mode; what we bound with is the fallback.
+        let zero_copy = xsk.kernel_says_zero_copy().unwrap_or(zc_bound);
+        Ok(XdpPort {
+            xsk,
+            program,
+            region,
+            ifname: ifname.to_owned(),
+            queue,
+            zero_copy,
+            tx_in_flight: 0,
+            tx_ring_full: 0,
+            tx_kick_errors: 0,
+            rx_kick_errors: 0,
+        })
+    }
+
+    /// The interface this port is bound to.
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    /// The queue this port is bound to.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
+    /// Buffers in the UMEM; buffer numbers run from 0 to this, exclusive.
+    pub fn frames(&self) -> u32 {
+        self.region.frames
+    }
+
+    /// How the XDP program runs: native, or generic where the driver refused native.
+    pub fn mode(&self) -> XdpMode {
+        self.program.mode()
+    }
+
+    /// Whether the socket runs zero-copy (the kernel's word); copy mode otherwise.
+    pub fn zero_copy(&self) -> bool {
+        self.zero_copy
+    }
+
+    /// The socket, to poll: readable when the RX ring holds a frame, writable when the
+    /// TX ring has room.
+    pub fn as_raw_fd(&self) -> RawFd {
+        self.xsk.fd()
+    }
+}
+
+impl AsRawFd for XdpPort {
+    fn as_raw_fd(&self) -> RawFd {
+        self.xsk.fd()
+    }
+}
+
+impl AsFd for XdpPort {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.xsk.as_fd()
+    }
+}
