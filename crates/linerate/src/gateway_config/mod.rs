@@ -212,3 +212,6 @@ impl GatewayConfig {
         summary::summary(self)
     }
 }
+
+#[cfg(test)]
+mod tests;

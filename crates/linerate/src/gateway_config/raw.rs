@@ -287,3 +287,37 @@ fn wrap<'i, T: Deserialize<'i>, U>(
         None => Item::Broken(Broken { name }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// serde's own list of a struct's fields (from its unknown-field error).
+    fn fields<T: for<'de> Deserialize<'de>>() -> Vec<String> {
+        let Err(e) = toml::from_str::<T>("zzz_not_a_key = 1") else {
+            panic!("accepted an unknown key");
+        };
+        let list = e.message().split("expected one of ").nth(1).unwrap();
+        list.split(", ")
+            .map(|f| f.trim_matches('`').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_key_lists_are_the_structs_fields() {
+        let check = |keys: &Keys, fields: Vec<String>, extra: &[&str]| {
+            let mut allowed: Vec<&str> = keys.allowed.to_vec();
+            allowed.retain(|k| !extra.contains(k));
+            assert_eq!(allowed, fields);
+            for r in keys.required {
+                assert!(keys.allowed.contains(r), "{r}");
+            }
+        };
+        check(&GATEWAY, fields::<RawGateway>(), &[]);
+        check(&PORT, fields::<RawPort>(), &[]);
+        // The peers are taken out of a [[wireguard]] table before serde sees it.
+        check(&WIREGUARD, fields::<RawWireguard>(), &["peer"]);
+        check(&PEER, fields::<RawPeer>(), &[]);
+        check(&ROUTE, fields::<RawRoute>(), &[]);
+    }
+}
