@@ -119,6 +119,11 @@ impl<'t> Sink<'t> {
             return;
         } else if let Some(rest) = msg.strip_prefix("invalid type: ") {
             match rest.rsplit_once(", expected ") {
+                // An integer wider than 64 bits comes as an i128 of the wrong type.
+                Some((found, _)) if found.starts_with("integer `") => {
+                    let n = found.split('`').nth(1).unwrap_or(found);
+                    format!("{n} is too large")
+                }
                 Some((found, expected)) => {
                     format!("expected {}, found {}", expected_word(expected), found)
                 }

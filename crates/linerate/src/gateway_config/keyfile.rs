@@ -4,17 +4,16 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use std::path::Path;
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
 /// A 32-byte key from its base64 text (44 characters), or `None`.
 pub(crate) fn decode_key(text: &str) -> Option<Zeroizing<[u8; 32]>> {
-    let mut bytes = Zeroizing::new(STANDARD.decode(text.as_bytes()).ok()?);
+    let bytes = Zeroizing::new(STANDARD.decode(text.as_bytes()).ok()?);
     if bytes.len() != 32 {
         return None;
     }
     let mut key = Zeroizing::new([0u8; 32]);
     key.copy_from_slice(&bytes);
-    bytes.zeroize();
     Some(key)
 }
 

@@ -194,15 +194,17 @@ pub fn load(path: &Path) -> Result<GatewayConfig, ConfigErrors> {
 /// paths are taken from its directory.
 pub fn parse(text: &str, file: &Path) -> Result<GatewayConfig, ConfigErrors> {
     let mut sink = error::Sink::new(file.display().to_string(), text);
-    let base = match file.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    // Empty for a file in the current directory: its key files are named as written.
+    let base = file.parent().unwrap_or(Path::new(""));
     let config =
-        raw::split(text, &mut sink).and_then(|raw| validate::validate(raw, &base, &mut sink));
+        raw::split(text, &mut sink).and_then(|raw| validate::validate(raw, base, &mut sink));
     match config {
         Some(config) if sink.is_empty() => Ok(config),
-        _ => Err(ConfigErrors(sink.finish())),
+        _ => {
+            let errors = sink.finish();
+            debug_assert!(!errors.is_empty(), "refused without an error");
+            Err(ConfigErrors(errors))
+        }
     }
 }
 

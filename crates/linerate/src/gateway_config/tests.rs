@@ -150,6 +150,12 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         &["gw.toml:2: gateway.cores[1]: expected an integer, found boolean `true`"],
     ),
     (
+        "an integer too large for 64 bits",
+        true,
+        "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 99999999999999999999\n",
+        &["gw.toml:8: wireguard[0].listen_port: 99999999999999999999 is too large"],
+    ),
+    (
         "a table where an array of tables goes",
         false,
         "[port]\nname = \"lan\"\n",
@@ -689,4 +695,29 @@ fn an_unreadable_file_is_one_error_without_a_line() {
         e.to_string(),
         "/nonexistent/gw.toml: cannot read: No such file or directory (os error 2)"
     );
+}
+
+#[test]
+fn the_example_with_any_line_lost_or_doubled_gives_errors_with_lines_or_validates() {
+    let (dir, _) = example();
+    let text = include_str!("../../../../docs/gateway.example.toml");
+    let lines: Vec<&str> = text.lines().collect();
+    for i in 0..lines.len() {
+        for doubled in [false, true] {
+            let mut changed: Vec<&str> = lines.clone();
+            if doubled {
+                changed.insert(i, lines[i]);
+            } else {
+                changed.remove(i);
+            }
+            let path = dir.write("changed.toml", &changed.join("\n"));
+            if let Err(errors) = load(&path) {
+                assert!(!errors.0.is_empty());
+                for e in &errors.0 {
+                    let line = e.line.unwrap_or_else(|| panic!("{e}"));
+                    assert!((1..=changed.len()).contains(&line), "{e}");
+                }
+            }
+        }
+    }
 }
