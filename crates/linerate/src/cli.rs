@@ -3,6 +3,7 @@
 //! so `linerate show` asks what to show instead of starting a daemon called "show".
 
 use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
 
 const ABOUT: &str =
     "linerate: a userspace VPN data plane (WireGuard host mode, a drop-in for wireguard-go)";
@@ -72,7 +73,25 @@ pub enum Command {
     /// Measure the whole WireGuard graph in this process (or, with `crypto`, the raw
     /// engines); no network, no privileges
     Bench(BenchArgs),
+    /// Gateway mode: route between the ports and WireGuard interfaces that one
+    /// configuration file declares (docs/gateway.example.toml). Only --check works yet
+    #[command(after_help = GATEWAY_HELP)]
+    Gateway {
+        /// The configuration file (TOML); relative key file paths in it are taken from
+        /// its directory
+        #[arg(short = 'c', long, value_name = "FILE")]
+        config: PathBuf,
+        /// Validate the file (reading the key files it names), print a summary of what
+        /// it declares and exit: 0 when it is valid, 1 with every error on stderr as
+        /// FILE:LINE: KEY: message
+        #[arg(long)]
+        check: bool,
+    },
 }
+
+const GATEWAY_HELP: &str = "\
+Validation checks the file and the key files it names, nothing else of this machine:
+whether the interfaces exist and the cores are online is checked at start-up.";
 
 #[derive(Subcommand, Debug)]
 pub enum Show {
@@ -238,6 +257,7 @@ mod tests {
             &["show", "crypto", "--help"],
             &["bench", "--help"],
             &["bench", "crypto", "--help"],
+            &["gateway", "--help"],
         ] {
             let err = parse(args).unwrap_err();
             assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
@@ -255,6 +275,7 @@ mod tests {
             &["sixteen-bytes-xx"],
             &["wg0", "wg1"],
             &["--frob", "wg0"],
+            &["gateway", "--check"],
         ] {
             assert!(parse(args).is_err(), "{args:?}");
         }

@@ -9,6 +9,7 @@ mod cli;
 mod counter_report;
 mod daemon;
 mod engines;
+mod gateway_config;
 mod show;
 mod svg;
 mod uapi;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
             }) => bench_command::crypto(engine.as_deref(), seconds, &sizes, json, svg, !no_openssl),
             None => bench_command::graph(&b.graph),
         },
+        Some(Command::Gateway { config, check }) => gateway(&config, check),
         None => host_mode(cli.daemon),
     };
     match result {
@@ -70,4 +72,28 @@ fn host_mode(args: cli::DaemonArgs) -> Result<(), String> {
         background::report_failure(e);
     }
     res
+}
+
+/// `linerate gateway -c FILE [--check]`: only the check exists yet.
+fn gateway(config: &std::path::Path, check: bool) -> Result<(), String> {
+    let cfg = match gateway_config::load(config) {
+        Ok(cfg) => cfg,
+        Err(errors) => {
+            for e in &errors.0 {
+                eprintln!("{e}");
+            }
+            let n = errors.0.len();
+            return Err(format!(
+                "{}: {n} error{}",
+                config.display(),
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+    };
+    if !check {
+        return Err("gateway mode does not run yet: --check validates the file".into());
+    }
+    println!("{}: valid", config.display());
+    print!("{}", cfg.summary());
+    Ok(())
 }

@@ -1,0 +1,43 @@
+//! Key files: one base64 key as `wg genkey` and `wg genpsk` write it, a trailing newline
+//! allowed. What a file holds never appears in a message.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use std::path::Path;
+use zeroize::Zeroizing;
+
+/// A 32-byte key from its base64 text (44 characters), or `None`.
+pub(crate) fn decode_key(text: &str) -> Option<Zeroizing<[u8; 32]>> {
+    let bytes = Zeroizing::new(STANDARD.decode(text.as_bytes()).ok()?);
+    if bytes.len() != 32 {
+        return None;
+    }
+    let mut key = Zeroizing::new([0u8; 32]);
+    key.copy_from_slice(&bytes);
+    Some(key)
+}
+
+/// Reads the key file at `path` (already resolved); the error says what is wrong with
+/// it without quoting it.
+pub(crate) fn read_key_file(path: &Path) -> Result<Zeroizing<[u8; 32]>, String> {
+    let shown = path.display();
+    let text = Zeroizing::new(
+        std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?,
+    );
+    let words: Vec<&str> = text.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Err(format!(
+            "{shown}: empty (expected one base64 key, as `wg genkey` writes it)"
+        )),
+        [one] => decode_key(one).ok_or_else(|| not_a_key(&shown)),
+        many if many.iter().all(|w| decode_key(w).is_some()) => Err(format!(
+            "{shown}: holds {} keys; a key file holds exactly one",
+            many.len()
+        )),
+        _ => Err(not_a_key(&shown)),
+    }
+}
+
+fn not_a_key(shown: &std::path::Display<'_>) -> String {
+    format!("{shown}: not a base64 32-byte key (as `wg genkey` writes it)")
+}

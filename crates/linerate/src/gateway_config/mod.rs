@@ -1,0 +1,219 @@
+//! The gateway mode's configuration file: one declarative TOML file (its format is
+//! `docs/gateway.example.toml`, annotated) turned into a validated [`GatewayConfig`] or
+//! every error in it, each `FILE:LINE: KEY: message`.
+//!
+//! Validation reads the key files it names (a relative path is taken from the
+//! configuration file's directory) and nothing else of the machine: interfaces and CPUs
+//! are checked at start-up, not here.
+//!
+//! - `raw`: the file as written, each table deserialized on its own with its spans;
+//! - `validate`: the whole file, `[gateway]` and the ports, names across tables;
+//! - `wireguard`, `routes`: those tables and the checks between them and the rest;
+//! - `values`: names, addresses, prefixes and socket addresses as written;
+//! - `keyfile`: key files and base64 keys;
+//! - `error`: the error and its `FILE:LINE: KEY:` form;
+//! - `summary`: what `linerate gateway --check` prints.
+
+mod error;
+mod keyfile;
+mod raw;
+mod routes;
+mod summary;
+mod validate;
+mod values;
+mod wireguard;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use lpm::Prefix;
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
+
+/// The control socket when the file names none.
+pub const DEFAULT_CONTROL: &str = "/run/linerate/gateway.sock";
+/// Packet buffers per worker when the file says nothing.
+pub const DEFAULT_BUFFERS: usize = 8192;
+pub const DEFAULT_PORT_MTU: u16 = 1500;
+pub const DEFAULT_WG_MTU: u16 = 1420;
+
+/// A validated gateway configuration.
+#[derive(Debug)]
+pub struct GatewayConfig {
+    /// One entry per worker: the core it is pinned to, or `None` (no `cores`: one
+    /// worker, not pinned).
+    pub workers: Vec<Option<usize>>,
+    pub control: PathBuf,
+    pub metrics: Option<SocketAddr>,
+    /// Packet buffers per worker.
+    pub buffers: usize,
+    /// At least one.
+    pub ports: Vec<PortConfig>,
+    pub wireguard: Vec<WgConfig>,
+    pub routes: Vec<RouteConfig>,
+}
+
+/// How a port reaches its interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    AfXdp,
+    AfPacket,
+}
+
+impl Driver {
+    /// The name the file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::AfXdp => "af_xdp",
+            Driver::AfPacket => "af_packet",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortConfig {
+    pub name: String,
+    /// The Linux interface the gateway takes over (not checked to exist here).
+    pub interface: String,
+    pub driver: Driver,
+    /// The gateway's own addresses on this port, each with its network's prefix
+    /// length; at least one.
+    pub addresses: Vec<(IpAddr, u8)>,
+    pub mtu: u16,
+    /// AF_XDP only: ask for zero copy (the driver falls back to copy).
+    pub zero_copy: bool,
+}
+
+/// A WireGuard interface of the gateway.
+pub struct WgConfig {
+    pub name: String,
+    /// Where the private key was read from (resolved).
+    pub private_key_file: PathBuf,
+    // Read by the gateway's start-up, which does not exist yet.
+    #[allow(dead_code)]
+    pub private_key: Zeroizing<[u8; 32]>,
+    /// Derived from the private key.
+    pub public_key: [u8; 32],
+    pub listen_port: u16,
+    /// The inner MTU.
+    pub mtu: u16,
+    pub peers: Vec<PeerConfig>,
+}
+
+pub struct PeerConfig {
+    pub public_key: [u8; 32],
+    pub preshared_key: Option<Zeroizing<[u8; 32]>>,
+    pub endpoint: Option<SocketAddr>,
+    /// Host bits zero.
+    pub allowed_ips: Vec<Prefix>,
+    /// Seconds.
+    pub persistent_keepalive: Option<u16>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteConfig {
+    /// Host bits zero; no two routes have the same prefix.
+    pub prefix: Prefix,
+    pub target: RouteTarget,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RouteTarget {
+    /// Out of `ports[port]`, to `via` (inside one of the port's networks, the prefix's
+    /// family) or, without one, to the destination itself (a connected network).
+    Port { port: usize, via: Option<IpAddr> },
+    /// Into `wireguard[tunnel]`, whose peers' allowed IPs choose the peer.
+    Tunnel { tunnel: usize },
+    /// Dropped.
+    Blackhole,
+}
+
+/// A public key in the base64 `wg` shows.
+pub fn base64_key(key: &[u8; 32]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(key)
+}
+
+impl fmt::Debug for WgConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WgConfig")
+            .field("name", &self.name)
+            .field("private_key_file", &self.private_key_file)
+            .field("private_key", &format_args!("(hidden)"))
+            .field(
+                "public_key",
+                &format_args!("{}", base64_key(&self.public_key)),
+            )
+            .field("listen_port", &self.listen_port)
+            .field("mtu", &self.mtu)
+            .field("peers", &self.peers)
+            .finish()
+    }
+}
+
+impl fmt::Debug for PeerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PeerConfig")
+            .field(
+                "public_key",
+                &format_args!("{}", base64_key(&self.public_key)),
+            )
+            .field(
+                "preshared_key",
+                &format_args!(
+                    "{}",
+                    if self.preshared_key.is_some() {
+                        "(hidden)"
+                    } else {
+                        "None"
+                    }
+                ),
+            )
+            .field("endpoint", &self.endpoint)
+            .field("allowed_ips", &self.allowed_ips)
+            .field("persistent_keepalive", &self.persistent_keepalive)
+            .finish()
+    }
+}
+
+/// Reads and validates the file at `path`; errors name it as given.
+pub fn load(path: &Path) -> Result<GatewayConfig, ConfigErrors> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, path),
+        Err(e) => Err(ConfigErrors(vec![ConfigError {
+            file: path.display().to_string(),
+            line: None,
+            key: String::new(),
+            message: format!("cannot read: {e}"),
+        }])),
+    }
+}
+
+/// Validates `text`, the contents of `file`: errors name `file`, and relative key file
+/// paths are taken from its directory.
+pub fn parse(text: &str, file: &Path) -> Result<GatewayConfig, ConfigErrors> {
+    let mut sink = error::Sink::new(file.display().to_string(), text);
+    // Empty for a file in the current directory: its key files are named as written.
+    let base = file.parent().unwrap_or(Path::new(""));
+    let config =
+        raw::split(text, &mut sink).and_then(|raw| validate::validate(raw, base, &mut sink));
+    match config {
+        Some(config) if sink.is_empty() => Ok(config),
+        _ => {
+            let errors = sink.finish();
+            debug_assert!(!errors.is_empty(), "refused without an error");
+            Err(ConfigErrors(errors))
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// What `linerate gateway --check` prints: every port, tunnel, peer and route.
+    pub fn summary(&self) -> String {
+        summary::summary(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;

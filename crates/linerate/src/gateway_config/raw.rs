@@ -1,0 +1,323 @@
+//! The file as written: serde structs whose values keep their place in the file
+//! (`Spanned`), so that validation can name the line of what it refuses. Integers are
+//! `i64` and enumerations strings, so that a range or spelling error is validation's,
+//! with its own message, instead of serde's.
+//!
+//! Each `[gateway]`, `[[port]]`, `[[wireguard]]`, `[[wireguard.peer]]` and `[[route]]`
+//! table is deserialized on its own (see `split`), so that a structural error in one
+//! (an unknown key, a missing one, a wrong type) does not hide the errors of the others.
+
+use super::error::{MISSING, Sink, join, unknown_key};
+use serde::Deserialize;
+use serde::de::IntoDeserializer;
+use std::ops::Range;
+use toml::Spanned;
+use toml::de::{DeString, DeTable, DeValue};
+
+type S<T> = Spanned<T>;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGateway {
+    pub cores: Option<S<Vec<S<i64>>>>,
+    pub control: Option<S<String>>,
+    pub metrics: Option<S<String>>,
+    pub buffers: Option<S<i64>>,
+}
+const GATEWAY: Keys = Keys {
+    allowed: &["cores", "control", "metrics", "buffers"],
+    required: &[],
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPort {
+    pub name: S<String>,
+    pub interface: S<String>,
+    pub driver: Option<S<String>>,
+    pub addresses: S<Vec<S<String>>>,
+    pub mtu: Option<S<i64>>,
+    pub zero_copy: Option<S<bool>>,
+}
+const PORT: Keys = Keys {
+    allowed: &[
+        "name",
+        "interface",
+        "driver",
+        "addresses",
+        "mtu",
+        "zero_copy",
+    ],
+    required: &["name", "interface", "addresses"],
+};
+
+/// A `[[wireguard]]` table less its peers, which are deserialized one by one.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWireguard {
+    pub name: S<String>,
+    pub private_key_file: S<String>,
+    pub listen_port: S<i64>,
+    pub mtu: Option<S<i64>>,
+}
+const WIREGUARD: Keys = Keys {
+    allowed: &["name", "private_key_file", "listen_port", "mtu", "peer"],
+    required: &["name", "private_key_file", "listen_port"],
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPeer {
+    pub public_key: S<String>,
+    pub preshared_key_file: Option<S<String>>,
+    pub endpoint: Option<S<String>>,
+    pub allowed_ips: Option<S<Vec<S<String>>>>,
+    pub persistent_keepalive: Option<S<i64>>,
+}
+const PEER: Keys = Keys {
+    allowed: &[
+        "public_key",
+        "preshared_key_file",
+        "endpoint",
+        "allowed_ips",
+        "persistent_keepalive",
+    ],
+    required: &["public_key"],
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRoute {
+    pub prefix: S<String>,
+    pub via: Option<S<String>>,
+    pub port: Option<S<String>>,
+    pub tunnel: Option<S<String>>,
+    pub blackhole: Option<S<bool>>,
+}
+const ROUTE: Keys = Keys {
+    allowed: &["prefix", "via", "port", "tunnel", "blackhole"],
+    required: &["prefix"],
+};
+
+const TOP_KEYS: &[&str] = &["gateway", "port", "wireguard", "route"];
+
+/// The keys a table may hold and those it must: checked before serde sees the table,
+/// so that every unknown or missing key is reported (serde stops at the first), and
+/// the table's values are still checked. They match the structs' fields (a test says
+/// so), which refuse unknown ones too.
+pub(crate) struct Keys {
+    pub allowed: &'static [&'static str],
+    pub required: &'static [&'static str],
+}
+
+/// One table of an array of tables that could not be deserialized: validation still
+/// knows its name (if it has a string `name`), so that references to it are not
+/// reported as unknown as well.
+pub(crate) struct Broken {
+    pub name: Option<String>,
+}
+
+/// An item that deserialized, or one that did not (its errors are in the sink).
+pub(crate) enum Item<T> {
+    Ok { value: T, span: Range<usize> },
+    Broken(Broken),
+}
+
+pub(crate) struct RawWireguardItem {
+    pub wg: RawWireguard,
+    pub peers: Vec<Item<RawPeer>>,
+}
+
+/// The whole file, each table deserialized on its own.
+#[derive(Default)]
+pub(crate) struct RawFile {
+    pub gateway: RawGateway,
+    pub ports: Vec<Item<RawPort>>,
+    pub wireguard: Vec<Item<RawWireguardItem>>,
+    pub routes: Vec<Item<RawRoute>>,
+    /// Whether the file has a `port` key at all (even one that is not `[[port]]`).
+    pub port_given: bool,
+}
+
+/// Parses the TOML and deserializes each table, reporting syntax errors (then nothing
+/// else: the rest of the file cannot be trusted) and structural ones.
+pub(crate) fn split(text: &str, sink: &mut Sink<'_>) -> Option<RawFile> {
+    let doc = match DeTable::parse(text) {
+        Ok(doc) => doc.into_inner(),
+        Err(e) => {
+            sink.syntax(&e);
+            return None;
+        }
+    };
+    let mut file = RawFile::default();
+    for (key, value) in doc {
+        match key.get_ref().as_ref() {
+            "gateway" => {
+                if !matches!(value.get_ref(), DeValue::Table(_)) {
+                    sink.at(value.span(), "gateway", "expected a table ([gateway])");
+                } else if let Some(g) = item(value, "gateway", &GATEWAY, sink) {
+                    file.gateway = g;
+                }
+            }
+            "port" => {
+                file.port_given = true;
+                for (i, v) in tables(value, "port", sink) {
+                    let path = format!("port[{i}]");
+                    file.ports.push(wrap(v, &path, &PORT, sink, |v| v));
+                }
+            }
+            "wireguard" => {
+                for (i, mut v) in tables(value, "wireguard", sink) {
+                    let path = format!("wireguard[{i}]");
+                    // The peers come out first, each deserialized on its own.
+                    let peers = match v.get_mut() {
+                        DeValue::Table(t) => t.remove("peer"),
+                        _ => None,
+                    };
+                    let peers = peers.map(|p| {
+                        tables(p, &join(&path, "peer"), sink)
+                            .into_iter()
+                            .map(|(j, p)| {
+                                let path = format!("{path}.peer[{j}]");
+                                wrap(p, &path, &PEER, sink, |v| v)
+                            })
+                            .collect::<Vec<_>>()
+                    });
+                    file.wireguard
+                        .push(wrap(v, &path, &WIREGUARD, sink, |wg| RawWireguardItem {
+                            wg,
+                            peers: peers.unwrap_or_default(),
+                        }));
+                }
+            }
+            "route" => {
+                for (i, v) in tables(value, "route", sink) {
+                    let path = format!("route[{i}]");
+                    file.routes.push(wrap(v, &path, &ROUTE, sink, |v| v));
+                }
+            }
+            other => sink.at(key.span(), other, unknown_key(TOP_KEYS)),
+        }
+    }
+    Some(file)
+}
+
+/// The tables of an array of tables `[[name]]`, numbered; anything else is an error.
+fn tables<'i>(
+    value: Spanned<DeValue<'i>>,
+    path: &str,
+    sink: &mut Sink<'_>,
+) -> Vec<(usize, Spanned<DeValue<'i>>)> {
+    let span = value.span();
+    let list = match value.into_inner() {
+        DeValue::Array(a) if a.iter().all(|v| matches!(v.get_ref(), DeValue::Table(_))) => {
+            a.into_iter().collect()
+        }
+        _ => {
+            let name = path.rsplit('.').next().unwrap_or(path);
+            let header = if path.contains('.') {
+                format!("wireguard.{name}")
+            } else {
+                name.to_string()
+            };
+            sink.at(
+                span,
+                path,
+                format!("expected an array of tables ([[{header}]])"),
+            );
+            Vec::new()
+        }
+    };
+    list.into_iter().enumerate().collect()
+}
+
+/// Deserializes one table as `T`, reporting its error.
+fn item<'i, T: Deserialize<'i>>(
+    mut value: Spanned<DeValue<'i>>,
+    path: &str,
+    keys: &Keys,
+    sink: &mut Sink<'_>,
+) -> Option<T> {
+    let span = value.span();
+    if let DeValue::Table(t) = value.get_mut() {
+        let unknown: Vec<Spanned<DeString<'i>>> = t
+            .keys()
+            .filter(|k| !keys.allowed.contains(&k.get_ref().as_ref()))
+            .cloned()
+            .collect();
+        for k in unknown {
+            sink.at(k.span(), join(path, k.get_ref()), unknown_key(keys.allowed));
+            t.remove(k.get_ref().as_ref());
+        }
+        for &name in keys.required {
+            if !t.contains_key(name) {
+                sink.at(span.clone(), join(path, name), MISSING);
+            }
+        }
+    }
+    let copy = value.clone();
+    match T::deserialize(value.into_deserializer()) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            sink.serde(&e, &copy, path, keys.allowed);
+            None
+        }
+    }
+}
+
+/// `item`, then `then`; a table that does not deserialize is kept as `Broken` with its
+/// name, if it has one.
+fn wrap<'i, T: Deserialize<'i>, U>(
+    value: Spanned<DeValue<'i>>,
+    path: &str,
+    keys: &Keys,
+    sink: &mut Sink<'_>,
+    then: impl FnOnce(T) -> U,
+) -> Item<U> {
+    let span = value.span();
+    let name = match value.get_ref() {
+        DeValue::Table(t) => match t.get("name").map(|v| v.get_ref()) {
+            Some(DeValue::String(s)) => Some(s.to_string()),
+            _ => None,
+        },
+        _ => None,
+    };
+    match item::<T>(value, path, keys, sink).map(then) {
+        Some(value) => Item::Ok { value, span },
+        None => Item::Broken(Broken { name }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// serde's own list of a struct's fields (from its unknown-field error).
+    fn fields<T: for<'de> Deserialize<'de>>() -> Vec<String> {
+        let Err(e) = toml::from_str::<T>("zzz_not_a_key = 1") else {
+            panic!("accepted an unknown key");
+        };
+        let list = e.message().split("expected one of ").nth(1).unwrap();
+        list.split(", ")
+            .map(|f| f.trim_matches('`').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_key_lists_are_the_structs_fields() {
+        let check = |keys: &Keys, fields: Vec<String>, extra: &[&str]| {
+            let mut allowed: Vec<&str> = keys.allowed.to_vec();
+            allowed.retain(|k| !extra.contains(k));
+            assert_eq!(allowed, fields);
+            for r in keys.required {
+                assert!(keys.allowed.contains(r), "{r}");
+            }
+        };
+        check(&GATEWAY, fields::<RawGateway>(), &[]);
+        check(&PORT, fields::<RawPort>(), &[]);
+        // The peers are taken out of a [[wireguard]] table before serde sees it.
+        check(&WIREGUARD, fields::<RawWireguard>(), &["peer"]);
+        check(&PEER, fields::<RawPeer>(), &[]);
+        check(&ROUTE, fields::<RawRoute>(), &[]);
+    }
+}

@@ -1,0 +1,83 @@
+//! What `linerate gateway --check` prints about a valid file: the gateway's settings,
+//! then every port, tunnel, peer and route, one line each. Public keys are shown (as
+//! `wg show` does); private and preshared keys never are.
+
+use super::{GatewayConfig, RouteTarget, base64_key};
+use std::fmt::Write;
+
+pub(super) fn summary(c: &GatewayConfig) -> String {
+    let mut out = String::new();
+    let cores: Vec<String> = c
+        .workers
+        .iter()
+        .map(|w| w.map_or("not pinned".to_string(), |core| format!("core {core}")))
+        .collect();
+    let _ = writeln!(out, "workers: {} ({})", c.workers.len(), cores.join(", "));
+    let _ = writeln!(out, "control: {}", c.control.display());
+    match c.metrics {
+        Some(m) => _ = writeln!(out, "metrics: {m}"),
+        None => _ = writeln!(out, "metrics: off"),
+    }
+    let _ = writeln!(out, "buffers: {} per worker", c.buffers);
+    for p in &c.ports {
+        let addrs: Vec<String> = p
+            .addresses
+            .iter()
+            .map(|(a, l)| format!("{a}/{l}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "port {}: interface {}, {}{}, mtu {}, {}",
+            p.name,
+            p.interface,
+            p.driver.name(),
+            if p.zero_copy { " (zero copy)" } else { "" },
+            p.mtu,
+            addrs.join(" "),
+        );
+    }
+    for w in &c.wireguard {
+        let _ = writeln!(
+            out,
+            "tunnel {}: listen port {}, mtu {}, public key {}, {} peer{}",
+            w.name,
+            w.listen_port,
+            w.mtu,
+            base64_key(&w.public_key),
+            w.peers.len(),
+            if w.peers.len() == 1 { "" } else { "s" },
+        );
+        for p in &w.peers {
+            let mut line = format!("  peer {}", base64_key(&p.public_key));
+            match p.endpoint {
+                Some(e) => _ = write!(line, ": endpoint {e}"),
+                None => line.push_str(": no endpoint"),
+            }
+            let ips: Vec<String> = p.allowed_ips.iter().map(|a| a.to_string()).collect();
+            if ips.is_empty() {
+                line.push_str(", no allowed IPs");
+            } else {
+                _ = write!(line, ", allowed IPs {}", ips.join(" "));
+            }
+            if let Some(k) = p.persistent_keepalive {
+                _ = write!(line, ", keepalive {k} s");
+            }
+            if p.preshared_key.is_some() {
+                line.push_str(", preshared key");
+            }
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    for r in &c.routes {
+        let target = match r.target {
+            RouteTarget::Port { port, via: Some(v) } => {
+                format!("via {v} port {}", c.ports[port].name)
+            }
+            RouteTarget::Port { port, via: None } => format!("port {}", c.ports[port].name),
+            RouteTarget::Tunnel { tunnel } => format!("tunnel {}", c.wireguard[tunnel].name),
+            RouteTarget::Blackhole => "blackhole".to_string(),
+        };
+        let _ = writeln!(out, "route {}: {target}", r.prefix);
+    }
+    out
+}

@@ -1,0 +1,402 @@
+//! From the file as written to a `GatewayConfig`: every value parsed and range-checked,
+//! then the checks between tables (names, references, next hops, duplicates). Every
+//! error is reported; the configuration is returned only when there are none.
+
+use super::error::Sink;
+use super::keyfile::read_key_file;
+use super::raw::{Item, RawFile, RawGateway, RawPort};
+use super::routes::route;
+use super::values::{addr_len, interface_ok, name_ok, socket_addr};
+use super::wireguard::wg;
+use super::{
+    DEFAULT_BUFFERS, DEFAULT_CONTROL, DEFAULT_PORT_MTU, Driver, GatewayConfig, PortConfig, Prefix,
+};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::ops::{Range, RangeInclusive};
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+const MAX_CORES: i64 = 1024;
+const BUFFERS: RangeInclusive<i64> = 1024..=262144;
+const PORT_MTU_V4: RangeInclusive<i64> = 576..=1982;
+const PORT_MTU_V6: RangeInclusive<i64> = 1280..=1982;
+
+/// What the checks share: where errors go, and the directory key files are found from.
+pub(super) struct Ctx<'s, 't> {
+    sink: &'s mut Sink<'t>,
+    base: &'s Path,
+}
+
+impl Ctx<'_, '_> {
+    pub(super) fn err(&mut self, span: Range<usize>, key: &str, message: impl Into<String>) {
+        self.sink.at(span, key, message);
+    }
+
+    /// `v` if it is in `range`, else an error.
+    pub(super) fn int<T: TryFrom<i64>>(
+        &mut self,
+        v: &Spanned<i64>,
+        range: RangeInclusive<i64>,
+        key: &str,
+    ) -> Option<T> {
+        let n = *v.get_ref();
+        if range.contains(&n) {
+            T::try_from(n).ok()
+        } else {
+            self.err(
+                v.span(),
+                key,
+                format!("{n} is out of range ({}..={})", range.start(), range.end()),
+            );
+            None
+        }
+    }
+
+    /// A key file named in the file: resolved against the file's directory, read.
+    pub(super) fn key_file(
+        &mut self,
+        v: &Spanned<String>,
+        key: &str,
+    ) -> Option<(PathBuf, zeroize::Zeroizing<[u8; 32]>)> {
+        if v.get_ref().is_empty() {
+            self.err(v.span(), key, "empty path");
+            return None;
+        }
+        let path = self.base.join(v.get_ref());
+        match read_key_file(&path) {
+            Ok(k) => Some((path, k)),
+            Err(e) => {
+                self.err(v.span(), key, e);
+                None
+            }
+        }
+    }
+}
+
+/// Validates what `raw::split` made of the file; `None` when anything is wrong (the
+/// errors are in `sink`).
+pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option<GatewayConfig> {
+    let mut cx = Ctx { sink, base };
+    let mut ok = true;
+    let gateway = gateway(&mut cx, &raw.gateway);
+    ok &= gateway.is_some();
+
+    names(&mut cx, &raw);
+
+    let mut ports = Vec::new();
+    for (i, p) in raw.ports.iter().enumerate() {
+        match p {
+            Item::Ok { value, .. } => match port(&mut cx, value, i, &ports_so_far(&raw.ports, i)) {
+                Some(p) => ports.push(p),
+                None => ok = false,
+            },
+            Item::Broken(_) => ok = false,
+        }
+    }
+    if !raw.port_given {
+        cx.err(
+            0..0,
+            "port",
+            "no [[port]]: a gateway needs at least one port",
+        );
+        ok = false;
+    }
+
+    let mut wireguard = Vec::new();
+    let mut listen_ports: HashMap<u16, usize> = HashMap::new();
+    for (i, w) in raw.wireguard.iter().enumerate() {
+        match w {
+            Item::Ok { value, .. } => match wg(&mut cx, value, i, &mut listen_ports) {
+                Some(w) => wireguard.push(w),
+                None => ok = false,
+            },
+            Item::Broken(_) => ok = false,
+        }
+    }
+
+    let mut routes = Vec::new();
+    let mut seen: HashMap<Prefix, usize> = HashMap::new();
+    for (i, r) in raw.routes.iter().enumerate() {
+        match r {
+            Item::Ok { value, span } => {
+                match route(&mut cx, value, span.clone(), i, &raw, &mut seen) {
+                    Some(r) => routes.push(r),
+                    None => ok = false,
+                }
+            }
+            Item::Broken(_) => ok = false,
+        }
+    }
+
+    let (workers, control, metrics, buffers) = gateway?;
+    ok.then_some(GatewayConfig {
+        workers,
+        control,
+        metrics,
+        buffers,
+        ports,
+        wireguard,
+        routes,
+    })
+}
+
+type GatewayParts = (Vec<Option<usize>>, PathBuf, Option<SocketAddr>, usize);
+
+fn gateway(cx: &mut Ctx<'_, '_>, g: &RawGateway) -> Option<GatewayParts> {
+    let mut ok = true;
+    let mut workers = vec![None];
+    if let Some(cores) = &g.cores {
+        if cores.get_ref().is_empty() {
+            cx.err(
+                cores.span(),
+                "gateway.cores",
+                "empty (leave cores out for one worker that is not pinned)",
+            );
+            ok = false;
+        }
+        workers.clear();
+        let mut seen: HashMap<i64, usize> = HashMap::new();
+        for (i, c) in cores.get_ref().iter().enumerate() {
+            let key = format!("gateway.cores[{i}]");
+            let n = *c.get_ref();
+            if !(0..MAX_CORES).contains(&n) {
+                cx.err(
+                    c.span(),
+                    &key,
+                    format!("{n} is not a core number (0..={})", MAX_CORES - 1),
+                );
+                ok = false;
+            } else if let Some(first) = seen.insert(n, i) {
+                cx.err(
+                    c.span(),
+                    &key,
+                    format!("core {n} is already gateway.cores[{first}]"),
+                );
+                ok = false;
+            } else {
+                workers.push(Some(n as usize));
+            }
+        }
+    }
+    let mut control = PathBuf::from(DEFAULT_CONTROL);
+    if let Some(c) = &g.control {
+        let p = Path::new(c.get_ref());
+        if !p.is_absolute() {
+            cx.err(
+                c.span(),
+                "gateway.control",
+                format!("{:?} is not an absolute path", c.get_ref()),
+            );
+            ok = false;
+        }
+        control = p.to_path_buf();
+    }
+    let mut metrics = None;
+    if let Some(m) = &g.metrics {
+        match socket_addr(m.get_ref()) {
+            Ok(a) => metrics = Some(a),
+            Err(e) => {
+                cx.err(m.span(), "gateway.metrics", e);
+                ok = false;
+            }
+        }
+    }
+    let mut buffers = DEFAULT_BUFFERS;
+    if let Some(b) = &g.buffers {
+        match cx.int::<usize>(b, BUFFERS, "gateway.buffers") {
+            Some(b) => buffers = b,
+            None => ok = false,
+        }
+    }
+    ok.then_some((workers, control, metrics, buffers))
+}
+
+/// Names: the charset, and unique across ports and WireGuard interfaces (the later one
+/// in the file is the error).
+fn names(cx: &mut Ctx<'_, '_>, raw: &RawFile) {
+    let mut all: Vec<(Range<usize>, String, String)> = Vec::new();
+    for (i, p) in raw.ports.iter().enumerate() {
+        if let Item::Ok { value, .. } = p {
+            all.push((
+                value.name.span(),
+                format!("port[{i}]"),
+                value.name.get_ref().clone(),
+            ));
+        }
+    }
+    for (i, w) in raw.wireguard.iter().enumerate() {
+        if let Item::Ok { value, .. } = w {
+            let n = &value.wg.name;
+            all.push((n.span(), format!("wireguard[{i}]"), n.get_ref().clone()));
+        }
+    }
+    all.sort_by_key(|(span, ..)| span.start);
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    for (span, path, name) in &all {
+        let key = format!("{path}.name");
+        if !name_ok(name) {
+            cx.err(
+                span.clone(),
+                &key,
+                format!("{name:?} is not a name (1 to 15 of a-z, 0-9, _ and -)"),
+            );
+        } else if let Some(first) = seen.insert(name, path) {
+            cx.err(
+                span.clone(),
+                &key,
+                format!("{name:?} is already the name of {first}"),
+            );
+        }
+    }
+}
+
+/// The ports before `i` that deserialized (for duplicate interfaces and addresses).
+fn ports_so_far(ports: &[Item<RawPort>], i: usize) -> Vec<(usize, &RawPort)> {
+    ports[..i]
+        .iter()
+        .enumerate()
+        .filter_map(|(j, p)| match p {
+            Item::Ok { value, .. } => Some((j, value)),
+            Item::Broken(_) => None,
+        })
+        .collect()
+}
+
+fn port(
+    cx: &mut Ctx<'_, '_>,
+    p: &RawPort,
+    i: usize,
+    earlier: &[(usize, &RawPort)],
+) -> Option<PortConfig> {
+    let path = format!("port[{i}]");
+    let mut ok = name_ok(p.name.get_ref());
+    let interface = p.interface.get_ref();
+    let key = format!("{path}.interface");
+    if !interface_ok(interface) {
+        cx.err(
+            p.interface.span(),
+            &key,
+            format!("{interface:?} is not an interface name (1 to 15 bytes, no '/' or spaces)"),
+        );
+        ok = false;
+    } else if let Some((j, _)) = earlier
+        .iter()
+        .find(|(_, q)| q.interface.get_ref() == interface)
+    {
+        cx.err(
+            p.interface.span(),
+            &key,
+            format!("interface {interface:?} is already taken by port[{j}]"),
+        );
+        ok = false;
+    }
+
+    let mut driver = Driver::AfXdp;
+    if let Some(d) = &p.driver {
+        match d.get_ref().as_str() {
+            "af_xdp" => driver = Driver::AfXdp,
+            "af_packet" => driver = Driver::AfPacket,
+            other => {
+                cx.err(
+                    d.span(),
+                    &format!("{path}.driver"),
+                    format!("{other:?} is not a driver (af_xdp or af_packet)"),
+                );
+                ok = false;
+            }
+        }
+    }
+
+    let mut addresses = Vec::new();
+    if p.addresses.get_ref().is_empty() {
+        cx.err(
+            p.addresses.span(),
+            &format!("{path}.addresses"),
+            "empty: a port needs at least one address of its own",
+        );
+        ok = false;
+    }
+    for (k, a) in p.addresses.get_ref().iter().enumerate() {
+        let key = format!("{path}.addresses[{k}]");
+        match addr_len(a.get_ref(), "an address with a prefix length") {
+            Ok((addr, len)) => {
+                let before = earlier.iter().find_map(|(j, q)| {
+                    q.addresses
+                        .get_ref()
+                        .iter()
+                        .position(|b| addr_len(b.get_ref(), "").is_ok_and(|(b, _)| b == addr))
+                        .map(|m| format!("port[{j}].addresses[{m}]"))
+                });
+                let before = before.or_else(|| {
+                    addresses
+                        .iter()
+                        .position(|&(b, _)| b == addr)
+                        .map(|m| format!("{path}.addresses[{m}]"))
+                });
+                if let Some(before) = before {
+                    cx.err(a.span(), &key, format!("{addr} is already {before}"));
+                    ok = false;
+                } else {
+                    addresses.push((addr, len));
+                }
+            }
+            Err(e) => {
+                cx.err(a.span(), &key, e);
+                ok = false;
+            }
+        }
+    }
+
+    let v6 = addresses.iter().find(|(a, _)| a.is_ipv6());
+    let mut mtu = DEFAULT_PORT_MTU;
+    if let Some(m) = &p.mtu {
+        let key = format!("{path}.mtu");
+        let n = *m.get_ref();
+        match v6 {
+            Some(&(a, l)) if n < *PORT_MTU_V6.start() && PORT_MTU_V4.contains(&n) => {
+                cx.err(
+                    m.span(),
+                    &key,
+                    format!(
+                        "{n} is below 1280, the least MTU of a port with an IPv6 address ({a}/{l})"
+                    ),
+                );
+                ok = false;
+            }
+            _ => {
+                let range = if v6.is_some() {
+                    PORT_MTU_V6
+                } else {
+                    PORT_MTU_V4
+                };
+                match cx.int::<u16>(m, range, &key) {
+                    Some(n) => mtu = n,
+                    None => ok = false,
+                }
+            }
+        }
+    }
+
+    let mut zero_copy = false;
+    if let Some(z) = &p.zero_copy {
+        zero_copy = *z.get_ref();
+        if zero_copy && driver == Driver::AfPacket {
+            cx.err(
+                z.span(),
+                &format!("{path}.zero_copy"),
+                "zero copy is an af_xdp option (this port's driver is af_packet)",
+            );
+            ok = false;
+        }
+    }
+
+    ok.then(|| PortConfig {
+        name: p.name.get_ref().clone(),
+        interface: interface.clone(),
+        driver,
+        addresses,
+        mtu,
+        zero_copy,
+    })
+}
