@@ -73,8 +73,9 @@ pub enum Command {
     /// Measure the whole WireGuard graph in this process (or, with `crypto`, the raw
     /// engines); no network, no privileges
     Bench(BenchArgs),
-    /// Gateway mode: route between the ports and WireGuard interfaces that one
-    /// configuration file declares (docs/gateway.example.toml). Only --check works yet
+    /// Gateway mode: route between the ports and the WireGuard interface that one
+    /// configuration file declares (docs/gateway.md, docs/gateway.example.toml); runs
+    /// in the foreground until SIGINT or SIGTERM, and reloads the file on SIGHUP
     #[command(after_help = GATEWAY_HELP)]
     Gateway {
         /// The configuration file (TOML); relative key file paths in it are taken from
@@ -95,19 +96,22 @@ whether the interfaces exist and the cores are online is checked at start-up.";
 
 #[derive(Subcommand, Debug)]
 pub enum Show {
-    /// Per-node call, packet, clock and drop counters of a running interface
-    Counters {
-        /// The interface, as given to `linerate IFNAME`
-        #[arg(value_parser = interface_name)]
-        ifname: String,
-    },
-    /// Every drop counter of a running interface that is not zero, most first, with
-    /// what its reason means
-    Errors {
-        /// The interface, as given to `linerate IFNAME`
-        #[arg(value_parser = interface_name)]
-        ifname: String,
-    },
+    /// Per-node call, packet, clock and drop counters of a running interface or
+    /// gateway
+    Counters(Target),
+    /// Every drop counter of a running interface or gateway that is not zero, most
+    /// first, with what its reason means
+    Errors(Target),
+    /// A running gateway's ports: driver, Ethernet address, MTU, addresses and
+    /// counters; and its WireGuard interface
+    Interfaces(GatewaySocket),
+    /// A running gateway's nodes as VPP shows them: calls, vectors, vectors per call,
+    /// clocks per vector, drops
+    Runtime(GatewaySocket),
+    /// A running gateway's routes
+    Fib(GatewaySocket),
+    /// A running gateway's neighbor table (ARP and ND)
+    Neighbors(GatewaySocket),
     /// Measure every engine on every algorithm it serves at the size of every size
     /// class (64, 256, 570, 1024, 1518 bytes; batches of 256) and show which engine
     /// each algorithm would get for each class: the one with the most packets per
@@ -117,6 +121,27 @@ pub enum Show {
         #[arg(long, default_value_t = 0.12, value_parser = seconds_in(0.001, 10.0))]
         seconds: f64,
     },
+}
+
+/// Which running instance to ask: a host-mode interface, or a gateway's control
+/// socket.
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+pub struct Target {
+    /// The interface, as given to `linerate IFNAME`
+    #[arg(value_parser = interface_name)]
+    pub ifname: Option<String>,
+    /// A gateway's control socket (its file's `control`)
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+/// A gateway's control socket.
+#[derive(Args, Debug)]
+pub struct GatewaySocket {
+    /// The control socket (the file's `control`)
+    #[arg(long, value_name = "PATH", default_value = crate::gateway_config::DEFAULT_CONTROL)]
+    pub socket: PathBuf,
 }
 
 #[derive(Args, Debug)]

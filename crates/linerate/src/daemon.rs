@@ -129,9 +129,19 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
 
 /// The UAPI socket file we made; removed on drop unless another instance has since
 /// put its own in its place.
-struct SocketFile {
+pub struct SocketFile {
     path: PathBuf,
     inode: u64,
+}
+
+impl SocketFile {
+    /// The socket file now at `path` (bound by us a moment ago).
+    pub fn at(path: &Path) -> SocketFile {
+        SocketFile {
+            path: path.to_path_buf(),
+            inode: std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0),
+        }
+    }
 }
 
 impl Drop for SocketFile {
@@ -142,9 +152,12 @@ impl Drop for SocketFile {
     }
 }
 
-fn bind_socket(path: &Path) -> Result<UnixListener, String> {
-    std::fs::create_dir_all(SOCKET_DIR).map_err(|e| format!("creating {SOCKET_DIR}: {e}"))?;
-    let _ = std::fs::set_permissions(SOCKET_DIR, std::fs::Permissions::from_mode(0o755));
+/// Binds a control socket at `path` (mode 0600), making its directory (0755) if
+/// needed; refuses a path another running instance serves, replaces a stale one.
+pub fn bind_socket(path: &Path) -> Result<UnixListener, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
     if path.exists() {
         if UnixStream::connect(path).is_ok() {
             return Err(format!(
@@ -170,7 +183,7 @@ const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Accepts UAPI connections and serves each on its own thread, as wireguard-go does,
 /// so that an idle or slow client never delays another's request. The worker still
 /// answers requests one at a time, in the order they arrive.
-fn serve_uapi(
+pub fn serve_uapi(
     listener: UnixListener,
     to_worker: mpsc::Sender<ControlRequest>,
     waker: Arc<Waker>,
@@ -244,6 +257,8 @@ fn handle_connection(
         // Parsed here, off the packet path: a malformed request never reaches it.
         let what = if text.starts_with("linerate-counters=1") {
             Control::Counters
+        } else if let Some(what) = text.strip_prefix("linerate-show=") {
+            Control::Show(what.trim().to_string())
         } else {
             match crate::uapi::parse(&text) {
                 Ok(request) => Control::Uapi(request),
@@ -279,8 +294,12 @@ fn handle_connection(
 
 /// Sends one request to a running daemon's socket and returns the answer.
 pub fn ask(ifname: &str, request: &str) -> Result<String, String> {
-    let path = socket_path(ifname);
-    let mut s = UnixStream::connect(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    ask_at(&socket_path(ifname), request)
+}
+
+/// Sends one request to the control socket at `path` and returns the answer.
+pub fn ask_at(path: &Path, request: &str) -> Result<String, String> {
+    let mut s = UnixStream::connect(path).map_err(|e| format!("{}: {e}", path.display()))?;
     s.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
     s.write_all(b"\n").map_err(|e| e.to_string())?;
     let mut out = String::new();

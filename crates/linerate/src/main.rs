@@ -9,6 +9,7 @@ mod cli;
 mod counter_report;
 mod daemon;
 mod engines;
+mod gateway;
 mod gateway_config;
 mod show;
 mod svg;
@@ -23,11 +24,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Show {
-            what: Show::Counters { ifname },
-        }) => daemon::ask(&ifname, "linerate-counters=1\n").and_then(|text| show::counters(&text)),
+            what: Show::Counters(t),
+        }) => ask_target(&t, "linerate-counters=1\n").and_then(|text| show::counters(&text)),
         Some(Command::Show {
-            what: Show::Errors { ifname },
-        }) => daemon::ask(&ifname, "linerate-counters=1\n").and_then(|text| show::errors(&text)),
+            what: Show::Errors(t),
+        }) => ask_target(&t, "linerate-counters=1\n").and_then(|text| show::errors(&text)),
+        Some(Command::Show {
+            what: Show::Interfaces(g),
+        }) => show::gateway(&g.socket, "interfaces"),
+        Some(Command::Show {
+            what: Show::Runtime(g),
+        }) => show::gateway(&g.socket, "runtime"),
+        Some(Command::Show { what: Show::Fib(g) }) => show::gateway(&g.socket, "fib"),
+        Some(Command::Show {
+            what: Show::Neighbors(g),
+        }) => show::gateway(&g.socket, "neighbors"),
         Some(Command::Show {
             what: Show::Crypto { seconds },
         }) => show::crypto(seconds),
@@ -54,6 +65,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// One request to a host-mode interface's socket or a gateway's control socket.
+fn ask_target(t: &cli::Target, request: &str) -> Result<String, String> {
+    match (&t.ifname, &t.socket) {
+        (_, Some(path)) => daemon::ask_at(path, request),
+        (Some(ifname), None) => daemon::ask(ifname, request),
+        (None, None) => Err("name an interface or a gateway's --socket".into()),
+    }
+}
+
 /// `linerate [-f] [--engine SPEC] IFNAME`.
 fn host_mode(args: cli::DaemonArgs) -> Result<(), String> {
     let ifname = args
@@ -74,7 +94,7 @@ fn host_mode(args: cli::DaemonArgs) -> Result<(), String> {
     res
 }
 
-/// `linerate gateway -c FILE [--check]`: only the check exists yet.
+/// `linerate gateway -c FILE [--check]`.
 fn gateway(config: &std::path::Path, check: bool) -> Result<(), String> {
     let cfg = match gateway_config::load(config) {
         Ok(cfg) => cfg,
@@ -91,7 +111,7 @@ fn gateway(config: &std::path::Path, check: bool) -> Result<(), String> {
         }
     };
     if !check {
-        return Err("gateway mode does not run yet: --check validates the file".into());
+        return gateway::run(config, cfg);
     }
     println!("{}: valid", config.display());
     print!("{}", cfg.summary());

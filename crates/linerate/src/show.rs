@@ -1,6 +1,23 @@
 //! `linerate show`: what a running interface counts, and what the engines measure here.
 
 use crate::counter_report::CounterReport;
+use std::path::Path;
+
+/// Prints what a gateway's control socket answers to `linerate-show=WHAT`.
+pub fn gateway(socket: &Path, what: &str) -> Result<(), String> {
+    let text = crate::daemon::ask_at(socket, &format!("linerate-show={what}\n"))?;
+    match text.rsplit_once("errno=") {
+        Some((body, errno)) if errno.trim() == "0" => {
+            print!("{body}");
+            Ok(())
+        }
+        _ => Err(format!(
+            "{}: the gateway did not answer `show {what}`: {}",
+            socket.display(),
+            text.trim()
+        )),
+    }
+}
 
 /// Prints what a running interface answered as one row per node, its drops by the
 /// node's own reason names after it, then the other counters one per line.

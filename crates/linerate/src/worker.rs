@@ -35,6 +35,9 @@ pub enum Control {
     Uapi(uapi::Request),
     /// `linerate show counters`.
     Counters,
+    /// `linerate show WHAT` of a gateway (interfaces, runtime, fib, neighbors,
+    /// metrics); host mode has none of these and refuses.
+    Show(String),
 }
 
 pub struct ControlRequest {
@@ -196,6 +199,9 @@ impl Worker {
                             let _ = req
                                 .reply
                                 .send(self.counter_report().to_text() + "errno=0\n\n");
+                        }
+                        Control::Show(_) => {
+                            let _ = req.reply.send(uapi::errno(uapi::EINVAL));
                         }
                         Control::Uapi(r) => {
                             let job = Job::new(r, self.wg.context().wg_device());

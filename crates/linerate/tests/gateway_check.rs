@@ -58,7 +58,7 @@ fn the_example_checks_and_is_summarized() {
     assert_eq!(stderr, "");
     for line in [
         "gateway.toml: valid",
-        "workers: 2 (core 0, core 1)",
+        "workers: 1 (core 1)",
         "control: /run/linerate/gw-a.sock",
         "metrics: 198.18.0.1:9586",
         "buffers: 8192 per worker",
@@ -149,7 +149,7 @@ fn the_key_files_are_found_beside_the_configuration() {
 }
 
 #[test]
-fn gateway_mode_without_check_does_not_run_yet() {
+fn a_gateway_whose_interface_is_missing_does_not_start() {
     let dir = example_dir("run");
     let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
         .current_dir(&dir.0)
@@ -157,5 +157,10 @@ fn gateway_mode_without_check_does_not_run_yet() {
         .output()
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--check"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The example's LAN port is gwa-lan, which this machine has not.
+    assert!(
+        stderr.contains("port lan: interface gwa-lan: gwa-lan: reading its Ethernet address"),
+        "{stderr}"
+    );
 }

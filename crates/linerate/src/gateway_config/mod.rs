@@ -101,6 +101,7 @@ pub struct WgConfig {
     pub peers: Vec<PeerConfig>,
 }
 
+#[derive(Clone)]
 pub struct PeerConfig {
     pub public_key: [u8; 32],
     pub preshared_key: Option<Zeroizing<[u8; 32]>>,

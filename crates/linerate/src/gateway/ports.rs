@@ -1,0 +1,357 @@
+//! A gateway's ports: each takes over one Linux interface through a driver and moves
+//! whole Ethernet frames between it and the graph, a batch at a time both ways. The
+//! counters here are the port's own (what the driver saw); what the graph did with
+//! the frames is counted on its nodes.
+//!
+//! AF_XDP works on the arena itself (it is the UMEM): the port lends the kernel free
+//! buffers through the fill ring, a received frame's buffer becomes the packet's
+//! (no copy), a sent packet's buffer goes to the TX ring and is freed when the
+//! kernel gives it back on the completion ring. AF_PACKET copies frames between
+//! its rings and arena buffers.
+
+use dataplane::fib::PortId;
+use dataplane::gateway::GatewayGraph;
+use dataplane::{HEADROOM, Handle};
+use io::{PacketPort, XdpMode, XdpOptions, XdpPort};
+use std::os::fd::RawFd;
+
+/// Frames one receive takes at most: a frame of the graph.
+pub const RX_BATCH: usize = dataplane::arena::RX_BATCH;
+/// Ring slots of an AF_PACKET port, each way.
+const PACKET_RING_FRAMES: usize = 2048;
+
+/// Entries in each AF_XDP ring.
+const XDP_RING: u32 = 1024;
+/// Buffers an AF_XDP port keeps lent to the kernel for receiving: enough for bursts,
+/// few enough that several ports leave the graph most of the arena.
+const XDP_FILL_TARGET: usize = 512;
+/// The kernel writes a received frame at this offset of its buffer (no UMEM
+/// headroom: its own 256 bytes already leave the graph's 128 for outer headers).
+const XDP_DATA_OFFSET: usize = io::xdp::XDP_PACKET_HEADROOM as usize;
+
+/// How a port reaches its interface.
+pub enum Driver {
+    /// AF_PACKET with memory-mapped rings: frames are copied in and out.
+    Packet(PacketPort),
+    /// AF_XDP on the arena: no copy in the gateway (the kernel copies on veth).
+    Xdp(Box<XdpDriver>),
+}
+
+/// An AF_XDP socket and what it holds of the arena.
+pub struct XdpDriver {
+    xsk: XdpPort,
+    /// Buffers lent through the fill ring and not yet received.
+    filled: usize,
+    rx: [(u32, u16, u16); RX_BATCH],
+    tx: Vec<(u32, u16, u16)>,
+    out: Vec<Handle>,
+    done: [u32; RX_BATCH],
+}
+
+impl XdpDriver {
+    /// Lends the kernel free buffers until it holds the fill target (or the arena
+    /// has none to spare).
+    fn refill(&mut self, gw: &mut GatewayGraph) {
+        let arena = gw.context_mut().arena_mut();
+        let mut batch = [0u32; RX_BATCH];
+        while self.filled < XDP_FILL_TARGET {
+            let want = (XDP_FILL_TARGET - self.filled).min(RX_BATCH);
+            let mut n = 0;
+            while n < want {
+                match arena.alloc() {
+                    Some(h) => {
+                        batch[n] = h;
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            let took = self.xsk.fill(&batch[..n]);
+            self.filled += took;
+            for &h in &batch[took..n] {
+                arena.free(h);
+            }
+            if took < want {
+                return;
+            }
+        }
+    }
+
+    /// Frees the buffers the kernel finished sending.
+    fn reap(&mut self, gw: &mut GatewayGraph) {
+        loop {
+            let n = self.xsk.complete(&mut self.done);
+            let arena = gw.context_mut().arena_mut();
+            for &h in &self.done[..n] {
+                arena.free(h);
+            }
+            if n < self.done.len() {
+                return;
+            }
+        }
+    }
+}
+
+/// What a port counts itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortCounters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Frames not read because the arena had no free buffer (they wait in the ring).
+    pub rx_no_buffer: u64,
+    /// Frames the driver could not send (ring full, refused), freed and counted.
+    pub tx_dropped: u64,
+}
+
+pub struct Port {
+    pub id: PortId,
+    pub name: String,
+    pub ifname: String,
+    driver: Driver,
+    counters: PortCounters,
+    handles: Vec<Handle>,
+    lens: [usize; RX_BATCH],
+}
+
+impl Port {
+    /// An AF_PACKET port on `ifname`, promiscuous (it routes for every address).
+    pub fn open_packet(id: PortId, name: &str, ifname: &str) -> Result<Port, String> {
+        let p = PacketPort::open(ifname, PACKET_RING_FRAMES)
+            .map_err(|e| format!("port {name}: opening {ifname} with AF_PACKET: {e}"))?;
+        p.set_promiscuous(true)
+            .map_err(|e| format!("port {name}: promiscuous mode on {ifname}: {e}"))?;
+        Ok(Port::new(id, name, ifname, Driver::Packet(p)))
+    }
+
+    /// An AF_XDP port on queue 0 of `ifname`, on the graph's arena. Refuses an MTU
+    /// whose frames would not fit a buffer after the kernel's headroom.
+    pub fn open_xdp(
+        id: PortId,
+        name: &str,
+        ifname: &str,
+        mtu: u16,
+        zero_copy: bool,
+        gw: &mut GatewayGraph,
+    ) -> Result<Port, String> {
+        let room = dataplane::FRAME_SIZE - XDP_DATA_OFFSET - dataplane::arena::TAILROOM;
+        let frame = usize::from(mtu) + wire::ethernet::HEADER_LEN;
+        if frame > room {
+            return Err(format!(
+                "port {name}: MTU {mtu} is more than an AF_XDP port carries ({})",
+                room - wire::ethernet::HEADER_LEN
+            ));
+        }
+        let opts = XdpOptions {
+            ring_size: XDP_RING,
+            zero_copy,
+            skb_mode: false,
+            headroom: 0,
+        };
+        let (mem, len) = gw.context_mut().arena_mut().umem();
+        // SAFETY: the arena's memory is page-aligned, a whole number of 2048-byte
+        // buffers, and outlives the port (the worker drops its ports before its
+        // graph: see Worker's field order). The kernel only writes buffers this
+        // driver lent it (allocated from the arena and not freed until they come
+        // back), which nothing else touches meanwhile. Every AF_XDP port of the
+        // worker registers the same block as its own UMEM; the kernel pins the
+        // pages once per registration, and each port lends only its own buffers,
+        // so no buffer is ever with two sockets at once.
+        let xsk = unsafe { XdpPort::open(ifname, 0, mem, len, &opts) }
+            .map_err(|e| format!("port {name}: opening {ifname} with AF_XDP: {e}"))?;
+        let mode = match xsk.mode() {
+            XdpMode::Native => "native",
+            XdpMode::Skb => "generic",
+        };
+        let copy = if xsk.zero_copy() {
+            "zero-copy"
+        } else {
+            "copy mode"
+        };
+        eprintln!("linerate: port {name}: AF_XDP on {ifname}, {mode} XDP, {copy}");
+        let mut driver = XdpDriver {
+            xsk,
+            filled: 0,
+            rx: [(0, 0, 0); RX_BATCH],
+            tx: Vec::with_capacity(RX_BATCH),
+            out: Vec::new(),
+            done: [0; RX_BATCH],
+        };
+        driver.refill(gw);
+        Ok(Port::new(id, name, ifname, Driver::Xdp(Box::new(driver))))
+    }
+
+    fn new(id: PortId, name: &str, ifname: &str, driver: Driver) -> Port {
+        Port {
+            id,
+            name: name.to_string(),
+            ifname: ifname.to_string(),
+            driver,
+            counters: PortCounters::default(),
+            handles: Vec::with_capacity(RX_BATCH),
+            lens: [0; RX_BATCH],
+        }
+    }
+
+    /// The fd to poll for received frames.
+    pub fn fd(&self) -> RawFd {
+        match &self.driver {
+            Driver::Packet(p) => p.as_raw_fd(),
+            Driver::Xdp(x) => x.xsk.as_raw_fd(),
+        }
+    }
+
+    pub fn driver_name(&self) -> &'static str {
+        match &self.driver {
+            Driver::Packet(_) => "af_packet",
+            Driver::Xdp(_) => "af_xdp",
+        }
+    }
+
+    /// Buffers of the arena the driver holds now (lent to the kernel).
+    pub fn buffers_held(&self) -> usize {
+        match &self.driver {
+            Driver::Packet(_) => 0,
+            Driver::Xdp(x) => x.filled + x.xsk.tx_in_flight(),
+        }
+    }
+
+    /// Reads one batch of frames into the graph; how many came.
+    pub fn receive(&mut self, gw: &mut GatewayGraph) -> usize {
+        let port = match &mut self.driver {
+            Driver::Packet(p) => p,
+            Driver::Xdp(x) => return Self::receive_xdp(x, self.id, &mut self.counters, gw),
+        };
+        self.handles.clear();
+        let arena = gw.context_mut().arena_mut();
+        while self.handles.len() < RX_BATCH {
+            match arena.alloc() {
+                Some(h) => self.handles.push(h),
+                None => break,
+            }
+        }
+        if self.handles.is_empty() {
+            self.counters.rx_no_buffer += 1;
+            return 0;
+        }
+        let lens = &mut self.lens;
+        let n = arena.with_rx_slices(&self.handles, HEADROOM, |bufs| port.recv_batch(bufs, lens));
+        for (&h, &len) in self.handles.iter().zip(lens.iter()).take(n) {
+            arena.meta_mut(h).len = len as u16;
+            self.counters.rx_bytes += len as u64;
+        }
+        for &h in &self.handles[n..] {
+            arena.free(h);
+        }
+        self.counters.rx_packets += n as u64;
+        gw.from_port(self.id, &self.handles[..n]);
+        n
+    }
+
+    fn receive_xdp(
+        x: &mut XdpDriver,
+        id: PortId,
+        c: &mut PortCounters,
+        gw: &mut GatewayGraph,
+    ) -> usize {
+        let n = x.xsk.recv(&mut x.rx);
+        x.filled -= n;
+        let arena = gw.context_mut().arena_mut();
+        let mut handles = [0 as Handle; RX_BATCH];
+        for (slot, &(buf, offset, len)) in handles.iter_mut().zip(&x.rx[..n]) {
+            let m = arena.meta_mut(buf);
+            m.offset = offset;
+            m.len = len;
+            c.rx_bytes += u64::from(len);
+            *slot = buf;
+        }
+        c.rx_packets += n as u64;
+        gw.from_port(id, &handles[..n]);
+        x.refill(gw);
+        if x.filled == 0 {
+            c.rx_no_buffer += 1;
+        }
+        n
+    }
+
+    fn transmit_xdp(
+        x: &mut XdpDriver,
+        queue: dataplane::OutputId,
+        c: &mut PortCounters,
+        gw: &mut GatewayGraph,
+    ) {
+        x.reap(gw);
+        x.out.clear();
+        gw.context_mut().take_output(queue, &mut x.out);
+        for chunk in x.out.chunks(RX_BATCH) {
+            let arena = gw.context_mut().arena_mut();
+            x.tx.clear();
+            x.tx.extend(chunk.iter().map(|&h| {
+                let m = arena.meta(h);
+                (h, m.offset, m.len)
+            }));
+            let sent = x.xsk.send(&x.tx);
+            c.tx_packets += sent as u64;
+            c.tx_bytes += x.tx[..sent].iter().map(|t| u64::from(t.2)).sum::<u64>();
+            c.tx_dropped += (chunk.len() - sent) as u64;
+            for &h in &chunk[sent..] {
+                arena.free(h);
+            }
+        }
+        x.reap(gw);
+    }
+
+    /// Sends what the graph queued for this port; every buffer goes back (at once,
+    /// or when the kernel is done with it).
+    pub fn transmit(&mut self, gw: &mut GatewayGraph) {
+        let Some(queue) = gw.port_output(self.id) else {
+            return;
+        };
+        let port = match &mut self.driver {
+            Driver::Packet(p) => p,
+            Driver::Xdp(x) => return Self::transmit_xdp(x, queue, &mut self.counters, gw),
+        };
+        let c = &mut self.counters;
+        gw.context_mut().send_output(queue, |arena, hs| {
+            for chunk in hs.chunks(RX_BATCH) {
+                let mut frames: [&[u8]; RX_BATCH] = [&[]; RX_BATCH];
+                for (f, &h) in frames.iter_mut().zip(chunk) {
+                    *f = arena.data(h);
+                }
+                let sent = port.send_batch(&frames[..chunk.len()]);
+                c.tx_packets += sent as u64;
+                c.tx_bytes += frames[..sent].iter().map(|f| f.len() as u64).sum::<u64>();
+                c.tx_dropped += (chunk.len() - sent) as u64;
+            }
+        });
+    }
+
+    pub fn counters(&self) -> PortCounters {
+        self.counters
+    }
+
+    /// What the driver counts beyond the port's own counters, by name.
+    pub fn driver_counters(&self) -> Vec<(&'static str, u64)> {
+        match &self.driver {
+            Driver::Packet(p) => vec![
+                ("rx_truncated", p.rx_truncated()),
+                ("rx_dropped", p.rx_dropped()),
+                ("tx_too_big", p.tx_too_big()),
+                ("tx_ring_full", p.tx_ring_full()),
+                ("tx_rejected", p.tx_rejected()),
+                ("tx_flush_errors", p.tx_flush_errors()),
+            ],
+            Driver::Xdp(x) => vec![
+                ("rx_dropped", x.xsk.rx_dropped()),
+                ("rx_invalid", x.xsk.rx_invalid()),
+                ("rx_ring_full", x.xsk.rx_ring_full()),
+                ("rx_fill_empty", x.xsk.rx_fill_empty()),
+                ("tx_invalid", x.xsk.tx_invalid()),
+                ("tx_ring_full", x.xsk.tx_ring_full()),
+                ("tx_kick_errors", x.xsk.tx_kick_errors()),
+                ("rx_kick_errors", x.xsk.rx_kick_errors()),
+            ],
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! SIGHUP: the configuration file read again, validated whole, and what changed
+//! applied to the running worker without touching what did not. A peer whose public
+//! key stays keeps its sessions (only the settings that changed are set again); a
+//! removed peer and its sessions go; routes are added, replaced and removed one by
+//! one. Ports change only with a restart: a file that changes them is refused as a
+//! whole, and so is a file with any error, and the gateway runs on as it was.
+
+use super::start::{fib_target, key_of, peer_settings};
+use crate::gateway_config::{GatewayConfig, PeerConfig, Prefix, WgConfig};
+use dataplane::gateway::GatewayGraph;
+use std::fmt::Write as _;
+use std::time::Instant;
+use wireguard::PeerId;
+use zeroize::Zeroizing;
+
+/// One change to a running gateway.
+enum Change {
+    /// The WireGuard interface's listen port and inner MTU.
+    Tunnel {
+        listen_port: u16,
+        mtu: u16,
+    },
+    /// A new private key: every session goes (they were made with the old one).
+    PrivateKey(Zeroizing<[u8; 32]>),
+    RemovePeer([u8; 32]),
+    /// Added, or its settings set again (same public key: sessions kept).
+    Peer(PeerConfig),
+    RemoveRoute(Prefix),
+    /// Added or replaced.
+    Route(Prefix, dataplane::fib::RouteTarget),
+}
+
+/// What a reload changes, made off the packet path, applied on the worker.
+pub struct Changes {
+    changes: Vec<Change>,
+}
+
+impl Changes {
+    /// The changes from `old` to `new`, or why the reload is refused.
+    pub fn between(old: &GatewayConfig, new: &GatewayConfig) -> Result<Changes, String> {
+        if old.ports != new.ports {
+            return Err("the ports changed: ports change only with a restart".into());
+        }
+        if old.workers != new.workers || old.buffers != new.buffers {
+            return Err("cores or buffers changed: they change only with a restart".into());
+        }
+        if old.control != new.control || old.metrics != new.metrics {
+            return Err(
+                "the control socket or metrics address changed: restart to move them".into(),
+            );
+        }
+        let names = |c: &GatewayConfig| {
+            c.wireguard
+                .iter()
+                .map(|w| w.name.clone())
+                .collect::<Vec<_>>()
+        };
+        if names(old) != names(new) {
+            return Err(
+                "WireGuard interfaces were added, removed or renamed: restart for that".into(),
+            );
+        }
+        let mut changes = Vec::new();
+        if let (Some(o), Some(n)) = (old.wireguard.first(), new.wireguard.first()) {
+            tunnel_changes(o, n, &mut changes);
+        }
+        for r in &old.routes {
+            if !new.routes.iter().any(|n| n.prefix == r.prefix) {
+                changes.push(Change::RemoveRoute(r.prefix));
+            }
+        }
+        for r in &new.routes {
+            if !old.routes.contains(r) {
+                changes.push(Change::Route(r.prefix, fib_target(r.target)));
+            }
+        }
+        Ok(Changes { changes })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    /// Carries the changes out on the worker's graph; what was done, one line each.
+    pub fn apply(self, gw: &mut GatewayGraph, now: Instant) -> String {
+        let mut out = String::new();
+        for change in self.changes {
+            let cx = gw.context_mut();
+            match change {
+                Change::Tunnel { listen_port, mtu } => {
+                    gw.set_wireguard(listen_port, mtu.into());
+                    let _ = writeln!(out, "tunnel: listen port {listen_port}, mtu {mtu}");
+                }
+                Change::PrivateKey(key) => {
+                    let private = crypto::x25519::PrivateKey::from_bytes(*key);
+                    cx.wg_device_mut().set_private_key(Some(private));
+                    let _ = writeln!(out, "tunnel: new private key (sessions restart)");
+                }
+                Change::RemovePeer(public) => {
+                    let dev = cx.wg_device_mut();
+                    if let Some(id) = dev.peer_id(&key_of(&public)) {
+                        dev.remove_peer(id);
+                    }
+                    let _ = writeln!(
+                        out,
+                        "peer {} removed",
+                        crate::gateway_config::base64_key(&public)
+                    );
+                }
+                Change::Peer(p) => {
+                    let dev = cx.wg_device_mut();
+                    let key = key_of(&p.public_key);
+                    let (id, verb): (Option<PeerId>, &str) = match dev.peer_id(&key) {
+                        Some(id) => (Some(id), "updated"),
+                        None => (dev.add_peer(key), "added"),
+                    };
+                    match id {
+                        Some(id) => {
+                            peer_settings(dev, id, &p, now);
+                            let _ = writeln!(
+                                out,
+                                "peer {} {verb}",
+                                crate::gateway_config::base64_key(&p.public_key)
+                            );
+                        }
+                        None => {
+                            let _ = writeln!(
+                                out,
+                                "peer refused: the device has no room or it is our own key"
+                            );
+                        }
+                    }
+                }
+                Change::RemoveRoute(prefix) => {
+                    cx.ip_mut().fib_mut().remove(prefix);
+                    let _ = writeln!(out, "route {prefix} removed");
+                }
+                Change::Route(prefix, target) => {
+                    let fib = cx.ip_mut().fib_mut();
+                    fib.remove(prefix);
+                    match fib.add(prefix, target) {
+                        Ok(_) => {
+                            let _ = writeln!(out, "route {prefix} set");
+                        }
+                        Err(e) => {
+                            let _ = writeln!(out, "route {prefix} refused: {e}");
+                        }
+                    }
+                }
+            }
+        }
+        // Added peers with endpoints and keepalives may want to send at once.
+        gw.run(now);
+        if out.is_empty() {
+            out.push_str("nothing changed\n");
+        }
+        out
+    }
+}
+
+/// What changed in the one WireGuard interface, peer by peer.
+fn tunnel_changes(old: &WgConfig, new: &WgConfig, out: &mut Vec<Change>) {
+    if old.listen_port != new.listen_port || old.mtu != new.mtu {
+        out.push(Change::Tunnel {
+            listen_port: new.listen_port,
+            mtu: new.mtu,
+        });
+    }
+    if *old.private_key != *new.private_key {
+        out.push(Change::PrivateKey(new.private_key.clone()));
+    }
+    for p in &old.peers {
+        if !new.peers.iter().any(|n| n.public_key == p.public_key) {
+            out.push(Change::RemovePeer(p.public_key));
+        }
+    }
+    for p in &new.peers {
+        let same = old
+            .peers
+            .iter()
+            .find(|o| o.public_key == p.public_key)
+            .is_some_and(|o| same_peer(o, p));
+        if !same {
+            out.push(Change::Peer(p.clone()));
+        }
+    }
+}
+
+fn same_peer(a: &PeerConfig, b: &PeerConfig) -> bool {
+    a.endpoint == b.endpoint
+        && a.allowed_ips == b.allowed_ips
+        && a.persistent_keepalive == b.persistent_keepalive
+        && a.preshared_key.as_deref() == b.preshared_key.as_deref()
+}

@@ -1,0 +1,299 @@
+//! From a validated configuration to a running gateway: the WireGuard device with
+//! its peers, the graph with its ports and routes, the ports' drivers, the control
+//! and UAPI sockets, the metrics listener, and the signals. What the machine must
+//! have (the interfaces, the cores) is checked here, each failure naming what is
+//! missing; nothing is left behind when start-up fails half way (the drivers detach
+//! what they attached as they are dropped).
+
+use super::metrics;
+use super::ports::Port;
+use super::reload::Changes;
+use super::worker::{GatewayControl, Worker};
+use crate::daemon::{SocketFile, bind_socket, serve_uapi, socket_path};
+use crate::gateway_config::{self, Driver, GatewayConfig, PeerConfig, RouteTarget};
+use crate::worker::ControlRequest;
+use crypto::KeyRegistry;
+use crypto::x25519::{PrivateKey, PublicKey};
+use dataplane::Arena;
+use dataplane::fib::{PortId, TunnelId};
+use dataplane::gateway::GatewayGraph;
+use dataplane::interfaces::Interface;
+use io::Waker;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+use wireguard::{Device, PeerId};
+
+/// Live transport keys the registry holds: six per peer (three keypairs).
+const KEY_CAPACITY: usize = 6 * 65536;
+/// Time per engine, algorithm and size class of the start-up calibration.
+const CALIBRATION_TIME: Duration = Duration::from_millis(12);
+/// The tunnel a worker serves (one WireGuard interface per gateway).
+const WG_TUNNEL: TunnelId = TunnelId(0);
+
+pub fn key_of(bytes: &[u8; 32]) -> PublicKey {
+    PublicKey(*bytes)
+}
+
+/// A configured route as the FIB holds it (port numbers are the config's order,
+/// which is the order the ports are added in).
+pub fn fib_target(t: RouteTarget) -> dataplane::fib::RouteTarget {
+    use dataplane::fib::RouteTarget as Fib;
+    match t {
+        RouteTarget::Port {
+            port,
+            via: Some(next_hop),
+        } => Fib::Via {
+            port: PortId(port as u16),
+            next_hop,
+        },
+        RouteTarget::Port { port, via: None } => Fib::Attached {
+            port: PortId(port as u16),
+        },
+        RouteTarget::Tunnel { .. } => Fib::Tunnel(WG_TUNNEL),
+        RouteTarget::Blackhole => Fib::Blackhole,
+    }
+}
+
+/// Sets a peer's preshared key, endpoint, keepalive and allowed IPs from the file.
+pub fn peer_settings(dev: &mut Device, id: PeerId, p: &PeerConfig, now: Instant) {
+    dev.set_preshared_key(id, p.preshared_key.as_deref().copied().unwrap_or([0; 32]));
+    if let Some(e) = p.endpoint {
+        dev.set_endpoint(id, e);
+    }
+    dev.set_persistent_keepalive(id, p.persistent_keepalive.unwrap_or(0), now);
+    dev.clear_allowed_ips(id);
+    for &prefix in &p.allowed_ips {
+        dev.add_allowed_ip(id, prefix);
+    }
+}
+
+/// Pins the calling thread to `core`.
+fn pin_to(core: usize) -> Result<(), String> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (core < CPU_SETSIZE,
+    // checked), and sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if core >= libc::CPU_SETSIZE as usize {
+            return Err(format!("core {core}: past what this system can name"));
+        }
+        libc::CPU_SET(core, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(format!(
+                "pinning the worker to core {core}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The gateway's graph as configured: device, ports (by their interfaces' Ethernet
+/// addresses), routes.
+fn build_graph(config: &GatewayConfig, now: Instant) -> Result<GatewayGraph, String> {
+    let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
+    let mut device = Device::new(keys.clone(), now, SystemTime::now());
+    if let Some(wg) = config.wireguard.first() {
+        device.set_private_key(Some(PrivateKey::from_bytes(*wg.private_key)));
+        for p in &wg.peers {
+            let id = device.add_peer(key_of(&p.public_key)).ok_or_else(|| {
+                format!(
+                    "{}: peer {}: refused",
+                    wg.name,
+                    gateway_config::base64_key(&p.public_key)
+                )
+            })?;
+            peer_settings(&mut device, id, p, now);
+        }
+    }
+    let (engines, choices) = crate::engines::configured_set(&keys, None, CALIBRATION_TIME)?;
+    for line in choices {
+        eprintln!("linerate: engine for {line}");
+    }
+    let mut gw = GatewayGraph::new(Arena::new(config.buffers), engines, device, now);
+    if let Some(wg) = config.wireguard.first() {
+        gw.set_wireguard(wg.listen_port, wg.mtu.into());
+    }
+    for p in &config.ports {
+        let mac = io::netdev::mac_address(&p.interface)
+            .map_err(|e| format!("port {}: interface {}: {e}", p.name, p.interface))?;
+        let addrs = p
+            .addresses
+            .iter()
+            .map(|&(addr, len)| lpm::Prefix { addr, len })
+            .collect();
+        gw.add_port(Interface {
+            name: p.name.clone(),
+            mac,
+            mtu: p.mtu,
+            addrs,
+            output: dataplane::OutputId(0),
+        })
+        .map_err(|e| format!("port {}: {e}", p.name))?;
+    }
+    for r in &config.routes {
+        gw.add_route(r.prefix, fib_target(r.target))
+            .map_err(|e| format!("route {}: {e}", r.prefix))?;
+    }
+    Ok(gw)
+}
+
+/// Opens each port's driver; AF_XDP falls back to AF_PACKET where XDP cannot attach.
+fn open_ports(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<Vec<Port>, String> {
+    let mut ports = Vec::new();
+    for (i, p) in config.ports.iter().enumerate() {
+        let id = PortId(i as u16);
+        let port = match p.driver {
+            Driver::AfPacket => Port::open_packet(id, &p.name, &p.interface)?,
+            Driver::AfXdp => {
+                match Port::open_xdp(id, &p.name, &p.interface, p.mtu, p.zero_copy, gw) {
+                    Ok(port) => port,
+                    Err(e) => {
+                        eprintln!("linerate: {e}; falling back to AF_PACKET");
+                        Port::open_packet(id, &p.name, &p.interface)?
+                    }
+                }
+            }
+        };
+        eprintln!(
+            "linerate: port {} on {} ({})",
+            p.name,
+            p.interface,
+            port.driver_name()
+        );
+        ports.push(port);
+    }
+    Ok(ports)
+}
+
+/// `linerate gateway -c FILE`: runs until SIGINT or SIGTERM; SIGHUP reloads FILE.
+pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
+    if config.workers.len() > 1 {
+        return Err(format!(
+            "{}: cores: {} workers asked for; a gateway runs one worker for now (one tunnel's state is not yet shared between workers)",
+            path.display(),
+            config.workers.len()
+        ));
+    }
+    if config.wireguard.len() > 1 {
+        return Err(format!(
+            "{}: {} WireGuard interfaces; a gateway serves one for now",
+            path.display(),
+            config.wireguard.len()
+        ));
+    }
+    if let Some(Some(core)) = config.workers.first() {
+        pin_to(*core)?;
+    }
+    let now = Instant::now();
+    let mut gw = build_graph(&config, now)?;
+    let ports = open_ports(&config, &mut gw)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reload = Arc::new(AtomicBool::new(false));
+    let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| format!("signal handler: {e}"))?;
+    }
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, reload.clone())
+        .map_err(|e| format!("signal handler: {e}"))?;
+
+    let (req_tx, req_rx) = mpsc::channel::<ControlRequest>();
+    let (gw_tx, gw_rx) = mpsc::channel();
+    let mut socket_files = Vec::new();
+    let mut listeners = vec![(bind_socket(&config.control)?, config.control.clone())];
+    let tunnel_name = config.wireguard.first().map(|w| w.name.clone());
+    if let Some(name) = &tunnel_name {
+        let p = socket_path(name);
+        listeners.push((bind_socket(&p)?, p));
+    }
+    for (listener, p) in listeners {
+        socket_files.push(SocketFile::at(&p));
+        let (tx, w, s) = (req_tx.clone(), waker.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || serve_uapi(listener, tx, w, s))
+            .map_err(|e| format!("starting the control thread: {e}"))?;
+    }
+    if let Some(addr) = config.metrics {
+        metrics::serve(addr, req_tx.clone(), waker.clone())?;
+    }
+    {
+        let (path, waker, stop, reload) = (
+            path.to_path_buf(),
+            waker.clone(),
+            stop.clone(),
+            reload.clone(),
+        );
+        std::thread::Builder::new()
+            .name("reload".into())
+            .spawn(move || reloader(&path, config, &reload, &stop, &gw_tx, &waker))
+            .map_err(|e| format!("starting the reload thread: {e}"))?;
+    }
+    let mut worker = Worker::new(gw, ports, tunnel_name, req_rx, gw_rx, waker, stop.clone());
+    eprintln!("linerate: gateway up ({} ports)", worker.ports.len());
+    let result = worker.run();
+    stop.store(true, Ordering::Relaxed);
+    eprintln!("linerate: gateway stopping");
+    drop(worker); // detaches the XDP programs before the socket files go
+    drop(socket_files);
+    result
+}
+
+/// Waits for SIGHUP; then reads and validates the file again and hands the worker
+/// what changed. A file with errors, or one that changes what only a restart may,
+/// is refused with the reasons on stderr, and nothing changes.
+fn reloader(
+    path: &Path,
+    mut current: GatewayConfig,
+    reload: &AtomicBool,
+    stop: &AtomicBool,
+    to_worker: &mpsc::Sender<(GatewayControl, mpsc::SyncSender<String>)>,
+    waker: &Waker,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        if !reload.swap(false, Ordering::Relaxed) {
+            continue;
+        }
+        let new = match gateway_config::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("linerate: reload refused, nothing changed:\n{e}");
+                continue;
+            }
+        };
+        let changes = match Changes::between(&current, &new) {
+            Ok(c) => c,
+            Err(why) => {
+                eprintln!(
+                    "linerate: reload refused, nothing changed: {}: {why}",
+                    path.display()
+                );
+                continue;
+            }
+        };
+        if changes.is_empty() {
+            eprintln!("linerate: reload: nothing changed");
+            current = new;
+            continue;
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        if to_worker
+            .send((GatewayControl::Reload(Box::new(changes)), tx))
+            .is_err()
+        {
+            return;
+        }
+        let _ = waker.wake();
+        if let Ok(text) = rx.recv() {
+            for line in text.lines() {
+                eprintln!("linerate: reload: {line}");
+            }
+        }
+        current = new;
+    }
+}
