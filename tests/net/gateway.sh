@@ -1,0 +1,451 @@
+#!/usr/bin/env bash
+# Gateway mode in the published topology, in network namespaces:
+#
+#   host-a ── lan [gw-a] wan ──── wan [gw-b] lan ── host-b
+#   198.19.1.10    198.18.2.1    198.18.2.2     198.19.3.10
+#   2001:2:0:1::10                              2001:2:0:3::10
+#
+# gw-a and gw-b are `linerate gateway -c FILE`, each owning its two ports
+# (the veth ends in its namespace carry no kernel addresses); a WireGuard
+# tunnel joins them over the WAN link.
+#
+#   tests/net/gateway.sh                 every scenario
+#   tests/net/gateway.sh ping tcp        only those
+#   tests/net/gateway.sh -l              list the scenarios
+#
+#   LINERATE           the binary (default target/release/linerate)
+#   GW_DRIVER          the ports' driver (default af_xdp; af_packet)
+#   SCENARIO_TIMEOUT   seconds one scenario may take (default 240)
+#
+# Prints a table and, last, "N passed, M failed"; exits non-zero if any failed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=tests/net/lib.sh
+. tests/net/lib.sh
+
+LINERATE=${LINERATE:-target/release/linerate}
+GW_DRIVER=${GW_DRIVER:-af_xdp}
+SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
+
+SCENARIOS=(ping tcp ttl_and_pmtu neighbors bad_input reload interop_a_initiates
+  interop_b_initiates metrics)
+
+H4_A=198.19.1.10 H4_B=198.19.3.10
+H6_A=2001:2:0:1::10 H6_B=2001:2:0:3::10
+G4_A=198.19.1.1 G4_B=198.19.3.1
+G6_A=2001:2:0:1::1 G6_B=2001:2:0:3::1
+W4_A=198.18.2.1 W4_B=198.18.2.2
+TUNNEL_MTU=1420
+
+# ---------------------------------------------------------------------------
+# Topology
+
+# topology: the four namespaces and three links; keys in $LR_TMP.
+topology() {
+  local id=$BASHPID ns
+  WG_A="gwa$id" WG_B="gwb$id"
+  NS_HA="lr-ha-$id" NS_GA="lr-ga-$id" NS_GB="lr-gb-$id" NS_HB="lr-hb-$id"
+  trap net_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  LR_TMP=$(mktemp -d /tmp/linerate-gw.XXXXXX)
+  for ns in "$NS_HA" "$NS_GA" "$NS_GB" "$NS_HB"; do
+    ip netns add "$ns"; LR_NAMESPACES+=("$ns")
+    ip -n "$ns" link set lo up
+  done
+  ip link add eth0 netns "$NS_HA" type veth peer name lan netns "$NS_GA"
+  ip link add wan netns "$NS_GA" type veth peer name wan netns "$NS_GB"
+  ip link add lan netns "$NS_GB" type veth peer name eth0 netns "$NS_HB"
+  host_side "$NS_HA" "$H4_A" "$H6_A" "$G4_A" "$G6_A"
+  host_side "$NS_HB" "$H4_B" "$H6_B" "$G4_B" "$G6_B"
+  for ns in "$NS_GA" "$NS_GB"; do gateway_side "$ns" lan wan; done
+  local s
+  for s in a b; do (umask 077; wg genkey >"$LR_TMP/$s.key"); done
+  PUB_A=$(wg pubkey <"$LR_TMP/a.key")
+  PUB_B=$(wg pubkey <"$LR_TMP/b.key")
+}
+
+# host_side NS ADDR4 ADDR6 GW4 GW6: a LAN host behind a gateway. The kernel's
+# TX checksum offload is off: on veth it would hand the gateway TCP segments
+# with their checksums not yet computed, which a router passes on as they are.
+host_side() {
+  ip -n "$1" addr add "$2/24" dev eth0
+  ip -n "$1" addr add "$3/64" dev eth0 nodad
+  ip -n "$1" link set eth0 up
+  in_ns "$1" ethtool -K eth0 tx off >/dev/null
+  ip -n "$1" route add default via "$4"
+  ip -n "$1" -6 route add default via "$5"
+}
+
+# gateway_side NS PORT...: the ports a gateway takes over: up, no kernel
+# addresses (no IPv6 either, so the kernel sends nothing of its own on them),
+# TX checksum offload off for the same reason as the hosts'.
+gateway_side() {
+  local ns=$1 p; shift
+  for p in "$@"; do
+    in_ns "$ns" sysctl -qw "net.ipv6.conf.$p.disable_ipv6=1"
+    ip -n "$ns" link set "$p" up
+    in_ns "$ns" ethtool -K "$p" tx off >/dev/null
+  done
+}
+
+# gw_config SIDE(a|b) [ENDPOINT] [EXTRA TOML]: the config file of a gateway.
+gw_config() {
+  local side=$1 endpoint=${2:-} extra=${3:-} lan4 lan6 wan4 net4 net6 peer wgname
+  if [ "$side" = a ]; then
+    lan4=$G4_A lan6=$G6_A wan4=$W4_A net4=198.19.3.0/24 net6=2001:2:0:3::/64 peer=$PUB_B wgname=$WG_A
+  else
+    lan4=$G4_B lan6=$G6_B wan4=$W4_B net4=198.19.1.0/24 net6=2001:2:0:1::/64 peer=$PUB_A wgname=$WG_B
+  fi
+  cat >"$LR_TMP/gw-$side.toml" <<EOF
+[gateway]
+control = "$LR_TMP/gw-$side.sock"
+buffers = 4096
+
+[[port]]
+name = "lan"
+interface = "lan"
+driver = "$GW_DRIVER"
+addresses = ["$lan4/24", "$lan6/64"]
+
+[[port]]
+name = "wan"
+interface = "wan"
+driver = "$GW_DRIVER"
+addresses = ["$wan4/24"]
+
+[[wireguard]]
+name = "$wgname"
+private_key_file = "$side.key"
+listen_port = 51820
+mtu = $TUNNEL_MTU
+
+[[wireguard.peer]]
+public_key = "$peer"
+${endpoint:+endpoint = \"$endpoint\"}
+allowed_ips = ["$net4", "$net6"]
+
+[[route]]
+prefix = "$net4"
+tunnel = "$wgname"
+
+[[route]]
+prefix = "$net6"
+tunnel = "$wgname"
+$extra
+EOF
+}
+
+# gw_start SIDE: starts that gateway in its namespace and waits for its
+# control socket; GW_PID_<SIDE> is its pid, its log $LR_TMP/gw-SIDE.log.
+gw_start() {
+  local side=$1 ns pid
+  if [ "$side" = a ]; then ns=$NS_GA; else ns=$NS_GB; fi
+  ip netns exec "$ns" "$LINERATE" gateway -c "$LR_TMP/gw-$side.toml" >>"$LR_TMP/gw-$side.log" 2>&1 &
+  pid=$!
+  printf -v "GW_PID_${side^^}" '%s' "$pid"
+  if [ "$side" = a ]; then LR_SOCKETS+=("$WG_A"); else LR_SOCKETS+=("$WG_B"); fi
+  if ! wait_until 20 "gateway $side to answer on its control socket" gw_ready "$side" "$pid"; then
+    gw_log "$side"
+    return 1
+  fi
+}
+
+gw_ready() { kill -0 "$2" 2>/dev/null || return 2; gw_show "$1" interfaces >/dev/null 2>&1; }
+
+# gw_show SIDE WHAT: `linerate show WHAT` of that gateway.
+gw_show() { timeout 10 "$LINERATE" show "$2" --socket "$LR_TMP/gw-$1.sock"; }
+
+# gw_counter SIDE REGEX: the sum of that gateway's counters whose name
+# matches REGEX (anchored), 0 if none (drop counters are listed once non-zero).
+gw_counter() {
+  printf 'linerate-counters=1\n\n' | "$PYTHON" tests/net/uapi.py ask "$LR_TMP/gw-$1.sock" |
+    awk -F= -v re="^($2)\$" '$1 ~ re { s += $2 } END { print s + 0 }'
+}
+
+gw_log() {
+  [ -s "$LR_TMP/gw-$1.log" ] || return 0
+  log "    --- last lines of gateway $1's log ---"
+  tail -n 20 -- "$LR_TMP/gw-$1.log" | sed 's/^/    | /' >&2
+}
+
+# both_up: the topology with both gateways running; a knows b's endpoint.
+both_up() {
+  topology
+  gw_config a "$W4_B:51820"
+  gw_config b
+  gw_start a
+  gw_start b
+}
+
+# buffers_all_back SIDE: once idle, every packet buffer of the gateway is free
+# or lent to its drivers (none leaked).
+buffers_all_back() {
+  local total free driver
+  total=$(gw_counter "$1" 'buffers\.total')
+  free=$(gw_counter "$1" 'buffers\.free')
+  driver=$(gw_counter "$1" 'buffers\.driver')
+  log "    gateway $1: $total buffers, $free free, $driver with the drivers"
+  [ "$total" -gt 0 ] && [ $((free + driver)) -eq "$total" ]
+}
+
+# ---------------------------------------------------------------------------
+# Scenarios
+
+scenario_ping() {
+  both_up
+  assert "host a pings host b over IPv4 (handshake first)" ping_ok "$NS_HA" "$H4_B" 3 15
+  assert "host a pings host b over IPv6" ping_ok "$NS_HA" "$H6_B"
+  assert "host b pings host a over IPv4" ping_ok "$NS_HB" "$H4_A"
+  assert "host a pings its gateway's LAN address" ping_ok "$NS_HA" "$G4_A"
+  assert "host a pings its gateway's LAN address over IPv6" ping_ok "$NS_HA" "$G6_A"
+  assert "host a pings the far gateway's LAN address through the tunnel" ping_ok "$NS_HA" "$G4_B"
+  local out
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 "$H4_B" 2>&1 || true)
+  assert "two routers on the way: the reply arrives with TTL 62" grep -q 'ttl=62' <<<"$out"
+  assert "gateway a lists the tunnel's routes" grep -q "198.19.3.0/24 *tunnel gwa" <<<"$(gw_show a fib)"
+  assert "gateway a knows host a as a neighbor" grep -q "$H4_A" <<<"$(gw_show a neighbors)"
+  assert "wg show works on the gateway's WireGuard interface" \
+    grep -q "$PUB_B" <<<"$(timeout 10 ip netns exec "$NS_GA" wg show "$WG_A" peers)"
+  sleep 0.5
+  assert "no buffer leaked on gateway a" buffers_all_back a
+  assert "no buffer leaked on gateway b" buffers_all_back b
+}
+
+scenario_tcp() {
+  both_up
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  make_payload 100
+  # Hosts send 1500-byte packets: the first ones meet the tunnel MTU and are
+  # answered with fragmentation needed, so the transfers exercise PMTU too.
+  assert "100 MiB host a -> host b over IPv4, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
+  assert "100 MiB host b -> host a over IPv6, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H6_A"
+  local rx tx
+  read -r _ rx tx < <(timeout 10 ip netns exec "$NS_GA" wg show "$WG_A" transfer)
+  log "    gateway a: wg show transfer: rx $rx, tx $tx"
+  assert "gateway a counted both payloads" test "${rx:-0}" -ge "$PAYLOAD_BYTES" -a "${tx:-0}" -ge "$PAYLOAD_BYTES"
+  sleep 0.5
+  assert "no buffer leaked on gateway a" buffers_all_back a
+}
+
+scenario_ttl_and_pmtu() {
+  both_up
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  local out
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -t 1 "$H4_B" 2>&1 || true)
+  assert "TTL 1 is answered by gateway a: time exceeded from $G4_A" \
+    grep -q "From $G4_A .*Time to live exceeded" <<<"$out"
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -t 2 "$H4_B" 2>&1 || true)
+  assert "TTL 2 is answered by gateway b" grep -q "From $G4_B .*Time to live exceeded" <<<"$out"
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -M do -s 1450 "$H4_B" 2>&1 || true)
+  assert "a DF packet over the tunnel MTU: fragmentation needed, mtu = $TUNNEL_MTU" \
+    grep -q "mtu = $TUNNEL_MTU" <<<"$out"
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -M do -s 1400 "$H4_B" 2>&1 || true)
+  assert "the route now remembers the path MTU" grep -q "mtu = $TUNNEL_MTU\|1 received" <<<"$out"
+  out=$(in_ns "$NS_HA" ping -6 -n -c 1 -W 2 -s 1450 -M do "$H6_B" 2>&1 || true)
+  assert "IPv6 over the tunnel MTU: packet too big, mtu = $TUNNEL_MTU" \
+    grep -qi "mtu = $TUNNEL_MTU\|Packet too big" <<<"$out"
+  assert "ip-lookup counted them" test "$(gw_counter a 'ip-lookup\.tunnel-too-big')" -ge 2
+  assert "a ping of exactly the tunnel MTU passes" ping_ok "$NS_HA" "$H4_B" 1 5
+  out=$(in_ns "$NS_HA" ping -n -c 2 -W 2 -M do -s $((TUNNEL_MTU - 28)) "$H4_B" 2>&1 || true)
+  assert "1420-byte DF packets cross" grep -q ' 0% packet loss' <<<"$out"
+}
+
+scenario_neighbors() {
+  topology
+  # A route to a next hop on the LAN that never answers ARP.
+  gw_config a "$W4_B:51820" $'\n[[route]]\nprefix = "198.19.50.0/24"\nvia = "198.19.1.99"\nport = "lan"'
+  gw_config b
+  gw_start a
+  gw_start b
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  assert "host a (IPv4) is a neighbor of gateway a" grep -q "lan .*$H4_A .*reachable" <<<"$(gw_show a neighbors)"
+  assert "host b (IPv6) is a neighbor of gateway b" ping_ok "$NS_HA" "$H6_B"
+  assert "host b's IPv6 address is in gateway b's table" grep -q "$H6_B" <<<"$(gw_show b neighbors)"
+  # Packets for the silent next hop wait, then are dropped when it never answers.
+  in_ns "$NS_HA" ping -n -q -c 6 -i 0.2 -W 1 198.19.50.1 >/dev/null 2>&1 || true
+  wait_until 10 "the silent next hop to be given up" \
+    test "$(gw_counter a 'ip-rewrite\.neighbor-unresolved|ip-rewrite\.neighbor-queue-full')" -ge 6
+  assert "packets for a silent next hop dropped and counted" \
+    test "$(gw_counter a 'ip-rewrite\.neighbor-unresolved|ip-rewrite\.neighbor-queue-full')" -ge 6
+  sleep 0.5
+  assert "no buffer leaked" buffers_all_back a
+  assert "the tunnel still works" ping_ok "$NS_HA" "$H4_B"
+}
+
+scenario_bad_input() {
+  both_up
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  local mac
+  mac=$(ip -n "$NS_GA" -o link show lan | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+  assert "bad frames sent from host a" ip netns exec "$NS_HA" "$PYTHON" tests/net/bad_frames.py eth0 "$mac" "$G4_A" "$H4_A"
+  sleep 0.5
+  local name
+  if [ "$GW_DRIVER" = af_xdp ]; then
+    assert "an unknown EtherType passed to the kernel by the XDP program" \
+      test "$(gw_counter a 'ethernet-input\.unknown-ethertype')" -eq 0
+  else
+    assert "counted: unknown EtherType" test "$(gw_counter a 'ethernet-input\.unknown-ethertype')" -ge 1
+  fi
+  for name in 'ip4-input\.truncated' 'ip4-input\.bad-checksum' \
+    'ip4-input\.bad-length' 'ip4-input\.bad-header-length' 'ip-lookup\.ttl-expired' 'icmp-error\.for-an-error'; do
+    assert "counted: $name" test "$(gw_counter a "$name")" -ge 1
+  done
+  assert "ARP requests for other addresses counted, not answered" test "$(gw_counter a 'arp-input\.not-for-us')" -ge 1000
+  assert "the gateway still runs" kill -0 "$GW_PID_A"
+  assert "the tunnel still works" ping_ok "$NS_HA" "$H4_B"
+  sleep 0.5
+  assert "no buffer leaked" buffers_all_back a
+}
+
+scenario_reload() {
+  both_up
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  make_payload 60
+  XFER_TIMEOUT=90
+  local hs0
+  hs0=$(timeout 5 ip netns exec "$NS_GA" wg show "$WG_A" latest-handshakes | grep "$PUB_B")
+  xfer_start "$NS_HA" "$NS_HB" "$H4_B" 4
+  sleep 2
+  # A second peer and a route to it, added while the transfer runs.
+  local extra_pub
+  extra_pub=$(wg genkey | wg pubkey)
+  cat >>"$LR_TMP/gw-a.toml" <<EOF
+
+[[wireguard.peer]]
+public_key = "$extra_pub"
+allowed_ips = ["198.19.77.0/24"]
+EOF
+  # The TOML array of peers belongs to the last [[wireguard]]: appended there.
+  printf '\n[[route]]\nprefix = "198.19.77.0/24"\ntunnel = "%s"\n' "$WG_A" >>"$LR_TMP/gw-a.toml"
+  kill -HUP "$GW_PID_A"
+  wait_until 5 "the new peer to show" \
+    grep -q "$extra_pub" <<<"$(timeout 5 ip netns exec "$NS_GA" wg show "$WG_A" peers)"
+  assert "reload added the peer" grep -q "$extra_pub" <<<"$(timeout 5 ip netns exec "$NS_GA" wg show "$WG_A" peers)"
+  assert "reload added the route" grep -q "198.19.77.0/24" <<<"$(gw_show a fib)"
+  sleep 2
+  # Now remove them again.
+  gw_config a "$W4_B:51820"
+  kill -HUP "$GW_PID_A"
+  wait_until 5 "the peer to go" \
+    test "$(timeout 5 ip netns exec "$NS_GA" wg show "$WG_A" peers | wc -l)" -eq 1
+  assert "reload removed the peer" test "$(timeout 5 ip netns exec "$NS_GA" wg show "$WG_A" peers | wc -l)" -eq 1
+  assert "reload removed the route" test -z "$(gw_show a fib | grep 198.19.77.0/24)"
+  assert "the transfer across both reloads completed, sha256 matches" xfer_finish
+  assert_eq "the session was kept: no new handshake" "$hs0" \
+    "$(timeout 5 ip netns exec "$NS_GA" wg show "$WG_A" latest-handshakes | grep "$PUB_B")"
+  # A bad file is refused and changes nothing.
+  echo 'nonsense = [' >>"$LR_TMP/gw-a.toml"
+  kill -HUP "$GW_PID_A"
+  sleep 1
+  assert "a bad file on reload is refused, the gateway keeps running" kill -0 "$GW_PID_A"
+  assert "and it said why" grep -q "gw-a.toml:" "$LR_TMP/gw-a.log"
+  assert "the tunnel still works" ping_ok "$NS_HA" "$H4_B"
+}
+
+# interop WHO: gateway a against wireguard-go in gw-b's place (host mode,
+# its wg0 holding gw-b's LAN address); WHO pings first.
+interop() {
+  local who=$1 ifb
+  topology
+  ifb=$WG_B
+  ip netns del "$NS_HB"
+  ip -n "$NS_GB" addr add "$W4_B/24" dev wan
+  ip -n "$NS_GB" link set wan up
+  in_ns "$NS_GB" sysctl -qw net.ipv6.conf.wan.disable_ipv6=1
+  in_ns "$NS_GB" ethtool -K wan tx off >/dev/null
+  if [ "$who" = a ]; then gw_config a "$W4_B:51820"; else gw_config a; fi
+  gw_start a
+  LR_SOCKETS+=("$ifb")
+  WG_PROCESS_FOREGROUND=1 ip netns exec "$NS_GB" wireguard-go -f "$ifb" >>"$LR_TMP/wggo.log" 2>&1 &
+  wait_until 10 "wireguard-go's socket" test -S "$WG_SOCK_DIR/$ifb.sock"
+  local args=(set "$ifb" listen-port 51820 private-key "$LR_TMP/b.key"
+    peer "$PUB_A" allowed-ips "198.19.1.0/24,2001:2:0:1::/64")
+  [ "$who" = a ] || args+=(endpoint "$W4_A:51820")
+  wg_ns "$NS_GB" "${args[@]}"
+  ip -n "$NS_GB" addr add "$G4_B/24" dev "$ifb"
+  ip -n "$NS_GB" addr add "$G6_B/64" dev "$ifb" nodad
+  ip -n "$NS_GB" link set "$ifb" mtu "$TUNNEL_MTU" up
+  ip -n "$NS_GB" route add 198.19.1.0/24 dev "$ifb"
+  ip -n "$NS_GB" -6 route add 2001:2:0:1::/64 dev "$ifb"
+  if [ "$who" = a ]; then
+    assert "host a pings wireguard-go's side first (IPv4)" ping_ok "$NS_HA" "$G4_B" 3 15
+  else
+    assert "wireguard-go pings host a first (IPv4)" ping_ok "$NS_GB" "$H4_A" 3 15
+  fi
+  assert "IPv6 both ways" ping_ok "$NS_HA" "$G6_B"
+  assert "wireguard-go pings back" ping_ok "$NS_GB" "$H6_A"
+  make_payload 20
+  assert "20 MiB wireguard-go -> host a, sha256 matches" xfer "$NS_GB" "$NS_HA" "$H4_A"
+}
+scenario_interop_a_initiates() { interop a; }
+scenario_interop_b_initiates() { interop b; }
+
+scenario_metrics() {
+  topology
+  gw_config a "$W4_B:51820" ''
+  # The metrics listen on an address of the gateway host's own (the kernel's).
+  ip -n "$NS_GA" addr add 198.18.99.1/32 dev lo
+  sed -i "s|^buffers = 4096|buffers = 4096\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
+  gw_config b
+  gw_start a
+  gw_start b
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  local text
+  text=$(ip netns exec "$NS_GA" "$PYTHON" -c '
+import urllib.request; print(urllib.request.urlopen("http://198.18.99.1:9586/metrics", timeout=5).read().decode())')
+  assert "per-peer bytes under the exporters' names" grep -q "^wireguard_peer_sent_bytes_total{interface=\"$WG_A\",public_key=\"$PUB_B\"} [1-9]" <<<"$text"
+  assert "last handshake" grep -q '^wireguard_peer_last_handshake_seconds{.*} [1-9]' <<<"$text"
+  assert "port counters" grep -q '^linerate_port_rx_packets_total{port="lan"} [1-9]' <<<"$text"
+  assert "node drops by reason" grep -q '^linerate_node_drops_total{node="ip4-input",reason="bad-checksum"} 0' <<<"$text"
+}
+
+# ---------------------------------------------------------------------------
+# Driver
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+if [ "${1:-}" = __run ]; then
+  report_errors
+  "scenario_$2"
+  exit 0
+fi
+
+[ "$(id -u)" -eq 0 ] || die "the gateway tests need root (namespaces, XDP)"
+case ${1:-} in
+  -h | --help) usage ;;
+  -l | --list) printf '%s\n' "${SCENARIOS[@]}"; exit 0 ;;
+esac
+selected=("$@")
+[ ${#selected[@]} -gt 0 ] || selected=("${SCENARIOS[@]}")
+for s in "${selected[@]}"; do
+  declare -F "scenario_$s" >/dev/null || { log "unknown scenario '$s'"; usage; }
+done
+[ -x "$LINERATE" ] || die "$LINERATE is not built (make build)"
+LINERATE=$(cd "$(dirname "$LINERATE")" && pwd)/$(basename "$LINERATE")
+export LINERATE
+
+child=
+trap 'log "interrupted"; [ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child" || true; }; exit 130' INT TERM
+declare -A result
+passed=0 failed=0
+for s in "${selected[@]}"; do
+  rc=0 t0=$SECONDS
+  log ""
+  log "== gateway $s ($GW_DRIVER)"
+  timeout -k 10 "$SCENARIO_TIMEOUT" "$BASH" "$0" __run "$s" &
+  child=$!
+  wait "$child" || rc=$?
+  child=
+  if [ "$rc" -eq 0 ]; then
+    result[$s]="PASS $((SECONDS - t0))s"; passed=$((passed + 1))
+  else
+    [ "$rc" -ne 124 ] || log "    FAIL  scenario timed out after ${SCENARIO_TIMEOUT}s"
+    result[$s]="FAIL $((SECONDS - t0))s"; failed=$((failed + 1))
+  fi
+  log "== gateway $s: ${result[$s]}"
+done
+printf '\ngateway mode (%s ports)\n\n' "$GW_DRIVER"
+for s in "${selected[@]}"; do printf '%-22s  %s\n' "$s" "${result[$s]}"; done
+printf '\n%d passed, %d failed\n' "$passed" "$failed"
+[ "$failed" -eq 0 ]
