@@ -19,6 +19,8 @@ build:
 test: setup build
 	if [ "$$(id -u)" = 0 ]; then export LINERATE_REQUIRE_PRIVILEGED_TESTS=1; fi; \
 	cargo test --workspace --release
+	tests/net/gateway.sh
+	GW_DRIVER=af_packet tests/net/gateway.sh
 	tests/net/interop.sh
 
 demo: setup build
