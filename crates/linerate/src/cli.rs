@@ -179,6 +179,60 @@ pub struct GraphBench {
     pub svg: Option<String>,
 }
 
+/// `linerate bench traffic send`: IPv4/UDP packets out of an interface, as fast as it
+/// takes them, over AF_XDP.
+#[derive(Args, Debug)]
+pub struct TrafficSend {
+    /// The interface to send from (taken over with AF_XDP while this runs)
+    #[arg(long, value_name = "IFNAME")]
+    pub interface: String,
+    /// The next hop's Ethernet address (aa:bb:cc:dd:ee:ff)
+    #[arg(long, value_name = "MAC")]
+    pub dst_mac: String,
+    #[arg(long)]
+    pub src: std::net::Ipv4Addr,
+    #[arg(long)]
+    pub dst: std::net::Ipv4Addr,
+    /// UDP destination port
+    #[arg(long, default_value_t = 9)]
+    pub port: u16,
+    /// IP packet size (28..=1500), or imix (7:4:1 of 64, 570, 1420)
+    #[arg(long, default_value = "64")]
+    pub size: String,
+    /// Flows (UDP source ports) to cycle through
+    #[arg(long, default_value_t = 64)]
+    pub flows: u16,
+    /// Seconds to send for
+    #[arg(long, default_value_t = 2.0, value_parser = seconds_in(0.01, 600.0))]
+    pub seconds: f64,
+    /// Stop after this many packets
+    #[arg(long)]
+    pub count: Option<u64>,
+}
+
+/// `linerate bench traffic count`: counts the IPv4/UDP packets to one port that
+/// arrive on an interface, over AF_XDP.
+#[derive(Args, Debug)]
+pub struct TrafficCount {
+    /// The interface to count on (taken over with AF_XDP while this runs)
+    #[arg(long, value_name = "IFNAME")]
+    pub interface: String,
+    /// UDP destination port of the packets to count
+    #[arg(long, default_value_t = 9)]
+    pub port: u16,
+    /// Seconds to count for
+    #[arg(long, default_value_t = 2.0, value_parser = seconds_in(0.01, 600.0))]
+    pub seconds: f64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Traffic {
+    /// Send IPv4/UDP packets of a size as fast as the interface takes them
+    Send(TrafficSend),
+    /// Count the IPv4/UDP packets to a port that arrive
+    Count(TrafficCount),
+}
+
 #[derive(Subcommand, Debug)]
 pub enum BenchCrypto {
     /// Raw AEAD throughput of every engine for ChaCha20-Poly1305, AES-128-GCM and
@@ -203,6 +257,13 @@ pub enum BenchCrypto {
         /// Do not run `openssl speed` beside
         #[arg(long)]
         no_openssl: bool,
+    },
+    /// A packet generator and a counting sink on AF_XDP, to measure what forwards
+    /// between two interfaces (scripts/gateway-bench.sh uses them)
+    #[command(arg_required_else_help = true)]
+    Traffic {
+        #[command(subcommand)]
+        what: Traffic,
     },
 }
 

@@ -5,6 +5,7 @@ mod background;
 mod bench;
 mod bench_command;
 mod bench_crypto;
+mod bench_traffic;
 mod cli;
 mod counter_report;
 mod daemon;
@@ -51,6 +52,12 @@ fn main() -> ExitCode {
                 svg,
                 no_openssl,
             }) => bench_command::crypto(engine.as_deref(), seconds, &sizes, json, svg, !no_openssl),
+            Some(BenchCrypto::Traffic {
+                what: cli::Traffic::Send(a),
+            }) => bench_traffic::send(&a),
+            Some(BenchCrypto::Traffic {
+                what: cli::Traffic::Count(a),
+            }) => bench_traffic::count(&a),
             None => bench_command::graph(&b.graph),
         },
         Some(Command::Gateway { config, check }) => gateway(&config, check),

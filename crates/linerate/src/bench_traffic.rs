@@ -1,0 +1,233 @@
+//! `linerate bench traffic`: a packet generator and a counting sink on AF_XDP, for
+//! measuring a gateway (or anything that forwards) between two interfaces. The
+//! sender puts IPv4/UDP packets of the asked sizes on the wire as fast as the
+//! interface takes them, from buffers filled once and reused as the kernel hands
+//! them back; the sink counts the UDP packets to one port that arrive. Both print
+//! one `key=value` line at the end, for scripts.
+
+use crate::cli::{TrafficCount, TrafficSend};
+use io::{XdpOptions, XdpPort};
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+const FRAME: usize = io::xdp::FRAME_SIZE;
+/// Buffers the sender and the sink use.
+const BUFFERS: usize = 4096;
+const BATCH: usize = 64;
+/// Where the sender writes a frame in its buffer.
+const START: usize = 256;
+
+/// Page-aligned memory for the UMEM.
+struct Umem {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl Umem {
+    fn new() -> Umem {
+        let layout = std::alloc::Layout::from_size_align(BUFFERS * FRAME, 4096).expect("size");
+        // SAFETY: non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null(), "out of memory");
+        Umem { ptr, layout }
+    }
+
+    fn buffer(&mut self, i: usize) -> &mut [u8] {
+        assert!(i < BUFFERS);
+        // SAFETY: inside the allocation; the caller writes a buffer only while the
+        // kernel does not hold it (before the first send).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * FRAME), FRAME) }
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let mut mac = [0u8; 6];
+    if parts.len() != 6 {
+        return Err(format!("{s:?} is not a MAC address"));
+    }
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).map_err(|_| format!("{s:?} is not a MAC address"))?;
+    }
+    Ok(mac)
+}
+
+/// An Ethernet frame with an IPv4/UDP packet of `ip_len` bytes.
+fn frame(
+    buf: &mut [u8],
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    sport: u16,
+    dport: u16,
+    ip_len: usize,
+) -> usize {
+    let f = &mut buf[..14 + ip_len];
+    f.fill(0);
+    f[..6].copy_from_slice(&dst_mac);
+    f[6..12].copy_from_slice(&src_mac);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    {
+        let mut p = wire::ipv4::Packet::new_unchecked(&mut f[14..]);
+        p.set_version(4);
+        p.set_header_len(20);
+        p.set_total_len(ip_len as u16);
+        p.set_ttl(64);
+        p.set_protocol(wire::ip::protocol::UDP);
+        p.set_src_addr(src);
+        p.set_dst_addr(dst);
+        p.fill_checksum();
+    }
+    let u = &mut f[34..];
+    u[..2].copy_from_slice(&sport.to_be_bytes());
+    u[2..4].copy_from_slice(&dport.to_be_bytes());
+    u[4..6].copy_from_slice(&((ip_len - 20) as u16).to_be_bytes());
+    // Checksum 0: none (RFC 768); the payload is zeros.
+    14 + ip_len
+}
+
+/// The sizes a run cycles through: one size, or imix (7:4:1 of 64, 570 and 1420
+/// bytes: the classic mix with its largest size at the tunnel MTU).
+fn sizes(spec: &str) -> Result<Vec<usize>, String> {
+    if spec == "imix" {
+        let mut v = vec![64; 7];
+        v.extend([570; 4]);
+        v.push(1420);
+        return Ok(v);
+    }
+    let n: usize = spec
+        .parse()
+        .map_err(|_| format!("{spec:?} is not a size or imix"))?;
+    if !(28..=1500).contains(&n) {
+        return Err(format!("size {n}: an IPv4/UDP packet of 28 to 1500 bytes"));
+    }
+    Ok(vec![n])
+}
+
+fn open(ifname: &str, mem: &mut Umem) -> Result<XdpPort, String> {
+    let opts = XdpOptions {
+        ring_size: 2048,
+        zero_copy: true,
+        skb_mode: false,
+        headroom: 0,
+    };
+    // SAFETY: the memory is page-aligned, BUFFERS whole frames, and outlives the
+    // port (dropped first by the callers); buffers lent to the kernel are not
+    // touched until they come back; no other socket registers it.
+    unsafe { XdpPort::open(ifname, 0, mem.ptr, BUFFERS * FRAME, &opts) }
+        .map_err(|e| format!("{ifname}: {e}"))
+}
+
+pub fn send(a: &TrafficSend) -> Result<(), String> {
+    let sizes = sizes(&a.size)?;
+    let (src_mac, dst_mac) = (
+        io::netdev::mac_address(&a.interface).map_err(|e| e.to_string())?,
+        parse_mac(&a.dst_mac)?,
+    );
+    let mut mem = Umem::new();
+    let mut lens = vec![0u16; BUFFERS];
+    for (i, len) in lens.iter_mut().enumerate() {
+        let ip_len = sizes[i % sizes.len()];
+        let sport = 10000 + (i % usize::from(a.flows.max(1))) as u16;
+        *len = frame(
+            &mut mem.buffer(i)[START..],
+            src_mac,
+            dst_mac,
+            a.src,
+            a.dst,
+            sport,
+            a.port,
+            ip_len,
+        ) as u16;
+    }
+    let mut port = open(&a.interface, &mut mem)?;
+    let mut free: Vec<u32> = (0..BUFFERS as u32).rev().collect();
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut done = [0u32; BATCH];
+    let (mut packets, mut bytes) = (0u64, 0u64);
+    let limit = a.count.unwrap_or(u64::MAX);
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(a.seconds);
+    while packets < limit && Instant::now() < end {
+        loop {
+            let n = port.complete(&mut done);
+            free.extend_from_slice(&done[..n]);
+            if n < BATCH {
+                break;
+            }
+        }
+        batch.clear();
+        while batch.len() < BATCH && (packets + batch.len() as u64) < limit {
+            match free.pop() {
+                Some(b) => batch.push((b, START as u16, lens[b as usize])),
+                None => break,
+            }
+        }
+        let sent = port.send(&batch);
+        for &(_, _, len) in &batch[..sent] {
+            packets += 1;
+            bytes += u64::from(len) - 14; // IP bytes, as the sink counts
+        }
+        free.extend(batch[sent..].iter().map(|t| t.0));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    // Let the last frames go before the memory does.
+    let settle = Instant::now() + Duration::from_millis(200);
+    while port.tx_in_flight() > 0 && Instant::now() < settle {
+        port.complete(&mut done);
+    }
+    drop(port);
+    println!("sent packets={packets} bytes={bytes} seconds={secs:.3}");
+    Ok(())
+}
+
+pub fn count(a: &TrafficCount) -> Result<(), String> {
+    let mut mem = Umem::new();
+    let mut port = open(&a.interface, &mut mem)?;
+    let all: Vec<u32> = (0..BUFFERS as u32).collect();
+    let filled = port.fill(&all[..BUFFERS / 2]);
+    let mut spare: Vec<u32> = all[filled..].to_vec();
+    let mut rx = [(0u32, 0u16, 0u16); BATCH];
+    let (mut packets, mut bytes, mut first, mut last) = (0u64, 0u64, None, Instant::now());
+    let end = Instant::now() + Duration::from_secs_f64(a.seconds);
+    let fd = port.as_raw_fd();
+    while Instant::now() < end {
+        let mut fds = [io::PollFd::new(fd, io::Interest::READABLE)];
+        let _ = io::poll(&mut fds, Some(Duration::from_millis(10)));
+        loop {
+            let n = port.recv(&mut rx);
+            for &(b, off, len) in &rx[..n] {
+                let f =
+                    &mem.buffer(b as usize)[usize::from(off)..usize::from(off) + usize::from(len)];
+                let udp_to_port = f.len() >= 42
+                    && f[12..14] == [0x08, 0x00]
+                    && f[23] == wire::ip::protocol::UDP
+                    && u16::from_be_bytes([f[36], f[37]]) == a.port;
+                if udp_to_port {
+                    packets += 1;
+                    bytes += u64::from(len) - 14;
+                    first.get_or_insert_with(Instant::now);
+                    last = Instant::now();
+                }
+                spare.push(b);
+            }
+            let took = port.fill(&spare);
+            spare.drain(..took);
+            if n < BATCH {
+                break;
+            }
+        }
+    }
+    let secs = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
+    drop(port);
+    println!("received packets={packets} bytes={bytes} seconds={secs:.3}");
+    Ok(())
+}

@@ -1,0 +1,181 @@
+# shellcheck shell=bash
+# The gateway topology in namespaces, for tests/net/gateway.sh and
+# scripts/gateway-bench.sh (source tests/net/lib.sh first):
+#
+#   host-a ── lan [gw-a] wan ──── wan [gw-b] lan ── host-b
+#   198.19.1.10    198.18.2.1    198.18.2.2     198.19.3.10
+#
+# topology makes the namespaces, links and keys; gw_config and gw_start make
+# and start a linerate gateway on each side. Set LINERATE (the binary) and
+# GW_DRIVER (af_xdp or af_packet) first.
+
+H4_A=198.19.1.10 H4_B=198.19.3.10
+H6_A=2001:2:0:1::10 H6_B=2001:2:0:3::10
+G4_A=198.19.1.1 G4_B=198.19.3.1
+G6_A=2001:2:0:1::1 G6_B=2001:2:0:3::1
+W4_A=198.18.2.1 W4_B=198.18.2.2
+TUNNEL_MTU=1420
+
+# ---------------------------------------------------------------------------
+# Topology
+
+# topology: the four namespaces and three links; keys in $LR_TMP.
+topology() {
+  local id=$BASHPID ns
+  WG_A="gwa$id" WG_B="gwb$id"
+  NS_HA="lr-ha-$id" NS_GA="lr-ga-$id" NS_GB="lr-gb-$id" NS_HB="lr-hb-$id"
+  trap net_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  LR_TMP=$(mktemp -d /tmp/linerate-gw.XXXXXX)
+  for ns in "$NS_HA" "$NS_GA" "$NS_GB" "$NS_HB"; do
+    ip netns add "$ns"; LR_NAMESPACES+=("$ns")
+    ip -n "$ns" link set lo up
+  done
+  ip link add eth0 netns "$NS_HA" type veth peer name lan netns "$NS_GA"
+  ip link add wan netns "$NS_GA" type veth peer name wan netns "$NS_GB"
+  ip link add lan netns "$NS_GB" type veth peer name eth0 netns "$NS_HB"
+  host_side "$NS_HA" "$H4_A" "$H6_A" "$G4_A" "$G6_A"
+  host_side "$NS_HB" "$H4_B" "$H6_B" "$G4_B" "$G6_B"
+  for ns in "$NS_GA" "$NS_GB"; do gateway_side "$ns" lan wan; done
+  local s
+  for s in a b; do (umask 077; wg genkey >"$LR_TMP/$s.key"); done
+  PUB_A=$(wg pubkey <"$LR_TMP/a.key")
+  PUB_B=$(wg pubkey <"$LR_TMP/b.key")
+}
+
+# host_side NS ADDR4 ADDR6 GW4 GW6: a LAN host behind a gateway. The kernel's
+# TX checksum offload is off: on veth it would hand the gateway TCP segments
+# with their checksums not yet computed, which a router passes on as they are.
+host_side() {
+  ip -n "$1" addr add "$2/24" dev eth0
+  ip -n "$1" addr add "$3/64" dev eth0 nodad
+  ip -n "$1" link set eth0 up
+  in_ns "$1" ethtool -K eth0 tx off >/dev/null
+  ip -n "$1" route add default via "$4"
+  ip -n "$1" -6 route add default via "$5"
+}
+
+# gateway_side NS PORT...: the ports a gateway takes over: up, no kernel
+# addresses (no IPv6 either, so the kernel sends nothing of its own on them),
+# TX checksum offload off for the same reason as the hosts'.
+gateway_side() {
+  local ns=$1 p; shift
+  for p in "$@"; do
+    in_ns "$ns" sysctl -qw "net.ipv6.conf.$p.disable_ipv6=1"
+    ip -n "$ns" link set "$p" up
+    in_ns "$ns" ethtool -K "$p" tx off >/dev/null
+  done
+}
+
+# gw_config SIDE(a|b) [ENDPOINT] [EXTRA TOML]: the config file of a gateway.
+gw_config() {
+  local side=$1 endpoint=${2:-} extra=${3:-} lan4 lan6 wan4 net4 net6 peer wgname
+  if [ "$side" = a ]; then
+    lan4=$G4_A lan6=$G6_A wan4=$W4_A net4=198.19.3.0/24 net6=2001:2:0:3::/64 peer=$PUB_B wgname=$WG_A
+  else
+    lan4=$G4_B lan6=$G6_B wan4=$W4_B net4=198.19.1.0/24 net6=2001:2:0:1::/64 peer=$PUB_A wgname=$WG_B
+  fi
+  cat >"$LR_TMP/gw-$side.toml" <<EOF
+[gateway]
+control = "$LR_TMP/gw-$side.sock"
+buffers = 4096
+
+[[port]]
+name = "lan"
+interface = "lan"
+driver = "$GW_DRIVER"
+addresses = ["$lan4/24", "$lan6/64"]
+
+[[port]]
+name = "wan"
+interface = "wan"
+driver = "$GW_DRIVER"
+addresses = ["$wan4/24"]
+
+[[wireguard]]
+name = "$wgname"
+private_key_file = "$side.key"
+listen_port = 51820
+mtu = $TUNNEL_MTU
+
+[[wireguard.peer]]
+public_key = "$peer"
+${endpoint:+endpoint = \"$endpoint\"}
+allowed_ips = ["$net4", "$net6"]
+
+[[route]]
+prefix = "$net4"
+tunnel = "$wgname"
+
+[[route]]
+prefix = "$net6"
+tunnel = "$wgname"
+$extra
+EOF
+}
+
+# gw_start SIDE: starts that gateway in its namespace and waits for its
+# control socket; GW_PID_<SIDE> is its pid, its log $LR_TMP/gw-SIDE.log.
+gw_start() {
+  local side=$1 ns pid
+  if [ "$side" = a ]; then ns=$NS_GA; else ns=$NS_GB; fi
+  ip netns exec "$ns" "$LINERATE" gateway -c "$LR_TMP/gw-$side.toml" >>"$LR_TMP/gw-$side.log" 2>&1 &
+  pid=$!
+  printf -v "GW_PID_${side^^}" '%s' "$pid"
+  if [ "$side" = a ]; then LR_SOCKETS+=("$WG_A"); else LR_SOCKETS+=("$WG_B"); fi
+  if ! wait_until 20 "gateway $side to answer on its control socket" gw_ready "$side" "$pid"; then
+    gw_log "$side"
+    return 1
+  fi
+}
+
+gw_ready() { kill -0 "$2" 2>/dev/null || return 2; gw_show "$1" interfaces >/dev/null 2>&1; }
+
+# gw_show SIDE WHAT: `linerate show WHAT` of that gateway.
+gw_show() { timeout 10 "$LINERATE" show "$2" --socket "$LR_TMP/gw-$1.sock"; }
+
+# gw_counter SIDE REGEX: the sum of that gateway's counters whose name
+# matches REGEX (anchored), 0 if none (drop counters are listed once non-zero).
+gw_counter() {
+  printf 'linerate-counters=1\n\n' | "$PYTHON" tests/net/uapi.py ask "$LR_TMP/gw-$1.sock" |
+    awk -F= -v re="^($2)\$" '$1 ~ re { s += $2 } END { print s + 0 }'
+}
+
+# counter_at_least SIDE REGEX N: whether those counters add up to N or more
+# (for wait_until, which runs it again each time).
+counter_at_least() { [ "$(gw_counter "$1" "$2")" -ge "$3" ]; }
+
+# peers_a: the public keys of gateway a's WireGuard peers.
+peers_a() { timeout 5 ip netns exec "$NS_GA" wg show "$WG_A" peers; }
+has_peer_a() { peers_a | grep -q "$1"; }
+peer_count_a() { [ "$(peers_a | wc -l)" -eq "$1" ]; }
+
+not_in_fib_a() { ! gw_show a fib | grep -q "$1"; }
+
+gw_log() {
+  [ -s "$LR_TMP/gw-$1.log" ] || return 0
+  log "    --- last lines of gateway $1's log ---"
+  tail -n 20 -- "$LR_TMP/gw-$1.log" | sed 's/^/    | /' >&2
+}
+
+# both_up: the topology with both gateways running; a knows b's endpoint.
+both_up() {
+  topology
+  gw_config a "$W4_B:51820"
+  gw_config b
+  gw_start a
+  gw_start b
+}
+
+# buffers_all_back SIDE: once idle, every packet buffer of the gateway is free
+# or lent to its drivers (none leaked).
+buffers_all_back() {
+  local total free driver
+  total=$(gw_counter "$1" 'buffers\.total')
+  free=$(gw_counter "$1" 'buffers\.free')
+  driver=$(gw_counter "$1" 'buffers\.driver')
+  log "    gateway $1: $total buffers, $free free, $driver with the drivers"
+  [ "$total" -gt 0 ] && [ $((free + driver)) -eq "$total" ]
+}
+
