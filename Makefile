@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .NOTPARALLEL:
-.PHONY: setup build test demo fuzz lint
+.PHONY: setup build test demo demo-gateway fuzz lint
 
 setup:
 	scripts/setup.sh
@@ -25,6 +25,9 @@ test: setup build
 
 demo: setup build
 	scripts/demo.sh
+
+demo-gateway: setup build
+	scripts/gateway-bench.sh --seconds 3
 
 fuzz:
 	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh all 600; \
