@@ -51,6 +51,12 @@ scenario_ping() {
   assert "gateway a knows host a as a neighbor" grep -q "$H4_A" <<<"$(gw_show a neighbors)"
   assert "wg show works on the gateway's WireGuard interface" \
     grep -q "$PUB_B" <<<"$(timeout 10 ip netns exec "$NS_GA" wg show "$WG_A" peers)"
+  assert_eq "wg show: the gateway's listen port" 51820 "$(wg_ns "$NS_GA" show "$WG_A" listen-port)"
+  assert "wg set: a keepalive for the peer" wg_ns "$NS_GA" set "$WG_A" peer "$PUB_B" persistent-keepalive 25
+  assert_eq "wg show: the keepalive" "$PUB_B	25" "$(wg_ns "$NS_GA" show "$WG_A" persistent-keepalive)"
+  wg_ns "$NS_GA" showconf "$WG_A" >"$LR_TMP/showconf"
+  assert "wg showconf | wg syncconf round-trips" wg_ns "$NS_GA" syncconf "$WG_A" "$LR_TMP/showconf"
+  assert "the tunnel still works after syncconf" ping_ok "$NS_HA" "$H4_B"
   sleep 0.5
   assert "no buffer leaked on gateway a" buffers_all_back a
   assert "no buffer leaked on gateway b" buffers_all_back b

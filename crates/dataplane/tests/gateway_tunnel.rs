@@ -111,13 +111,18 @@ fn gateway(side: Side<'_>, now: Instant) -> Gw {
 }
 
 fn sites() -> Sites {
+    sites_over("198.18.2.2:51820")
+}
+
+/// The two sites, A knowing B's endpoint `endpoint` (IPv4 or IPv6 underlay).
+fn sites_over(endpoint: &str) -> Sites {
     let now = Instant::now();
     let (ka, kb) = (PrivateKey::generate(), PrivateKey::generate());
     let a = Side {
         id: 1,
         me: &ka,
         them: &kb,
-        endpoint: Some("198.18.2.2:51820"),
+        endpoint: Some(endpoint),
     };
     // B learns A's endpoint from the handshake.
     let b = Side {
@@ -352,6 +357,35 @@ fn ipv4_and_ipv6_cross_the_tunnel_both_ways() {
         ));
     }
     assert_eq!((s.at_a.len(), s.at_b.len()), (101, 102));
+    s.all_buffers_back();
+}
+
+#[test]
+fn an_ipv6_underlay_carries_the_tunnel() {
+    let mut s = sites_over("[2001:2:0:2::2]:51820");
+    let p = udp4([198, 19, 1, 10], [198, 19, 3, 10], 64, b"over IPv6", false);
+    s.host_a_sends(&p);
+    assert_eq!(
+        s.at_b.len(),
+        1,
+        "after neighbor discovery and the handshake"
+    );
+    assert_eq!(
+        ipv4::Packet::new_checked(ip_of(&s.at_b[0]))
+            .unwrap()
+            .payload(),
+        &p[20..]
+    );
+    let v6 = udp6("2001:2:0:3::10", "2001:2:0:1::10", &[9; 1200]);
+    s.host_b_sends(&v6);
+    assert_eq!(
+        s.at_a.len(),
+        1,
+        "B answers to the endpoint it learnt, over IPv6"
+    );
+    let b = s.b.gw.context().wg_device();
+    let learnt = b.peer_info(b.peer_ids()[0]).unwrap().endpoint.unwrap();
+    assert_eq!(learnt, "[2001:2:0:2::1]:51820".parse().unwrap());
     s.all_buffers_back();
 }
 
