@@ -10,11 +10,19 @@
 #   host                  Linux forwarding through linerate in host mode
 # at 64 and 1420 bytes (IP packet size) and IMIX (7:4:1 of 64, 570, 1420: the
 # classic mix with its largest size at the tunnel MTU). The generator and the
-# sink are `linerate bench traffic` (AF_XDP, copy mode on veth).
+# sink are `linerate bench traffic` (AF_XDP, copy mode on veth). Everything runs
+# where the scheduler puts it; with --pin (two cores or more), the generator and
+# the sink run on core 0 and the data planes' processes on core 1 (GEN_CORE,
+# PLANE_CORE), so that a generator running flat out cannot take the data plane's
+# core; the kernel's own work (veth, softirq forwarding) runs where the kernel
+# puts it either way.
 #
-#   scripts/gateway-bench.sh [--seconds S] [--json FILE] [--impls "gateway host ..."]
-#                            [--sizes "64 1420 imix"] [--memory-seconds S]
+#   scripts/gateway-bench.sh [--seconds S] [--repeat N] [--json FILE]
+#                            [--impls "gateway host ..."] [--sizes "64 1420 imix"]
+#                            [--memory-seconds S] [--pin]
 #
+# With --repeat N (default 1) the implementations take turns N times and each
+# figure is the median of its N runs (this machine is shared: runs spread).
 # Prints one table; with --json writes
 #   {"machine": ..., "results": [{"impl", "size", "mpps", "gbps", "loss", ...}]}
 # --memory-seconds S (default 0: off) adds a run of S seconds at 64 bytes through
@@ -32,6 +40,8 @@ JSON=
 IMPLS="gateway kernel+wireguard-go host"
 SIZES="64 1420 imix"
 MEMORY_SECONDS=0
+REPEAT=1
+PIN=0
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) SECONDS_PER_RUN=$2; shift 2 ;;
@@ -39,6 +49,8 @@ while [ $# -gt 0 ]; do
     --impls) IMPLS=$2; shift 2 ;;
     --sizes) SIZES=$2; shift 2 ;;
     --memory-seconds) MEMORY_SECONDS=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
+    --pin) PIN=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
@@ -49,6 +61,12 @@ LINERATE=${LINERATE:-target/release/linerate}
 LINERATE=$(cd "$(dirname "$LINERATE")" && pwd)/$(basename "$LINERATE")
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 UDP_PORT=9
+GEN_CORE=${GEN_CORE:-0}
+PLANE_CORE=${PLANE_CORE:-1}
+if [ "$PIN" -eq 0 ] || [ "$(nproc)" -lt 2 ]; then
+  ALL_CORES="0-$(($(nproc) - 1))"
+  GEN_CORE=$ALL_CORES PLANE_CORE=$ALL_CORES
+fi
 
 # kernel_gateway SIDE IMPL: gw-SIDE as a Linux router whose tunnel is IMPL
 # (wireguard-go, or linerate in host mode) on an interface of the gateway's name.
@@ -64,8 +82,8 @@ kernel_gateway() {
   in_ns "$ns" sysctl -qw net.ipv4.ip_forward=1
   LR_SOCKETS+=("$ifname")
   case $impl in
-    wireguard-go) WG_PROCESS_FOREGROUND=1 ip netns exec "$ns" wireguard-go -f "$ifname" >>"$LR_TMP/$ifname.log" 2>&1 & ;;
-    host) ip netns exec "$ns" "$LINERATE" -f "$ifname" >>"$LR_TMP/$ifname.log" 2>&1 & ;;
+    wireguard-go) WG_PROCESS_FOREGROUND=1 ip netns exec "$ns" taskset -c "$PLANE_CORE" wireguard-go -f "$ifname" >>"$LR_TMP/$ifname.log" 2>&1 & ;;
+    host) ip netns exec "$ns" taskset -c "$PLANE_CORE" "$LINERATE" -f "$ifname" >>"$LR_TMP/$ifname.log" 2>&1 & ;;
   esac
   wait_until 15 "$impl's socket on gw-$side" test -S "$WG_SOCK_DIR/$ifname.sock"
   wait_until 5 "$impl's interface on gw-$side" ip -n "$ns" link show "$ifname"
@@ -87,11 +105,11 @@ one_run() {
   # Refresh the neighbors (the sink's kernel cannot answer ARP while it counts).
   ping_ok "$NS_HA" "$H4_B" 2 10 || log "    (ping before the run failed)"
   mac=$(ip -n "$NS_GA" -o link show lan | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
-  ip netns exec "$NS_HB" "$LINERATE" bench traffic count --interface eth0 --port "$UDP_PORT" \
+  ip netns exec "$NS_HB" taskset -c "$GEN_CORE" "$LINERATE" bench traffic count --interface eth0 --port "$UDP_PORT" \
     --seconds "$(awk -v s="$SECONDS_PER_RUN" 'BEGIN { print s + 2 }')" >"$LR_TMP/count.out" 2>"$LR_TMP/count.err" &
   local cpid=$!
   sleep 0.5
-  out=$(ip netns exec "$NS_HA" "$LINERATE" bench traffic send --interface eth0 --dst-mac "$mac" \
+  out=$(ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --dst-mac "$mac" \
     --src "$H4_A" --dst "$H4_B" --port "$UDP_PORT" --size "$size" --seconds "$SECONDS_PER_RUN" 2>"$LR_TMP/send.err") ||
     { cat "$LR_TMP/send.err" >&2; return 1; }
   wait "$cpid" || { cat "$LR_TMP/count.err" >&2; return 1; }
@@ -110,6 +128,7 @@ bench_impl() {
     gateway)
       gw_config a "$W4_B:51820"
       gw_config b
+      [ "$PIN" -eq 0 ] || sed -i "s/^\[gateway\]$/[gateway]\ncores = [$PLANE_CORE]/" "$LR_TMP/gw-a.toml" "$LR_TMP/gw-b.toml"
       gw_start a
       gw_start b
       ;;
@@ -130,7 +149,7 @@ bench_impl() {
       printf "%s %s %.4f %.4f %.4f %.4f\n", impl, size, mpps, gbps, loss, sent / secs / 1e6 }' >>"$ROWS"
     log "    $impl $size: $(tail -1 "$ROWS")"
   done
-  if [ "$impl" = gateway ] && [ "$MEMORY_SECONDS" -gt 0 ]; then
+  if [ "$impl" = gateway ] && [ "$MEMORY_SECONDS" -gt 0 ] && [ ! -s "$MEMORY" ]; then
     memory_run
   fi
 }
@@ -142,7 +161,7 @@ memory_run() {
   pid=$(pid_in "$NS_GA")
   mac=$(ip -n "$NS_GA" -o link show lan | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
   ping_ok "$NS_HA" "$H4_B" 2 10 || true
-  ip netns exec "$NS_HA" "$LINERATE" bench traffic send --interface eth0 --dst-mac "$mac" \
+  ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --dst-mac "$mac" \
     --src "$H4_A" --dst "$H4_B" --size 64 --seconds "$MEMORY_SECONDS" >/dev/null 2>&1 &
   local spid=$!
   : >"$MEMORY"
@@ -162,14 +181,30 @@ ROWS=$RESULTS/rows MEMORY=$RESULTS/memory
 trap 'rm -rf -- "$RESULTS"' EXIT
 MACHINE="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 log "gateway-bench: $MACHINE; $SECONDS_PER_RUN s per size; impls: $IMPLS"
-for impl in $IMPLS; do
-  log ""
-  log "== $impl"
-  # Each implementation in its own process: its own namespaces, removed at its end.
-  ( bench_impl "$impl" ) || log "    $impl: FAILED (see above)"
+for ((round = 1; round <= REPEAT; round++)); do
+  for impl in $IMPLS; do
+    log ""
+    log "== $impl (round $round of $REPEAT)"
+    # Each implementation in its own process: its own namespaces, removed at its end.
+    ( bench_impl "$impl" ) || log "    $impl: FAILED (see above)"
+  done
 done
+# The median of each implementation and size over the rounds.
+ALL=$RESULTS/all
+mv "$ROWS" "$ALL"
+awk '{ k = $1 " " $2; n[k]++; v[k, n[k]] = $0; order[k] = order[k] ? order[k] : ++seen; key[seen] = k }
+  END {
+    for (i = 1; i <= seen; i++) {
+      k = key[i]; m = n[k]
+      # sort the runs of k by Mpps (field 3), take the middle one
+      for (a = 1; a <= m; a++) { split(v[k, a], f, " "); mp[a] = f[3]; idx[a] = a }
+      for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++) if (mp[idx[b]] < mp[idx[a]]) { t = idx[a]; idx[a] = idx[b]; idx[b] = t }
+      print v[k, idx[int((m + 1) / 2)]]
+    }
+  }' "$ALL" >"$ROWS"
 
-printf '\ngateway-bench on %s, %s s per size, veth (AF_XDP copy mode), 1 worker per gateway\n\n' "$MACHINE" "$SECONDS_PER_RUN"
+printf '\ngateway-bench on %s, %s s per size, median of %s round(s), veth (AF_XDP copy mode), 1 worker per gateway\n' "$MACHINE" "$SECONDS_PER_RUN" "$REPEAT"
+printf 'generator and sink on cores %s, the data planes on cores %s\n\n' "$GEN_CORE" "$PLANE_CORE"
 printf '%-22s %-6s %10s %10s %8s %12s\n' impl size Mpps Gbit/s loss "offered Mpps"
 while read -r impl size mpps gbps loss offered; do
   printf '%-22s %-6s %10.3f %10.3f %7.1f%% %12.3f\n' "$impl" "$size" "$mpps" "$gbps" "$(awk -v l="$loss" 'BEGIN { print l * 100 }')" "$offered"
@@ -190,19 +225,26 @@ if [ -s "$MEMORY" ]; then
     END { printf "\ngw-a resident memory over the 64-byte run: %d KiB at start, %d KiB at the end, %d KiB at most (VmHWM %d KiB)\n", first, last, max, hwm }' "$MEMORY"
 fi
 if [ -n "$JSON" ]; then
-  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" >"$JSON" <<'EOF'
+  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" "$ALL" "$REPEAT" "$GEN_CORE" "$PLANE_CORE" >"$JSON" <<'EOF'
 import json, sys
-rows, memory, machine, secs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-results = []
-for line in open(rows):
-    impl, size, mpps, gbps, loss, offered = line.split()
-    results.append({"impl": impl, "size": int(size) if size.isdigit() else size,
+rows, memory, machine, secs, every, repeat = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], int(sys.argv[6])
+
+def read(path):
+    out = []
+    for line in open(path):
+        impl, size, mpps, gbps, loss, offered = line.split()
+        out.append({"impl": impl, "size": int(size) if size.isdigit() else size,
                     "mpps": float(mpps), "gbps": float(gbps), "loss": float(loss),
                     "offered_mpps": float(offered)})
-out = {"machine": machine, "seconds_per_size": secs,
+    return out
+
+results = read(rows)
+out = {"machine": machine, "seconds_per_size": secs, "rounds": repeat,
+       "pinning": {"generator_and_sink": sys.argv[7], "data_planes": sys.argv[8]}, "every_run": read(every),
        "setup": "veth pairs in network namespaces, AF_XDP copy mode, one worker per gateway; "
-                "sizes are IP packet sizes; generator and sink are linerate bench traffic",
-       "results": results}
+                "sizes are IP packet sizes; generator and sink are linerate bench traffic, "
+                "pinned as the pinning field says",
+       "results": results, "note": "results: the median run of each impl and size (by Mpps)"}
 try:
     samples = [l.split() for l in open(memory)]
     rss = [int(v) for k, v in samples if k != "hwm"]
