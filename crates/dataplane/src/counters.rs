@@ -247,6 +247,21 @@ pub fn clocks() -> u64 {
     }
 }
 
+/// What drop reason `reason` of node `node` means, from a graph's table of its
+/// nodes' reasons (what `show errors` explains counters with).
+pub fn explain(
+    table: &[(&str, &'static [ErrorInfo])],
+    node: &str,
+    reason: &str,
+) -> Option<&'static str> {
+    table
+        .iter()
+        .filter(|(n, _)| *n == node)
+        .flat_map(|(_, t)| t.iter())
+        .find(|e| e.name == reason)
+        .map(|e| e.doc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,12 +68,7 @@ pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 16] = [
 
 /// What a drop reason of a gateway node means, from [`NODE_ERRORS`].
 pub fn explain(node: &str, reason: &str) -> Option<&'static str> {
-    NODE_ERRORS
-        .iter()
-        .filter(|(n, _)| *n == node)
-        .flat_map(|(_, t)| t.iter())
-        .find(|e| e.name == reason)
-        .map(|e| e.doc)
+    crate::counters::explain(&NODE_ERRORS, node, reason)
 }
 
 /// Where the WireGuard nodes lead in a gateway.

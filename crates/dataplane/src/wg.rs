@@ -47,12 +47,7 @@ pub const NODE_ERRORS: [(&str, &[ErrorInfo]); 5] = [
 
 /// What a drop reason of a node means, from [`NODE_ERRORS`].
 pub fn explain(node: &str, reason: &str) -> Option<&'static str> {
-    NODE_ERRORS
-        .iter()
-        .filter(|(n, _)| *n == node)
-        .flat_map(|(_, t)| t.iter())
-        .find(|e| e.name == reason)
-        .map(|e| e.doc)
+    crate::counters::explain(&NODE_ERRORS, node, reason)
 }
 
 pub struct WgGraph {

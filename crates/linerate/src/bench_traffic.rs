@@ -59,36 +59,38 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     Ok(mac)
 }
 
-/// An Ethernet frame with an IPv4/UDP packet of `ip_len` bytes.
-fn frame(
-    buf: &mut [u8],
+/// What every generated frame shares.
+struct Template {
     src_mac: [u8; 6],
     dst_mac: [u8; 6],
     src: Ipv4Addr,
     dst: Ipv4Addr,
-    sport: u16,
     dport: u16,
-    ip_len: usize,
-) -> usize {
+}
+
+/// An Ethernet frame with an IPv4/UDP packet of `ip_len` bytes from `sport`; its
+/// length.
+fn frame(buf: &mut [u8], t: &Template, sport: u16, ip_len: usize) -> usize {
     let f = &mut buf[..14 + ip_len];
     f.fill(0);
-    f[..6].copy_from_slice(&dst_mac);
-    f[6..12].copy_from_slice(&src_mac);
+    f[..6].copy_from_slice(&t.dst_mac);
+    f[6..12].copy_from_slice(&t.src_mac);
     f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    {
-        let mut p = wire::ipv4::Packet::new_unchecked(&mut f[14..]);
-        p.set_version(4);
-        p.set_header_len(20);
-        p.set_total_len(ip_len as u16);
-        p.set_ttl(64);
-        p.set_protocol(wire::ip::protocol::UDP);
-        p.set_src_addr(src);
-        p.set_dst_addr(dst);
-        p.fill_checksum();
-    }
+    let header = wire::ipv4::Ipv4Repr {
+        src_addr: t.src,
+        dst_addr: t.dst,
+        protocol: wire::ip::protocol::UDP,
+        payload_len: (ip_len - 20) as u16,
+        ttl: 64,
+        dscp: 0,
+        ecn: 0,
+        ident: 0,
+        dont_frag: false,
+    };
+    let _ = header.emit(&mut f[14..]); // cannot fail: 20 bytes, length checked
     let u = &mut f[34..];
     u[..2].copy_from_slice(&sport.to_be_bytes());
-    u[2..4].copy_from_slice(&dport.to_be_bytes());
+    u[2..4].copy_from_slice(&t.dport.to_be_bytes());
     u[4..6].copy_from_slice(&((ip_len - 20) as u16).to_be_bytes());
     // Checksum 0: none (RFC 768); the payload is zeros.
     14 + ip_len
@@ -128,25 +130,19 @@ fn open(ifname: &str, mem: &mut Umem) -> Result<XdpPort, String> {
 
 pub fn send(a: &TrafficSend) -> Result<(), String> {
     let sizes = sizes(&a.size)?;
-    let (src_mac, dst_mac) = (
-        io::netdev::mac_address(&a.interface).map_err(|e| e.to_string())?,
-        parse_mac(&a.dst_mac)?,
-    );
+    let t = Template {
+        src_mac: io::netdev::mac_address(&a.interface).map_err(|e| e.to_string())?,
+        dst_mac: parse_mac(&a.dst_mac)?,
+        src: a.src,
+        dst: a.dst,
+        dport: a.port,
+    };
     let mut mem = Umem::new();
     let mut lens = vec![0u16; BUFFERS];
     for (i, len) in lens.iter_mut().enumerate() {
         let ip_len = sizes[i % sizes.len()];
         let sport = 10000 + (i % usize::from(a.flows.max(1))) as u16;
-        *len = frame(
-            &mut mem.buffer(i)[START..],
-            src_mac,
-            dst_mac,
-            a.src,
-            a.dst,
-            sport,
-            a.port,
-            ip_len,
-        ) as u16;
+        *len = frame(&mut mem.buffer(i)[START..], &t, sport, ip_len) as u16;
     }
     let mut port = open(&a.interface, &mut mem)?;
     let mut free: Vec<u32> = (0..BUFFERS as u32).rev().collect();
@@ -230,4 +226,39 @@ pub fn count(a: &TrafficCount) -> Result<(), String> {
     drop(port);
     println!("received packets={packets} bytes={bytes} seconds={secs:.3}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_macs_are_checked() {
+        assert_eq!(sizes("64").unwrap(), [64]);
+        let imix = sizes("imix").unwrap();
+        assert_eq!(imix.iter().filter(|&&s| s == 64).count(), 7);
+        assert_eq!(imix.len(), 12);
+        assert!(sizes("27").is_err() && sizes("1501").is_err() && sizes("big").is_err());
+        assert_eq!(parse_mac("02:00:00:00:0a:01").unwrap(), [2, 0, 0, 0, 10, 1]);
+        assert!(parse_mac("02:00:00:00:0a").is_err() && parse_mac("zz:00:00:00:0a:01").is_err());
+    }
+
+    #[test]
+    fn a_frame_is_a_valid_ipv4_udp_packet_of_the_size() {
+        let t = Template {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: Ipv4Addr::new(198, 19, 1, 10),
+            dst: Ipv4Addr::new(198, 19, 3, 10),
+            dport: 9,
+        };
+        let mut buf = [0u8; 1600];
+        let n = frame(&mut buf, &t, 10001, 64);
+        assert_eq!(n, 78);
+        let p = wire::ipv4::Packet::new_checked(&buf[14..n]).unwrap();
+        assert!(p.verify_checksum());
+        assert_eq!(usize::from(p.total_len()), 64);
+        let u = wire::udp::Packet::new_checked(p.payload()).unwrap();
+        assert_eq!((u.src_port(), u.dst_port(), u.length()), (10001, 9, 44));
+    }
 }

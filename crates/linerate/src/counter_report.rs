@@ -57,6 +57,18 @@ impl CounterReport {
         self.other.push((name.to_string(), value));
     }
 
+    /// What happened to frames handed to asynchronous engines, as `async.*`.
+    pub fn add_inflight(&mut self, c: dataplane::inflight::InFlightCounters) {
+        for (name, value) in [
+            ("async.out_of_order", c.out_of_order),
+            ("async.unknown", c.unknown),
+            ("async.wrong_length", c.wrong_length),
+            ("async.lost", c.lost),
+        ] {
+            self.add_other(name, value);
+        }
+    }
+
     /// The `name=value` lines, without the UAPI's closing `errno` line. Drops that
     /// are zero are left out, so the answer stays short.
     pub fn to_text(&self) -> String {

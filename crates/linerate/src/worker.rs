@@ -282,7 +282,6 @@ impl Worker {
     /// Everything the interface counts, for `linerate show counters`.
     pub fn counter_report(&self) -> CounterReport {
         let mut r = CounterReport::from_graph(self.wg.counters());
-        let inflight = self.wg.context().inflight_counters();
         for (name, value) in [
             ("tun.too_big", self.tun.too_big()),
             ("tun.malformed", self.tun.malformed()),
@@ -290,13 +289,10 @@ impl Worker {
             ("tun.mtu_refused", self.mtu_refused),
             ("udp.truncated", self.udp_truncated),
             ("udp.send_failed", self.udp_send_failed),
-            ("async.out_of_order", inflight.out_of_order),
-            ("async.unknown", inflight.unknown),
-            ("async.wrong_length", inflight.wrong_length),
-            ("async.lost", inflight.lost),
         ] {
             r.add_other(name, value);
         }
+        r.add_inflight(self.wg.context().inflight_counters());
         r
     }
 

@@ -129,23 +129,20 @@ fn build(
             let n = e
                 .emit(&mut body[ipv4::HEADER_LEN..], quote)
                 .map_err(|_| IcmpErrorError::NoRoom)?;
-            let total = ipv4::HEADER_LEN + n;
-            let mut p = ipv4::Packet::new_unchecked(&mut body[..total]);
-            p.set_version(4);
-            p.set_header_len(ipv4::HEADER_LEN as u8);
-            p.set_dscp(0);
-            p.set_ecn(0);
-            p.set_total_len(total as u16);
-            p.set_ident(0);
-            p.set_dont_frag(false);
-            p.set_more_frags(false);
-            p.set_frag_offset(0);
-            p.set_ttl(ERROR_TTL);
-            p.set_protocol(ip::protocol::ICMP);
-            p.set_src_addr(src);
-            p.set_dst_addr(dst);
-            p.fill_checksum();
-            total
+            ipv4::Ipv4Repr {
+                src_addr: src,
+                dst_addr: dst,
+                protocol: ip::protocol::ICMP,
+                payload_len: n as u16,
+                ttl: ERROR_TTL,
+                dscp: 0,
+                ecn: 0,
+                ident: 0,
+                dont_frag: false,
+            }
+            .emit(body)
+            .map_err(|_| IcmpErrorError::NoRoom)?;
+            ipv4::HEADER_LEN + n
         }
         (IpAddr::V6(src), IpAddr::V6(dst)) => {
             let e = match reason {
@@ -160,14 +157,17 @@ fn build(
             let n = e
                 .emit(&mut body[ipv6::HEADER_LEN..], &src, &dst, quote)
                 .map_err(|_| IcmpErrorError::NoRoom)?;
-            let h = &mut body[..ipv6::HEADER_LEN];
-            h.fill(0);
-            h[0] = 0x60;
-            h[4..6].copy_from_slice(&(n as u16).to_be_bytes());
-            h[6] = ip::protocol::ICMPV6;
-            h[7] = ERROR_TTL;
-            h[8..24].copy_from_slice(&src.octets());
-            h[24..40].copy_from_slice(&dst.octets());
+            ipv6::Ipv6Repr {
+                src_addr: src,
+                dst_addr: dst,
+                next_header: ip::protocol::ICMPV6,
+                payload_len: n as u16,
+                hop_limit: ERROR_TTL,
+                traffic_class: 0,
+                flow_label: 0,
+            }
+            .emit(body)
+            .map_err(|_| IcmpErrorError::NoRoom)?;
             ipv6::HEADER_LEN + n
         }
         _ => return Err(IcmpErrorError::NoSource),

@@ -109,37 +109,36 @@ fn write_headers(buf: &mut [u8], ip_len: usize, from: SocketAddr, to: SocketAddr
         u.set_length(udp_len);
         u.set_checksum(0);
     }
-    match (from.ip(), to.ip()) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => {
-            let mut p = ipv4::Packet::new_unchecked(head);
-            p.set_version(4);
-            p.set_header_len(ipv4::HEADER_LEN as u8);
-            p.set_dscp(0);
-            p.set_ecn(0);
-            p.set_total_len(total as u16);
-            p.set_ident(0);
-            p.set_dont_frag(true);
-            p.set_more_frags(false);
-            p.set_frag_offset(0);
-            p.set_ttl(OUTER_TTL);
-            p.set_protocol(ip::protocol::UDP);
-            p.set_src_addr(src);
-            p.set_dst_addr(dst);
-            p.fill_checksum();
+    // Cannot fail: the header fits `head` and the caller checked the length.
+    let _ = match (from.ip(), to.ip()) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => wire::ipv4::Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: ip::protocol::UDP,
+            payload_len: udp_len,
+            ttl: OUTER_TTL,
+            dscp: 0,
+            ecn: 0,
+            ident: 0,
+            dont_frag: true,
         }
+        .emit(head),
         (IpAddr::V6(src), IpAddr::V6(dst)) => {
-            head.fill(0);
-            head[0] = 0x60;
-            head[4..6].copy_from_slice(&udp_len.to_be_bytes());
-            head[6] = ip::protocol::UDP;
-            head[7] = OUTER_TTL;
-            head[8..24].copy_from_slice(&src.octets());
-            head[24..40].copy_from_slice(&dst.octets());
-            let mut u = udp::Packet::new_unchecked(datagram);
-            u.fill_checksum_v6(&src, &dst);
+            let r = wire::ipv6::Ipv6Repr {
+                src_addr: src,
+                dst_addr: dst,
+                next_header: ip::protocol::UDP,
+                payload_len: udp_len,
+                hop_limit: OUTER_TTL,
+                traffic_class: 0,
+                flow_label: 0,
+            }
+            .emit(head);
+            udp::Packet::new_unchecked(datagram).fill_checksum_v6(&src, &dst);
+            r
         }
         _ => unreachable!("the source was chosen for the destination's family"),
-    }
+    };
 }
 
 #[cfg(test)]

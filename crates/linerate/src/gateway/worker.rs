@@ -237,15 +237,7 @@ impl Worker {
         r.add_other("buffers.total", arena.capacity() as u64);
         r.add_other("buffers.free", arena.available() as u64);
         r.add_other("buffers.driver", held as u64);
-        let inflight = self.gw.context().inflight_counters();
-        for (name, value) in [
-            ("async.out_of_order", inflight.out_of_order),
-            ("async.unknown", inflight.unknown),
-            ("async.wrong_length", inflight.wrong_length),
-            ("async.lost", inflight.lost),
-        ] {
-            r.add_other(name, value);
-        }
+        r.add_inflight(self.gw.context().inflight_counters());
         r
     }
 
