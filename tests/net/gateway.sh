@@ -82,6 +82,12 @@ scenario_ttl_and_pmtu() {
   both_up
   assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
   local out
+  # Before any DF packet teaches host a the path MTU: 2000 bytes without DF leave
+  # host a as a 1500-byte fragment and the rest; the gateways cut the large one
+  # to the tunnel MTU and host b puts it all back together.
+  out=$(in_ns "$NS_HA" ping -n -c 2 -W 2 -M dont -s 2000 "$H4_B" 2>&1 || true)
+  assert "2000 bytes without DF cross, fragmented to the tunnel MTU on the way" grep -q ' 0% packet loss' <<<"$out"
+  assert "gateway a cut packets to fit the tunnel" counter_at_least a 'ip4-fragment\.packets' 2
   out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -t 1 "$H4_B" 2>&1 || true)
   assert "TTL 1 is answered by gateway a: time exceeded from $G4_A" \
     grep -q "From $G4_A .*Time to live exceeded" <<<"$out"

@@ -7,6 +7,7 @@
 //!   port rx ─▶ ethernet-input ─┬▶ arp-input ─▶ port-output ─▶ (port tx queues)
 //!                              ├▶ ip4-input ─┐
 //!                              └▶ ip6-input ─┴▶ ip-lookup ─┬▶ ip-rewrite ─▶ port-output
+//!                                      (IPv4 without DF too big: ip4-fragment ─▶ back)
 //!          tunnel-input ─▶ ip4/ip6-input ▲                 ├▶ icmp-error (back to ip-lookup)
 //!                 ▲                                        ├▶ wg-encrypt ─▶ udp-encap ─▶ ip-rewrite
 //!                 └── wg-decrypt ◀─ wg-input ◀─ udp ◀──────└▶ ip-local (echo, ND)
@@ -28,8 +29,9 @@ use crate::interfaces::{Interface, InterfaceError};
 use crate::neighbor::{NeighborDrop, NeighborEvent};
 use crate::nodes::ip_rewrite::{ip_ethertype, push_ethernet};
 use crate::nodes::{
-    ArpInput, EthernetInput, IcmpError, Ip4Input, Ip6Input, IpLocal, IpLookup, IpRewrite,
-    IpRewriteError, Output, PortOutput, TunnelInput, UdpEncap, WgDecrypt, WgEncrypt, WgInput,
+    ArpInput, EthernetInput, IcmpError, Ip4Fragment, Ip4Input, Ip6Input, IpLocal, IpLookup,
+    IpRewrite, IpRewriteError, Output, PortOutput, TunnelInput, UdpEncap, WgDecrypt, WgEncrypt,
+    WgInput,
 };
 use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
@@ -47,7 +49,7 @@ pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
 
 /// Every node of the gateway graph that drops packets, with its reasons: what `show
 /// errors` explains a gateway's counters with. (A test checks it against the graph.)
-pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 16] = [
+pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 17] = [
     (EthernetInput::NAME, crate::nodes::EthernetInputError::TABLE),
     (ArpInput::NAME, crate::nodes::ArpInputError::TABLE),
     (TunnelInput::NAME, crate::nodes::TunnelInputError::TABLE),
@@ -61,6 +63,7 @@ pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 16] = [
     (WgEncrypt::NAME, crate::nodes::EncryptError::TABLE),
     (WgEncrypt::POST, crate::nodes::EncryptError::TABLE),
     (UdpEncap::NAME, crate::nodes::UdpEncapError::TABLE),
+    (Ip4Fragment::NAME, crate::nodes::Ip4FragmentError::TABLE),
     (IpRewrite::NAME, crate::nodes::IpRewriteError::TABLE),
     (IcmpError::NAME, crate::nodes::IcmpErrorError::TABLE),
     (PortOutput::NAME, crate::nodes::PortOutputError::TABLE),
@@ -99,6 +102,7 @@ pub struct GatewayGraph {
     graph: Graph<Context>,
     cx: Context,
     input: NodeId,
+    lookup: NodeId,
     rewrite: NodeId,
     output: NodeId,
     wg: WgNodes,
@@ -126,6 +130,7 @@ impl GatewayGraph {
                 Box::new(WgEncrypt::node()),
                 Box::new(WgEncrypt::post()),
                 Box::new(UdpEncap),
+                Box::new(Ip4Fragment),
                 Box::new(IpRewrite),
                 Box::new(IcmpError::default()),
                 Box::new(PortOutput),
@@ -135,6 +140,7 @@ impl GatewayGraph {
         let id = |name| graph.id(name).expect("built above");
         GatewayGraph {
             input: id(EthernetInput::NAME),
+            lookup: id(IpLookup::NAME),
             rewrite: id(IpRewrite::NAME),
             output: id(PortOutput::NAME),
             wg: WgNodes {
@@ -218,7 +224,8 @@ impl GatewayGraph {
         self.cx.now = now;
         loop {
             self.graph.run(&mut self.cx);
-            let more = self.actions.run(&mut self.cx, &mut self.graph, self.wg);
+            let mut more = self.send_fragments();
+            more |= self.actions.run(&mut self.cx, &mut self.graph, self.wg);
             if self.cx.ip.events.is_empty() {
                 if more {
                     continue;
@@ -236,6 +243,25 @@ impl GatewayGraph {
                 self.cx.ip.events = events;
             }
         }
+    }
+
+    /// Hands the fragments `ip4-fragment` cut after their first ones to the node
+    /// their first went to; true when there were any.
+    fn send_fragments(&mut self) -> bool {
+        if self.cx.ip.fragments.is_empty() {
+            return false;
+        }
+        let fragments = std::mem::take(&mut self.cx.ip.fragments);
+        for &h in &fragments {
+            let to_tunnel = self.cx.arena.meta(h).port == crate::nodes::NO_PORT;
+            let node = if to_tunnel { self.lookup } else { self.rewrite };
+            self.graph.enqueue(node, &[h]);
+        }
+        // Keep the vector's memory for the next ones.
+        let mut fragments = fragments;
+        fragments.clear();
+        self.cx.ip.fragments = fragments;
+        true
     }
 
     fn carry_out(&mut self, event: NeighborEvent) {

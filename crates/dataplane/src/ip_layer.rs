@@ -15,6 +15,9 @@ pub struct IpLayer {
     pub(crate) neighbors: NeighborTable,
     /// What the neighbor table asked for and the graph has yet to carry out.
     pub(crate) events: Vec<NeighborEvent>,
+    /// Fragments after the first of packets `ip4-fragment` cut, in order, for the
+    /// graph to send on after the pass (their port says where: none is the tunnel).
+    pub(crate) fragments: Vec<crate::arena::Handle>,
 }
 
 impl Default for IpLayer {
@@ -24,6 +27,7 @@ impl Default for IpLayer {
             fib: Fib::new(),
             neighbors: NeighborTable::new(NEIGHBOR_CAPACITY),
             events: Vec::new(),
+            fragments: Vec::new(),
         }
     }
 }

@@ -414,3 +414,65 @@ fn expired_ttls_and_packets_too_big_are_answered_with_icmp() {
     assert!(b.sent(lan).iter().all(|f| f[12..14] != [0x08, 0x00]));
     assert_eq!(b.available(), BUFFERS);
 }
+
+#[test]
+fn a_packet_without_df_too_big_for_the_port_is_fragmented() {
+    let mut b = gateway();
+    let (lan, wan) = (b.lan, b.wan);
+    // The router answers ARP first (the first packet waits for it).
+    b.send(
+        lan,
+        &ether(
+            LAN_MAC,
+            HOST_MAC,
+            0x0800,
+            &udp4([198, 19, 0, 10], [198, 18, 99, 1], 64),
+        ),
+    );
+    b.sent(wan);
+    let mut reply = [0u8; arp::PACKET_LEN];
+    arp::emit_reply(
+        &mut reply,
+        &arp::ArpRepr {
+            operation: arp::operation::REQUEST,
+            sender_mac: wire::ethernet::MacAddr(WAN_MAC),
+            sender_ip: Ipv4Addr::new(198, 18, 0, 1),
+            target_mac: wire::ethernet::MacAddr([0; 6]),
+            target_ip: Ipv4Addr::new(198, 18, 0, 254),
+        },
+        wire::ethernet::MacAddr(ROUTER_MAC),
+    )
+    .unwrap();
+    b.send(wan, &ether(WAN_MAC, ROUTER_MAC, 0x0806, &reply));
+    b.sent(wan);
+    // 1480 bytes without DF through the WAN port's MTU of 1400: two fragments.
+    let mut big = vec![0u8; 1480];
+    big[..28].copy_from_slice(&udp4([198, 19, 0, 10], [198, 18, 99, 1], 64));
+    for (i, x) in big[28..].iter_mut().enumerate() {
+        *x = i as u8;
+    }
+    big[2..4].copy_from_slice(&1480u16.to_be_bytes());
+    ipv4::Packet::new_unchecked(&mut big[..]).fill_checksum();
+    b.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &big));
+    let out = b.sent(wan);
+    assert_eq!(out.len(), 2, "two fragments");
+    let mut payload = vec![0u8; 1460];
+    for f in &out {
+        let ip = ipv4::Packet::new_checked(&f[14..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert!(usize::from(ip.total_len()) <= 1400);
+        assert_eq!(ip.ttl(), 63, "each fragment one hop less");
+        let off = usize::from(ip.frag_offset());
+        payload[off..off + ip.payload().len()].copy_from_slice(ip.payload());
+    }
+    let first = ipv4::Packet::new_checked(&out[0][14..]).unwrap();
+    assert!(first.more_frags() && first.frag_offset() == 0);
+    assert!(
+        !ipv4::Packet::new_checked(&out[1][14..])
+            .unwrap()
+            .more_frags()
+    );
+    assert_eq!(payload, big[20..], "the fragments hold the whole payload");
+    assert_eq!(b.drops("ip-rewrite", "too-big"), 0);
+    assert_eq!(b.available(), BUFFERS);
+}

@@ -443,6 +443,38 @@ fn a_packet_too_big_for_the_tunnel_is_answered_with_its_mtu() {
 }
 
 #[test]
+fn a_packet_without_df_too_big_for_the_tunnel_crosses_in_fragments() {
+    let mut s = sites();
+    s.host_a_sends(&udp4(
+        [198, 19, 1, 10],
+        [198, 19, 3, 10],
+        64,
+        b"hello",
+        false,
+    ));
+    let payload: Vec<u8> = (0..1800u32).map(|i| i as u8).collect();
+    let big = udp4([198, 19, 1, 10], [198, 19, 3, 10], 64, &payload, false);
+    s.host_a_sends(&big);
+    let pieces: Vec<Vec<u8>> = s.at_b[1..].iter().map(|f| ip_of(f).to_vec()).collect();
+    assert_eq!(
+        pieces.len(),
+        2,
+        "1808 bytes of payload in pieces of at most 1400"
+    );
+    let mut whole = vec![0u8; big.len() - 20];
+    for p in &pieces {
+        let ip = ipv4::Packet::new_checked(&p[..]).unwrap();
+        assert!(ip.verify_checksum() && p.len() <= TUNNEL_MTU);
+        assert_eq!(ip.ttl(), 62);
+        let off = usize::from(ip.frag_offset());
+        whole[off..off + ip.payload().len()].copy_from_slice(ip.payload());
+    }
+    assert_eq!(whole, big[20..]);
+    assert_eq!(Sites::drops(&s.a, "ip-lookup", "tunnel-too-big"), 0);
+    s.all_buffers_back();
+}
+
+#[test]
 fn ttl_expiry_into_the_tunnel_is_answered() {
     let mut s = sites();
     s.host_a_sends(&udp4(

@@ -4,7 +4,7 @@
 //! port and next hop in the metadata. One routed into a tunnel has its TTL taken off
 //! here and must fit the tunnel's MTU (else it is answered with fragmentation needed
 //! or packet too big, naming that MTU, so path MTU discovery works through the
-//! tunnel) and goes to `wg-encrypt`. A blackhole route drops it; no route or an
+//! tunnel; IPv4 without DF goes to `ip4-fragment` instead) and goes to `wg-encrypt`. A blackhole route drops it; no route or an
 //! expired TTL are counted and answered by `icmp-error` (destination unreachable,
 //! time exceeded).
 
@@ -24,7 +24,7 @@ crate::node_errors! {
         Blackhole => "blackhole", "The route is a blackhole.";
         TtlExpired => "ttl-expired", "A TTL or hop limit of 0 or 1 to forward (answered: time exceeded).";
         NoTunnel => "no-tunnel", "The route names a tunnel this graph does not serve.";
-        TunnelTooBig => "tunnel-too-big", "Larger than the tunnel's MTU: answered (needs fragmentation / too big), or for IPv4 without DF dropped (no fragmentation here).";
+        TunnelTooBig => "tunnel-too-big", "Larger than the tunnel's MTU with DF (or IPv6): answered with needs fragmentation / too big.";
     }
 }
 
@@ -34,6 +34,7 @@ enum Next {
     Local = 1,
     IcmpError = 2,
     Tunnel = 3,
+    Fragment = 4,
 }
 
 pub struct IpLookup;
@@ -65,12 +66,15 @@ fn into_tunnel(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> Result<u16,
     if mtu != 0 && data.len() > mtu {
         let may_fragment =
             data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
+        let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
+        let m = cx.arena.meta_mut(h);
+        m.icmp = Some(IcmpReason::TooBig { mtu });
         if may_fragment {
-            return Err(IpLookupError::TunnelTooBig);
+            // Cut to fit; the pieces come back here (no port: the tunnel's).
+            m.port = NO_PORT;
+            return Ok(Next::Fragment as u16);
         }
         c.drop(IpLookupError::TunnelTooBig);
-        let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
-        cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
         return Ok(Next::IcmpError as u16);
     }
     decrement_ttl(cx.arena.data_mut(h));
@@ -86,6 +90,7 @@ impl PerPacket for IpLookup {
             Self::LOCAL,
             crate::nodes::IcmpError::NAME,
             crate::nodes::WgEncrypt::NAME,
+            crate::nodes::Ip4Fragment::NAME,
         ],
         errors: IpLookupError::TABLE,
     };

@@ -1,6 +1,7 @@
 //! `ip-rewrite`: makes a routed packet ready for its port. It takes one from the TTL
 //! (hop limit), patching the IPv4 checksum incrementally (RFC 1624), checks the
-//! packet fits the port's MTU, asks the neighbor table for the next hop's Ethernet
+//! packet fits the port's MTU (one that does not is answered, or cut by
+//! `ip4-fragment` when it is IPv4 without DF), asks the neighbor table for the next hop's Ethernet
 //! address and writes the Ethernet header into the headroom. A next hop not yet
 //! known keeps the packet waiting in the table (the graph sends it when the answer
 //! comes, see `gateway`), or has it dropped and counted.
@@ -17,7 +18,7 @@ use wire::ethernet::{self, ethertype};
 crate::node_errors! {
     /// Why ip-rewrite drops a packet.
     pub enum IpRewriteError {
-        TooBig => "too-big", "Longer than the port's MTU: answered (needs fragmentation / too big), or for IPv4 without DF dropped (no fragmentation here).";
+        TooBig => "too-big", "Longer than the port's MTU with DF (or IPv6): answered with needs fragmentation / too big.";
         NoPort => "no-port", "Routed to a port that is not configured.";
         NoHeadroom => "no-headroom", "No room in front of the packet for an Ethernet header.";
         QueueFull => "neighbor-queue-full", "Already 4 packets wait for the next hop to answer.";
@@ -31,6 +32,7 @@ crate::node_errors! {
 enum Next {
     Output = 0,
     IcmpError = 1,
+    Fragment = 2,
 }
 
 pub struct IpRewrite;
@@ -90,7 +92,11 @@ impl PerPacket for IpRewrite {
     type Error = IpRewriteError;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
-        next: &[Self::OUTPUT, crate::nodes::IcmpError::NAME],
+        next: &[
+            Self::OUTPUT,
+            crate::nodes::IcmpError::NAME,
+            crate::nodes::Ip4Fragment::NAME,
+        ],
         errors: IpRewriteError::TABLE,
     };
 
@@ -109,16 +115,16 @@ impl PerPacket for IpRewrite {
             .map(|p| (p.mtu, p.mac))
             .ok_or(IpRewriteError::NoPort)?;
         if m.len > mtu {
-            // IPv6 is never fragmented on the way; IPv4 only without DF, which this
-            // gateway does not do (RFC 1191: tell the source the MTU).
+            // IPv6 is never fragmented on the way, nor IPv4 with DF (RFC 1191: tell
+            // the source the MTU); IPv4 without DF is cut to fit.
             let data = cx.arena.data(h);
             let may_fragment =
                 data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
+            cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
             if may_fragment {
-                return Err(IpRewriteError::TooBig);
+                return Ok(Next::Fragment as u16);
             }
             c.drop(IpRewriteError::TooBig);
-            cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
             return Ok(Next::IcmpError as u16);
         }
         if (m.offset as usize) < ethernet::HEADER_LEN {
