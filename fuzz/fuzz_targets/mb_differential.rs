@@ -14,7 +14,7 @@
 
 use crypto::op_layout::{OpLayout, OpShape};
 use crypto::reference::ReferenceEngine;
-use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus, Span};
+use crypto::{Algorithm, Direction, Engine, KeyHandle, KeyRegistry};
 use crypto_mb::{MbEngine, Path};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;

@@ -94,6 +94,11 @@ impl WgGraph {
         &mut self.cx
     }
 
+    /// Packets waiting inside the graph (none once `run` returns).
+    pub fn pending(&self) -> usize {
+        self.graph.pending()
+    }
+
     /// Every node's name and counters, in graph order.
     pub fn counters(&self) -> impl Iterator<Item = (&'static str, &NodeCounters)> {
         self.graph.counters()

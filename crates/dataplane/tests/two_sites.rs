@@ -209,3 +209,18 @@ fn every_dropping_node_is_explained() {
         }
     }
 }
+
+/// A keepalive the timers ask for after the session has long expired waits for a
+/// handshake that no one answers (the wire loses everything); past
+/// REKEY_ATTEMPT_TIME it is given up, and every buffer is back.
+#[test]
+fn a_keepalive_after_expiry_does_not_keep_its_buffer() {
+    let mut net = Net::new();
+    assert!(net.ping_a_to_b(1));
+    net.lose = Box::new(|_, _| true);
+    // One step far past every session timer, then the handshake's whole life.
+    net.advance(Duration::from_secs(740), Duration::from_secs(740));
+    net.advance(Duration::from_secs(200), Duration::from_secs(1));
+    assert_eq!(net.a.graph.context().arena().available(), 1024);
+    assert_eq!(net.b.graph.context().arena().available(), 1024);
+}

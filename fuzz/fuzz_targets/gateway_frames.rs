@@ -1,0 +1,128 @@
+//! The gateway graph from its ports: arbitrary Ethernet frames go in on the LAN or
+//! the WAN port of a gateway with addresses, routes (a next hop, a tunnel, a
+//! blackhole) and a WireGuard interface with one peer, and the graph runs. It must
+//! never panic, and every buffer must come back: once the clock has moved past every
+//! timer (neighbor probes, packets waiting for a handshake) and the output queues
+//! are drained, the arena is full again.
+//!
+//! Record: `kind, len, bytes[len]`, where `kind`
+//!   bit 0     the port: 0 LAN, 1 WAN
+//!   bit 1     prepend an Ethernet header to the port's own address (IPv4) so the
+//!             bytes reach the IP nodes; else the bytes are the whole frame
+//!   bit 2     run the graph now (else frames pile up to a frame's worth)
+//!   bit 3     advance the clock by a second and run the timers
+#![no_main]
+
+use crypto::x25519::PrivateKey;
+use crypto::{EngineSet, KeyRegistry};
+use dataplane::context::OutputId;
+use dataplane::fib::{PortId, RouteTarget, TunnelId};
+use dataplane::gateway::GatewayGraph;
+use dataplane::interfaces::Interface;
+use dataplane::{Arena, Handle};
+use libfuzzer_sys::fuzz_target;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+const BUFFERS: usize = 256;
+const LAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
+const WAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
+
+fn gateway(now: Instant) -> (GatewayGraph, [PortId; 2]) {
+    let keys = Arc::new(KeyRegistry::new(64));
+    let mut device = wireguard::Device::new(keys, now, SystemTime::now());
+    device.set_private_key(Some(PrivateKey::from_bytes([7; 32])));
+    let peer = device
+        .add_peer(PrivateKey::from_bytes([9; 32]).public_key())
+        .unwrap();
+    device.set_endpoint(peer, "198.18.2.2:51820".parse().unwrap());
+    device.add_allowed_ip(peer, "198.19.3.0/24".parse().unwrap());
+    let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
+    let mut gw = GatewayGraph::new(Arena::new(BUFFERS), engines, device, now);
+    gw.set_wireguard(51820, 1420);
+    let port = |name: &str, mac, addrs: &[&str], mtu| Interface {
+        name: name.into(),
+        mac,
+        mtu,
+        addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
+        output: OutputId(0),
+    };
+    let lan = gw
+        .add_port(port(
+            "lan",
+            LAN_MAC,
+            &["198.19.1.1/24", "2001:2:0:1::1/64"],
+            1500,
+        ))
+        .unwrap();
+    let wan = gw
+        .add_port(port(
+            "wan",
+            WAN_MAC,
+            &["198.18.2.1/24", "2001:2:0:2::1/64"],
+            1400,
+        ))
+        .unwrap();
+    let route = |gw: &mut GatewayGraph, p: &str, t| gw.add_route(p.parse().unwrap(), t).unwrap();
+    route(&mut gw, "198.19.3.0/24", RouteTarget::Tunnel(TunnelId(0)));
+    route(&mut gw, "2001:2:0:3::/64", RouteTarget::Tunnel(TunnelId(0)));
+    route(&mut gw, "198.19.9.0/24", RouteTarget::Blackhole);
+    route(
+        &mut gw,
+        "0.0.0.0/0",
+        RouteTarget::Via {
+            port: wan,
+            next_hop: "198.18.2.254".parse().unwrap(),
+        },
+    );
+    (gw, [lan, wan])
+}
+
+fn drain(gw: &mut GatewayGraph, ports: [PortId; 2]) {
+    for p in ports {
+        let q = gw.port_output(p).unwrap();
+        gw.context_mut().send_output(q, |_, _: &[Handle]| {});
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut now = Instant::now();
+    let (mut gw, ports) = gateway(now);
+    let mut rest = data;
+    let mut frame = Vec::with_capacity(2048);
+    while let [kind, len, tail @ ..] = rest {
+        let len = usize::from(*len).min(tail.len());
+        let (bytes, next) = tail.split_at(len);
+        rest = next;
+        let port = ports[usize::from(kind & 1)];
+        frame.clear();
+        if kind & 2 != 0 {
+            frame.extend_from_slice(if kind & 1 == 0 { &LAN_MAC } else { &WAN_MAC });
+            frame.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x10, 0x08, 0x00]);
+        }
+        frame.extend_from_slice(bytes);
+        if let Some(h) = gw.context_mut().arena_mut().alloc_with(&frame) {
+            gw.from_port(port, &[h]);
+        }
+        if kind & 4 != 0 {
+            gw.run(now);
+            drain(&mut gw, ports);
+        }
+        if kind & 8 != 0 {
+            now += Duration::from_secs(1);
+            gw.tick(now);
+            gw.run(now);
+            drain(&mut gw, ports);
+        }
+    }
+    gw.run(now);
+    drain(&mut gw, ports);
+    // Past every timer: unresolved neighbors give up, staged packets expire.
+    for _ in 0..4 {
+        now += Duration::from_secs(60);
+        gw.tick(now);
+        gw.run(now);
+        drain(&mut gw, ports);
+    }
+    assert_eq!(gw.context().arena().available(), BUFFERS, "a buffer leaked");
+});
