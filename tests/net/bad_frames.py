@@ -10,11 +10,13 @@ kernel pads shorter ones to a header), an unknown EtherType, an IPv4 header
 with a bad checksum, one whose total length runs past the frame, one whose
 header length is under 20 bytes, packets to forward with TTL 0 and 1, an ICMP
 error about an ICMP error (TTL 1, so the gateway would answer it), and a
-bounded storm of 2,000 ARP requests for an address that is not the gateway's.
+bounded storm of 2,000 ARP requests for an address that is not the gateway's,
+sent in bursts of 50.
 """
 import socket
 import struct
 import sys
+import time
 
 
 def checksum(data: bytes) -> int:
@@ -67,8 +69,13 @@ def main() -> None:
     for i in range(2000):
         arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, me, host_ip, b"\0" * 6, other)
         frames.append(eth(0x0806, arp, dst=b"\xff" * 6))
-    for f in frames:
+    # In bursts of 50 with a breath between: the storm is about what the gateway
+    # does with ARP it should not answer, not about the veth ring's depth (frames
+    # lost before the gateway sees them would not be counted anywhere of ours).
+    for i, f in enumerate(frames):
         s.send(f)
+        if i % 50 == 49:
+            time.sleep(0.002)
     print(f"sent {len(frames)} frames")
 
 

@@ -151,6 +151,7 @@ scenario_bad_input() {
     'ip4-input\.drop\.bad-length' 'ip4-input\.drop\.bad-header-length' 'ip-lookup\.drop\.ttl-expired' 'icmp-error\.drop\.for-an-error'; do
     assert "counted: $name" test "$(gw_counter a "$name")" -ge 1
   done
+  log "    ARP requests for 198.19.1.200 counted by arp-input: $(gw_counter a 'arp-input\.drop\.not-for-us') of 2000"
   assert "ARP requests for other addresses counted, not answered" test "$(gw_counter a 'arp-input\.drop\.not-for-us')" -ge 1000
   assert "the gateway still runs" kill -0 "$GW_PID_A"
   assert "the tunnel still works" ping_ok "$NS_HA" "$H4_B"
