@@ -196,6 +196,8 @@ impl Worker {
             return;
         };
         let now = Instant::now();
+        // The port as it is now (a reload may have changed it since the last job).
+        self.socket.port = self.gw.context().wg_listen_port();
         let done = job.step(
             self.gw.context_mut().wg_device_mut(),
             &mut self.socket,
