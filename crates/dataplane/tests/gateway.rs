@@ -155,20 +155,7 @@ fn a_packet_is_routed_once_arp_resolves_its_next_hop() {
     assert_eq!(req.target_ip(), Ipv4Addr::new(198, 18, 0, 254));
     assert_eq!(b.available(), BUFFERS - 1, "the packet waits in its buffer");
     // The router answers: the packet goes, with its headers rewritten.
-    let mut reply = [0u8; arp::PACKET_LEN];
-    arp::emit_reply(
-        &mut reply,
-        &arp::ArpRepr {
-            operation: arp::operation::REQUEST,
-            sender_mac: wire::ethernet::MacAddr(WAN_MAC),
-            sender_ip: Ipv4Addr::new(198, 18, 0, 1),
-            target_mac: wire::ethernet::MacAddr([0; 6]),
-            target_ip: Ipv4Addr::new(198, 18, 0, 254),
-        },
-        wire::ethernet::MacAddr(ROUTER_MAC),
-    )
-    .unwrap();
-    b.send(wan, &ether(WAN_MAC, ROUTER_MAC, 0x0806, &reply));
+    router_answers_arp(&mut b);
     let out = b.sent(wan);
     assert_eq!(out.len(), 1);
     let f = &out[0];
@@ -340,6 +327,25 @@ fn undeliverable_packets_are_counted_and_their_buffers_return() {
 }
 
 /// Makes the LAN host known: it asks for the gateway's address.
+/// The WAN router (198.18.0.254) answers the gateway's ARP request.
+fn router_answers_arp(b: &mut Box2) {
+    let mut reply = [0u8; arp::PACKET_LEN];
+    arp::emit_reply(
+        &mut reply,
+        &arp::ArpRepr {
+            operation: arp::operation::REQUEST,
+            sender_mac: wire::ethernet::MacAddr(WAN_MAC),
+            sender_ip: Ipv4Addr::new(198, 18, 0, 1),
+            target_mac: wire::ethernet::MacAddr([0; 6]),
+            target_ip: Ipv4Addr::new(198, 18, 0, 254),
+        },
+        wire::ethernet::MacAddr(ROUTER_MAC),
+    )
+    .unwrap();
+    let wan = b.wan;
+    b.send(wan, &ether(WAN_MAC, ROUTER_MAC, 0x0806, &reply));
+}
+
 fn introduce_host(b: &mut Box2) {
     let mut req = [0u8; arp::PACKET_LEN];
     arp::emit_request(
@@ -430,20 +436,7 @@ fn a_packet_without_df_too_big_for_the_port_is_fragmented() {
         ),
     );
     b.sent(wan);
-    let mut reply = [0u8; arp::PACKET_LEN];
-    arp::emit_reply(
-        &mut reply,
-        &arp::ArpRepr {
-            operation: arp::operation::REQUEST,
-            sender_mac: wire::ethernet::MacAddr(WAN_MAC),
-            sender_ip: Ipv4Addr::new(198, 18, 0, 1),
-            target_mac: wire::ethernet::MacAddr([0; 6]),
-            target_ip: Ipv4Addr::new(198, 18, 0, 254),
-        },
-        wire::ethernet::MacAddr(ROUTER_MAC),
-    )
-    .unwrap();
-    b.send(wan, &ether(WAN_MAC, ROUTER_MAC, 0x0806, &reply));
+    router_answers_arp(&mut b);
     b.sent(wan);
     // 1480 bytes without DF through the WAN port's MTU of 1400: two fragments.
     let mut big = vec![0u8; 1480];
