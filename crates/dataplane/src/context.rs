@@ -151,6 +151,21 @@ impl Context {
         &mut self.tunnels.wg.device
     }
 
+    /// How long a worker may sleep at `now` before the WireGuard timers are due, at
+    /// most `at_most`.
+    pub fn wg_timers_due_in(
+        &self,
+        now: Instant,
+        at_most: std::time::Duration,
+    ) -> std::time::Duration {
+        self.tunnels
+            .wg
+            .device
+            .next_deadline()
+            .map_or(at_most, |d| d.saturating_duration_since(now))
+            .min(at_most)
+    }
+
     pub fn wg_mtu(&self) -> usize {
         self.tunnels.wg.mtu
     }

@@ -162,13 +162,7 @@ impl Worker {
             }
             let now = Instant::now();
             let sleep = if self.jobs.is_empty() {
-                self.wg
-                    .context()
-                    .wg_device()
-                    .next_deadline()
-                    .map(|d| d.saturating_duration_since(now))
-                    .unwrap_or(MAX_SLEEP)
-                    .min(MAX_SLEEP)
+                self.wg.context().wg_timers_due_in(now, MAX_SLEEP)
             } else {
                 Duration::ZERO // a request is half done: look at packets, then go on
             };

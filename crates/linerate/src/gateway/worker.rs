@@ -21,8 +21,6 @@ use std::time::{Duration, Instant};
 
 /// Batches read from one port per turn before the others get theirs.
 const BATCHES_PER_TURN: usize = 8;
-/// Longest sleep; timers due sooner shorten it.
-const MAX_SLEEP: Duration = Duration::from_millis(100);
 /// How often the neighbor table's timers run (probes are a second apart).
 const NEIGHBOR_TICK: Duration = Duration::from_millis(10);
 /// Longest time one step of a control request may hold the packets back.
@@ -117,14 +115,7 @@ impl Worker {
             }
             let now = Instant::now();
             let sleep = if self.jobs.is_empty() {
-                self.gw
-                    .context()
-                    .wg_device()
-                    .next_deadline()
-                    .map(|d| d.saturating_duration_since(now))
-                    .unwrap_or(MAX_SLEEP)
-                    .min(MAX_SLEEP)
-                    .min(NEIGHBOR_TICK)
+                self.gw.context().wg_timers_due_in(now, NEIGHBOR_TICK)
             } else {
                 Duration::ZERO
             };
