@@ -10,7 +10,8 @@
 //! - `index`: receiver indices, allocated and released in one place each;
 //! - `handshake`: initiations, responses, cookie replies and the MAC checks;
 //! - `transport`: the tickets the data path asks for per packet, and staging;
-//! - `timers`: section 6's timers as named events, and the tick that runs them.
+//! - `timers`: section 6's timers as named events, and the tick that runs them;
+//! - `view`: the data path's view for other workers, and their reports.
 //!
 //! This file keeps what they share: the state and the peer accessors.
 
@@ -19,6 +20,9 @@ mod handshake;
 mod index;
 pub(crate) mod timers;
 mod transport;
+mod view;
+
+pub(crate) use transport::check_receive;
 
 pub use config::PeerInfo;
 pub use transport::{RecvTicket, SendError, SendTicket};
@@ -76,6 +80,8 @@ pub struct Device {
     actions: VecDeque<Action>,
     /// Maps the monotonic `now` to wall time, for TAI64N and `last_handshake`.
     wall_base: (Instant, SystemTime),
+    /// The data path's view, for workers other than the owner.
+    publisher: view::Publisher,
 }
 
 impl Device {
@@ -97,6 +103,7 @@ impl Device {
             load: LoadMonitor::new(DEFAULT_HANDSHAKES_PER_SECOND_UNDER_LOAD),
             actions: VecDeque::new(),
             wall_base: (now, wall),
+            publisher: view::Publisher::default(),
         }
     }
 

@@ -7,16 +7,23 @@ use crate::constants::{
 use crate::replay::ReplayWindow;
 use crypto::{Algorithm, KeyHandle, KeyRegistry};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// One session's keys, by handle in the key registry (which zeroes them when the
 /// keypair is dropped), its counters and birth time.
+///
+/// The device owns it, and every worker may hold it too (through the data path's
+/// view, [`crate::datapath`]): the counters are atomics, so any worker takes send
+/// counters and commits received ones without a lock, and the keys leave the registry
+/// when the last holder lets go.
 pub struct Keypair {
     pub local_index: u32,
     pub remote_index: u32,
     pub send_key: KeyHandle,
     pub recv_key: KeyHandle,
-    pub send_counter: u64,
+    /// The next counter to send with; taken in blocks by [`Keypair::take_counters`].
+    send_counter: AtomicU64,
     pub replay: ReplayWindow,
     pub created: Instant,
     pub initiator: bool,
@@ -50,7 +57,7 @@ impl Keypair {
             remote_index,
             send_key,
             recv_key,
-            send_counter: 0,
+            send_counter: AtomicU64::new(0),
             replay: ReplayWindow::new(),
             created: now,
             initiator,
@@ -67,7 +74,23 @@ impl Keypair {
 
     /// May we still send on it? (Section 6.1: REJECT_AFTER_TIME and _MESSAGES.)
     pub fn can_send(&self, now: Instant) -> bool {
-        now < self.reject_at && self.send_counter < REJECT_AFTER_MESSAGES
+        now < self.reject_at && self.sent() < REJECT_AFTER_MESSAGES
+    }
+
+    /// Counters taken so far (the next one to be handed out).
+    pub fn sent(&self) -> u64 {
+        self.send_counter.load(Ordering::Relaxed)
+    }
+
+    /// Takes `n` consecutive send counters and returns the first, or `None` once the
+    /// session may not send `n` more (section 6.1: REJECT_AFTER_MESSAGES). No counter
+    /// is ever handed out twice, whichever workers ask at once.
+    pub fn take_counters(&self, n: u64) -> Option<u64> {
+        self.send_counter
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+                c.checked_add(n).filter(|&end| end <= REJECT_AFTER_MESSAGES)
+            })
+            .ok()
     }
 
     pub fn can_receive(&self, now: Instant) -> bool {
@@ -90,16 +113,17 @@ pub enum KeypairRole {
     Previous,
 }
 
+/// A peer's sessions. Shared (`Arc`) so that the data path's view can hold them too.
 #[derive(Default)]
 pub struct Keypairs {
     /// Responder only: derived, not yet confirmed by a packet from the initiator.
-    pub next: Option<Keypair>,
-    pub current: Option<Keypair>,
-    pub previous: Option<Keypair>,
+    pub next: Option<Arc<Keypair>>,
+    pub current: Option<Arc<Keypair>>,
+    pub previous: Option<Arc<Keypair>>,
 }
 
 impl Keypairs {
-    pub fn find(&self, local_index: u32) -> Option<(KeypairRole, &Keypair)> {
+    pub fn find(&self, local_index: u32) -> Option<(KeypairRole, &Arc<Keypair>)> {
         [
             (KeypairRole::Current, &self.current),
             (KeypairRole::Previous, &self.previous),
@@ -113,34 +137,17 @@ impl Keypairs {
         })
     }
 
-    pub fn find_mut(&mut self, local_index: u32) -> Option<(KeypairRole, &mut Keypair)> {
-        if self
-            .current
-            .as_ref()
-            .is_some_and(|k| k.local_index == local_index)
-        {
-            return self.current.as_mut().map(|k| (KeypairRole::Current, k));
-        }
-        if self
-            .previous
-            .as_ref()
-            .is_some_and(|k| k.local_index == local_index)
-        {
-            return self.previous.as_mut().map(|k| (KeypairRole::Previous, k));
-        }
-        if self
-            .next
-            .as_ref()
-            .is_some_and(|k| k.local_index == local_index)
-        {
-            return self.next.as_mut().map(|k| (KeypairRole::Next, k));
-        }
-        None
+    /// Every session held, with its role.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Keypair>> + '_ {
+        [&self.next, &self.current, &self.previous]
+            .into_iter()
+            .flatten()
     }
 
     /// Installs a new session; returns the keypairs it pushed out (their indices must
     /// leave the index table).
-    pub fn install(&mut self, new: Keypair) -> Vec<Keypair> {
+    pub fn install(&mut self, new: Keypair) -> Vec<Arc<Keypair>> {
+        let new = Arc::new(new);
         let mut dropped = Vec::new();
         if new.initiator {
             // The initiator uses a new session at once. An unconfirmed `next` becomes
@@ -163,7 +170,7 @@ impl Keypairs {
 
     /// Data arrived on `next`: it is confirmed and becomes `current`. Returns the
     /// keypair that fell off the end.
-    pub fn confirm_next(&mut self) -> Option<Keypair> {
+    pub fn confirm_next(&mut self) -> Option<Arc<Keypair>> {
         let next = self.next.take()?;
         let dropped = self.previous.take();
         self.previous = self.current.take();
@@ -171,7 +178,7 @@ impl Keypairs {
         dropped
     }
 
-    pub fn clear(&mut self) -> Vec<Keypair> {
+    pub fn clear(&mut self) -> Vec<Arc<Keypair>> {
         [self.next.take(), self.current.take(), self.previous.take()]
             .into_iter()
             .flatten()
@@ -179,9 +186,6 @@ impl Keypairs {
     }
 
     pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
-        [&self.next, &self.current, &self.previous]
-            .into_iter()
-            .flatten()
-            .map(|k| k.local_index)
+        self.all().map(|k| k.local_index)
     }
 }

@@ -9,6 +9,7 @@
 pub mod allowed_ips;
 pub mod constants;
 pub mod cookie;
+pub mod datapath;
 pub mod device;
 pub mod drop;
 mod index_hash;
@@ -21,6 +22,7 @@ pub mod staged;
 pub mod tai64n;
 
 pub use allowed_ips::{AllowedIps, Prefix};
+pub use datapath::{Activity, Follower, ViewCell};
 pub use device::{Action, Device, PeerInfo, RecvTicket, SendError, SendTicket};
 pub use drop::DropReason;
 pub use peer::PeerId;

@@ -1,32 +1,62 @@
-//! The receive counter window: 8192 bits kept as a ring of 64-bit blocks, with one
-//! redundant block so that sliding forward clears whole words (RFC 6479, as the Linux
-//! implementation does it). The window accepts counters up to 8128 behind the newest.
+//! The receive counter window, shared by every worker that decrypts for a session.
+//! It accepts a counter once, and only while it is at most [`WINDOW_SIZE`] behind the
+//! newest counter accepted (8128, as the Linux implementation).
+//!
+//! Workers commit concurrently and without a lock. The window is a ring of 128 slots;
+//! a slot is one 128-bit atomic word holding a 64-counter block's number (its tag, the
+//! upper half) and which of the block's counters were seen (the lower half). A commit
+//! changes one slot with a compare-and-swap:
+//! - the slot holds the counter's block: the counter's bit decides;
+//! - the slot holds an older block: that block lies at least a whole ring (8192
+//!   counters) behind this counter, so outside the window; the slot starts over;
+//! - the slot holds a newer block: a counter more than the window ahead was accepted,
+//!   so this one is outside the window: refused.
+//!
+//! A slot's tag only moves forward, so once a counter is accepted every later commit of
+//! it meets either its bit or a newer block: no counter is accepted twice, whatever the
+//! interleaving. The newest counter is kept beside the ring (a `fetch_max`) to refuse
+//! counters that are too old before their slot is looked at. Tags are whole block
+//! numbers, so a peer's counter may leap by any amount.
 //!
 //! Checking and committing are separate: the data path checks before it spends a
 //! decryption on a packet, and commits only after the tag has verified, so a forged
 //! packet can never move the window.
 
 use crate::constants::{REJECT_AFTER_MESSAGES, REPLAY_WINDOW_BITS};
+use portable_atomic::AtomicU128;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-const BLOCK_BITS: u64 = 64;
-const BLOCKS: usize = (REPLAY_WINDOW_BITS / BLOCK_BITS) as usize;
-/// Counters this far behind the newest are still accepted.
-pub const WINDOW_SIZE: u64 = REPLAY_WINDOW_BITS - BLOCK_BITS;
+/// Counters per slot: the lower half of the slot's word.
+const SLOT_BITS: u64 = 64;
+const SLOTS: usize = (REPLAY_WINDOW_BITS / SLOT_BITS) as usize;
+/// Counters this far behind the newest are still accepted (the Linux figure: the
+/// ring less one slot).
+pub const WINDOW_SIZE: u64 = REPLAY_WINDOW_BITS - SLOT_BITS;
 
-#[derive(Clone)]
+// A slot holding a newer block must mean the counter is outside the window: the
+// first counter of a block one ring ahead is more than the window ahead.
+const _: () = assert!(SLOTS as u64 * SLOT_BITS - (SLOT_BITS - 1) > WINDOW_SIZE);
+
 pub struct ReplayWindow {
-    /// Newest counter seen, plus one (so zero means "nothing yet").
-    top: u64,
-    blocks: Box<[u64; BLOCKS]>,
+    /// Newest counter accepted, plus one (zero: nothing yet).
+    top: AtomicU64,
+    slots: Box<[AtomicU128]>,
 }
 
 impl Default for ReplayWindow {
     fn default() -> Self {
         ReplayWindow {
-            top: 0,
-            blocks: Box::new([0; BLOCKS]),
+            top: AtomicU64::new(0),
+            slots: (0..SLOTS).map(|_| AtomicU128::new(0)).collect(),
         }
     }
+}
+
+/// What a slot says about one counter.
+enum Verdict {
+    /// Not seen: the slot's word once it is recorded.
+    Fresh(u128),
+    Seen,
 }
 
 impl ReplayWindow {
@@ -34,39 +64,59 @@ impl ReplayWindow {
         ReplayWindow::default()
     }
 
+    /// Too far behind the newest, or past the last counter a session may use.
+    fn out_of_range(&self, counter: u64) -> bool {
+        counter >= REJECT_AFTER_MESSAGES
+            || counter + 1 + WINDOW_SIZE < self.top.load(Ordering::Acquire)
+    }
+
+    /// What the slot's word `word` says about `counter`.
+    fn verdict(word: u128, counter: u64) -> Verdict {
+        let block = counter / SLOT_BITS;
+        let bit = 1u128 << (counter % SLOT_BITS);
+        let held = (word >> 64) as u64;
+        match block.cmp(&held) {
+            std::cmp::Ordering::Equal if word & bit != 0 => Verdict::Seen,
+            std::cmp::Ordering::Equal => Verdict::Fresh(word | bit),
+            std::cmp::Ordering::Greater => Verdict::Fresh((u128::from(block) << 64) | bit),
+            std::cmp::Ordering::Less => Verdict::Seen,
+        }
+    }
+
+    fn slot(&self, counter: u64) -> &AtomicU128 {
+        &self.slots[((counter / SLOT_BITS) as usize) % SLOTS]
+    }
+
     /// Would `counter` be accepted now? Changes nothing.
     pub fn check(&self, counter: u64) -> bool {
-        if counter >= REJECT_AFTER_MESSAGES {
+        if self.out_of_range(counter) {
             return false;
         }
-        let c = counter + 1;
-        if c + WINDOW_SIZE < self.top {
-            return false;
-        }
-        if c > self.top {
-            return true;
-        }
-        let block = self.blocks[((c / BLOCK_BITS) as usize) % BLOCKS];
-        block & (1 << (c % BLOCK_BITS)) == 0
+        let word = self.slot(counter).load(Ordering::Acquire);
+        matches!(Self::verdict(word, counter), Verdict::Fresh(_))
     }
 
     /// Records `counter`; false when it was already seen or is outside the window
-    /// (a second packet with one counter inside the same batch ends here).
-    pub fn commit(&mut self, counter: u64) -> bool {
-        if !self.check(counter) {
+    /// (a second packet with one counter, on this worker or another, ends here).
+    pub fn commit(&self, counter: u64) -> bool {
+        if self.out_of_range(counter) {
             return false;
         }
-        let c = counter + 1;
-        let index = c / BLOCK_BITS;
-        if c > self.top {
-            let current = self.top / BLOCK_BITS;
-            let advance = (index - current).min(BLOCKS as u64);
-            for i in 1..=advance {
-                self.blocks[((current + i) as usize) % BLOCKS] = 0;
+        let slot = self.slot(counter);
+        let mut word = slot.load(Ordering::Acquire);
+        loop {
+            let Verdict::Fresh(new) = Self::verdict(word, counter) else {
+                return false;
+            };
+            match slot.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => word = now,
             }
-            self.top = c;
         }
-        self.blocks[(index as usize) % BLOCKS] |= 1 << (c % BLOCK_BITS);
+        let top = counter + 1;
+        if top > self.top.load(Ordering::Relaxed) {
+            self.top.fetch_max(top, Ordering::AcqRel);
+        }
         true
     }
 }
@@ -115,7 +165,7 @@ mod tests {
             (REJECT_AFTER_MESSAGES - 3, true),
             (0, false),
         ];
-        let mut w = ReplayWindow::new();
+        let w = ReplayWindow::new();
         for (i, &(counter, accepted)) in steps.iter().enumerate() {
             assert_eq!(w.check(counter), accepted, "step {i}: check({counter})");
             assert_eq!(w.commit(counter), accepted, "step {i}: commit({counter})");
@@ -125,7 +175,7 @@ mod tests {
     #[test]
     fn every_counter_in_window_once_in_any_order() {
         for &start in &[0u64, 1, 63, 64, 65, 8190, 8191, 8192, 1 << 40] {
-            let mut w = ReplayWindow::new();
+            let w = ReplayWindow::new();
             w.commit(start + WINDOW_SIZE);
             for c in (start + 1..start + WINDOW_SIZE).rev() {
                 assert!(w.commit(c), "{c} first time");
@@ -136,7 +186,7 @@ mod tests {
 
     #[test]
     fn bidirectional_sliding() {
-        let mut w = ReplayWindow::new();
+        let w = ReplayWindow::new();
         for i in 1..=(REPLAY_WINDOW_BITS * 2) {
             assert!(w.commit(i));
         }
@@ -151,10 +201,116 @@ mod tests {
 
     #[test]
     fn check_changes_nothing() {
-        let mut w = ReplayWindow::new();
+        let w = ReplayWindow::new();
         assert!(w.check(5));
         assert!(w.check(5));
         assert!(w.commit(5));
         assert!(!w.check(5));
+    }
+
+    /// The window as the protocol states it, one commit at a time: a counter is taken
+    /// once, and only while at most WINDOW_SIZE behind the newest taken.
+    #[derive(Default)]
+    struct Model {
+        newest: Option<u64>,
+        seen: std::collections::HashSet<u64>,
+    }
+
+    impl Model {
+        fn commit(&mut self, counter: u64) -> bool {
+            let in_window = counter < REJECT_AFTER_MESSAGES
+                && self.newest.is_none_or(|n| counter + WINDOW_SIZE >= n);
+            if !in_window || !self.seen.insert(counter) {
+                return false;
+            }
+            self.newest = Some(self.newest.map_or(counter, |n| n.max(counter)));
+            true
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_model_one_commit_at_a_time() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for round in 0..40 {
+            let w = ReplayWindow::new();
+            let mut model = Model::default();
+            let mut base = 0u64;
+            for i in 0..20_000 {
+                let counter = match rng.gen_range(0..100) {
+                    0 => {
+                        base += rng.gen_range(0..3 * REPLAY_WINDOW_BITS);
+                        base
+                    }
+                    1..=9 => base.saturating_sub(rng.gen_range(0..2 * WINDOW_SIZE)),
+                    10..=19 => {
+                        base.saturating_sub(rng.gen_range(WINDOW_SIZE - 40..WINDOW_SIZE + 40))
+                    }
+                    _ => {
+                        base += rng.gen_range(0..4);
+                        base.saturating_sub(rng.gen_range(0..64))
+                    }
+                };
+                assert_eq!(
+                    w.commit(counter),
+                    model.commit(counter),
+                    "round {round} step {i}: counter {counter}"
+                );
+            }
+        }
+    }
+
+    /// Four threads commit one stream of counters, each duplicated and the stream
+    /// reordered, in rounds that keep every thread within the window of the others:
+    /// each counter must be accepted exactly once, by whichever thread came first.
+    #[test]
+    fn concurrent_commits_accept_each_counter_exactly_once() {
+        use rand::seq::SliceRandom;
+        use rand::{Rng, SeedableRng};
+        use std::sync::{Arc, Barrier};
+        const THREADS: usize = 4;
+        const ROUND: u64 = 2048;
+        const ROUNDS: u64 = 200;
+        let w = Arc::new(ReplayWindow::new());
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (w, barrier) = (w.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
+                    let mut accepted = Vec::new();
+                    for round in 0..ROUNDS {
+                        // Every thread sees a share of the round's counters, and a
+                        // copy of a few others' (replays racing the originals).
+                        let mut mine: Vec<u64> = (round * ROUND..(round + 1) * ROUND)
+                            .filter(|c| *c as usize % THREADS == t || rng.gen_ratio(1, 4))
+                            .collect();
+                        mine.shuffle(&mut rng);
+                        for c in mine {
+                            if w.commit(c) {
+                                accepted.push(c);
+                            }
+                        }
+                        barrier.wait();
+                    }
+                    accepted
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().expect("a committing thread"))
+            .collect();
+        let total = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), total, "a counter was accepted twice");
+        assert_eq!(
+            total as u64,
+            ROUND * ROUNDS,
+            "a counter inside the window was lost"
+        );
+        assert!(!w.check(ROUND * ROUNDS - 1));
+        assert!(w.check(ROUND * ROUNDS));
     }
 }

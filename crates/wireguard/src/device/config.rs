@@ -90,6 +90,7 @@ impl Device {
             }
         };
         self.by_key.insert(public.0, id);
+        self.view_changed();
         Some(id)
     }
 
@@ -98,6 +99,7 @@ impl Device {
     pub fn remove_peer(&mut self, id: PeerId) {
         self.clear_sessions(id);
         self.allowed_ips.remove_value(id);
+        self.allowed_ips_changed();
         if let Some(peer) = self.peers.get_mut(id.0 as usize).and_then(Option::take) {
             self.by_key.remove(&peer.public_key.0);
             self.free_slots.push(id.0);
@@ -123,6 +125,7 @@ impl Device {
     pub fn set_endpoint(&mut self, id: PeerId, endpoint: SocketAddr) {
         if let Some(p) = self.peer_mut(id) {
             p.endpoint = Some(endpoint);
+            self.view_changed();
         }
     }
 
@@ -142,14 +145,17 @@ impl Device {
     pub fn add_allowed_ip(&mut self, id: PeerId, prefix: Prefix) {
         if self.peer(id).is_some() {
             self.allowed_ips.insert(prefix, id);
+            self.allowed_ips_changed();
         }
     }
 
     pub fn remove_allowed_ip(&mut self, id: PeerId, prefix: Prefix) -> bool {
+        self.allowed_ips_changed();
         self.allowed_ips.remove(prefix, id)
     }
 
     pub fn clear_allowed_ips(&mut self, id: PeerId) {
+        self.allowed_ips_changed();
         self.allowed_ips.remove_value(id);
     }
 

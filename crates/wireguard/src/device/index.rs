@@ -12,6 +12,7 @@ use crate::drop::DropReason;
 use crate::keypair::Keypair;
 use crate::peer::PeerId;
 use rand::RngCore;
+use std::sync::Arc;
 
 impl Device {
     /// A fresh receiver index for `id`, registered: random, and never one that is
@@ -38,10 +39,13 @@ impl Device {
 
     /// Releases the indices of keypairs that were dropped (pushed out of their slots);
     /// dropping them removes their keys from the registry.
-    pub(super) fn release_keypairs(&mut self, gone: impl IntoIterator<Item = Keypair>) {
+    pub(super) fn release_keypairs(&mut self, gone: impl IntoIterator<Item = Arc<Keypair>>) {
         for k in gone {
             self.release_index(k.local_index);
         }
+        // Every session made, confirmed or dropped ends up here: the data path's
+        // view must follow.
+        self.view_changed();
     }
 
     /// The peer an index of ours names, if it is live.

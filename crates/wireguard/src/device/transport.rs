@@ -8,7 +8,7 @@
 use super::{Action, Device};
 use crate::constants::{REJECT_AFTER_MESSAGES, REKEY_AFTER_MESSAGES};
 use crate::drop::DropReason;
-use crate::keypair::KeypairRole;
+use crate::keypair::{Keypair, KeypairRole};
 use crate::peer::PeerId;
 use crate::staged::Staged;
 use crypto::KeyHandle;
@@ -45,10 +45,9 @@ impl Device {
     pub fn send_ticket(&mut self, id: PeerId, now: Instant) -> Result<SendTicket, SendError> {
         let p = self.peer_mut(id).ok_or(SendError::NoSession)?;
         let endpoint = p.endpoint.ok_or(SendError::NoEndpoint)?;
-        match p.keypairs.current.as_mut() {
-            Some(k) if k.can_send(now) => {
-                let counter = k.send_counter;
-                k.send_counter += 1;
+        match p.keypairs.current.as_ref() {
+            Some(k) if now < k.reject_at => {
+                let counter = k.take_counters(1).ok_or(SendError::NoSession)?;
                 Ok(SendTicket {
                     key: k.send_key,
                     counter,
@@ -110,9 +109,10 @@ impl Device {
             p.data_sent(now);
         }
         // Section 6.2: rekey after REKEY_AFTER_MESSAGES, or (initiator) REKEY_AFTER_TIME.
-        let stale = p.keypairs.current.as_ref().is_some_and(|k| {
-            k.send_counter > REKEY_AFTER_MESSAGES || (k.initiator && now >= k.rekey_at)
-        });
+        let stale =
+            p.keypairs.current.as_ref().is_some_and(|k| {
+                k.sent() > REKEY_AFTER_MESSAGES || (k.initiator && now >= k.rekey_at)
+            });
         if stale {
             self.initiate(id, false, now);
         }
@@ -133,16 +133,7 @@ impl Device {
             .keypairs
             .find(receiver_index)
             .ok_or(DropReason::UnknownIndex)?;
-        if !k.can_receive(now) {
-            return Err(DropReason::KeyExpired);
-        }
-        if !k.replay.check(counter) {
-            return Err(if counter >= REJECT_AFTER_MESSAGES {
-                DropReason::KeyExpired
-            } else {
-                DropReason::Replay
-            });
-        }
+        check_receive(k, counter, now)?;
         Ok(RecvTicket {
             peer: id,
             key: k.recv_key,
@@ -168,23 +159,54 @@ impl Device {
         {
             return Err(DropReason::SourceNotAllowed);
         }
-        let wall = self.wall(now);
-        let p = self.peer_mut(t.peer).ok_or(DropReason::UnknownIndex)?;
-        let (slot, k) = p
+        let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
+        let (_, k) = p
             .keypairs
-            .find_mut(t.local_index)
+            .find(t.local_index)
             .ok_or(DropReason::UnknownIndex)?;
         if !k.replay.commit(counter) {
             return Err(DropReason::Replay);
         }
-        let rekey_on_receive = slot == KeypairRole::Current
-            && k.initiator
-            && now >= k.rekey_on_receive_at
-            && !p.timers.sent_lastminute_handshake;
+        self.note_received(
+            t.peer,
+            t.local_index,
+            wire_len,
+            inner_src.is_some(),
+            src,
+            now,
+        );
+        Ok(())
+    }
+
+    /// Authenticated packets arrived from `id` on our session `local_index` (their
+    /// counters committed, by this worker or another): counts them, confirms a
+    /// responder's new session, runs the timers, and moves the endpoint to `src`.
+    pub(super) fn note_received(
+        &mut self,
+        id: PeerId,
+        local_index: u32,
+        wire_len: usize,
+        data: bool,
+        src: SocketAddr,
+        now: Instant,
+    ) {
+        let wall = self.wall(now);
+        let Some(p) = self.peer_mut(id) else { return };
+        // The session may have gone since (a follower's report comes a run late).
+        let (rekey_on_receive, confirmed) = match p.keypairs.find(local_index) {
+            Some((slot, k)) => (
+                slot == KeypairRole::Current
+                    && k.initiator
+                    && now >= k.rekey_on_receive_at
+                    && !p.timers.sent_lastminute_handshake,
+                // Data on `next`: the initiator has the session too: it becomes current.
+                slot == KeypairRole::Next,
+            ),
+            None => (false, false),
+        };
         p.rx_bytes += wire_len as u64;
+        let moved = p.endpoint != Some(src);
         p.endpoint = Some(src);
-        // Data on `next`: the initiator has the session too, so it becomes current.
-        let confirmed = slot == KeypairRole::Next;
         let pushed_out = if confirmed {
             p.keypairs.confirm_next()
         } else {
@@ -195,22 +217,39 @@ impl Device {
         }
         p.any_authenticated_packet_received();
         p.any_authenticated_packet_traversal(now);
-        if inner_src.is_some() {
+        if data {
             p.data_received(now);
+        }
+        if moved || confirmed {
+            self.view_changed();
         }
         self.release_keypairs(pushed_out);
         if rekey_on_receive {
             // Section 6.5: our session is about to expire and the peer keeps talking.
-            if let Some(p) = self.peer_mut(t.peer) {
+            if let Some(p) = self.peer_mut(id) {
                 p.timers.sent_lastminute_handshake = true;
             }
-            self.initiate(t.peer, false, now);
+            self.initiate(id, false, now);
         }
-        if confirmed && !self.peer(t.peer).is_some_and(|p| p.staged.is_empty()) {
-            self.actions.push_back(Action::Flush(t.peer));
+        if confirmed && !self.peer(id).is_some_and(|p| p.staged.is_empty()) {
+            self.actions.push_back(Action::Flush(id));
         }
-        Ok(())
     }
+}
+
+/// May a packet with `counter` be decrypted on `k` now? Changes nothing.
+pub(crate) fn check_receive(k: &Keypair, counter: u64, now: Instant) -> Result<(), DropReason> {
+    if !k.can_receive(now) {
+        return Err(DropReason::KeyExpired);
+    }
+    if !k.replay.check(counter) {
+        return Err(if counter >= REJECT_AFTER_MESSAGES {
+            DropReason::KeyExpired
+        } else {
+            DropReason::Replay
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,427 @@
+//! One tunnel on every worker: what a worker that does not own the device needs to
+//! encrypt and decrypt for the device's peers, and what it reports back.
+//!
+//! The device stays with one worker (its owner: handshakes, timers, configuration).
+//! After every change that matters to the data path (a session made, confirmed or
+//! dropped, an endpoint moved, a peer or an allowed IP added or removed) the device
+//! publishes a [`View`]: each peer's sending session and endpoint, every live session
+//! by receiver index, and the allowed IPs. The sessions in it are the device's own
+//! keypairs, shared: their send counters and replay windows are atomics, so a
+//! [`Follower`] takes counters (in blocks, per worker) and commits received counters
+//! without a lock, and no counter is used twice whichever worker sends.
+//!
+//! A follower sees a new view at the start of its next run: the device bumps a
+//! generation number, and only a follower that sees it changed takes the short lock
+//! that hands the new view over; the packet path itself takes none. What the device
+//! must learn from the data path (bytes, the timers' events, the endpoint a peer
+//! sends from, a responder's session confirmed by data) the follower gathers per run
+//! in an [`Activity`] report, which the owner hands to [`Device::apply_activity`].
+//!
+//! [`Device::apply_activity`]: crate::Device::apply_activity
+
+use crate::allowed_ips::{AllowedIps, Prefix};
+use crate::device::{RecvTicket, SendError, SendTicket};
+use crate::drop::DropReason;
+use crate::keypair::Keypair;
+use crate::peer::PeerId;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Send counters a follower takes at once for a peer. Counters of a block left over
+/// at the end of a run are never used (the receiver sees a gap, which costs nothing),
+/// so that no worker holds old counters while the others move on: a worker's packets
+/// are never further behind the newest than one run, far inside the replay window.
+pub const COUNTER_BLOCK: u64 = 64;
+
+/// A peer as the data path sees it.
+#[derive(Clone, Default)]
+pub struct PeerPath {
+    pub current: Option<Arc<Keypair>>,
+    pub endpoint: Option<SocketAddr>,
+}
+
+/// What the device published: see the module doc.
+#[derive(Clone, Default)]
+pub struct View {
+    /// By `PeerId.0`.
+    pub peers: Vec<Option<PeerPath>>,
+    /// Every live session (next, current, previous) by our receiver index.
+    pub sessions: HashMap<u32, (PeerId, Arc<Keypair>)>,
+    /// Every peer's allowed IPs, and the generation they were published in: a
+    /// follower rebuilds its own lookup table only when that changes.
+    pub allowed_ips: Arc<Vec<(Prefix, PeerId)>>,
+    pub allowed_ips_generation: u64,
+}
+
+/// Where the device publishes its view and followers pick it up.
+#[derive(Default)]
+pub struct ViewCell {
+    generation: AtomicU64,
+    view: Mutex<Arc<View>>,
+}
+
+impl ViewCell {
+    pub(crate) fn publish(&self, view: View) {
+        // A poisoned lock only means a follower panicked while cloning an Arc; the
+        // view behind it is whole.
+        let mut slot = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Arc::new(view);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn load(&self) -> (u64, Arc<View>) {
+        let slot = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        (self.generation(), slot.clone())
+    }
+}
+
+/// What one peer's traffic on a follower told during a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PeerActivity {
+    pub peer: Option<PeerId>,
+    pub sent_packets: u64,
+    /// Sent packets that carried data (not keepalives).
+    pub sent_data: u64,
+    pub sent_bytes: u64,
+    pub received_packets: u64,
+    pub received_data: u64,
+    pub received_bytes: u64,
+    /// The receiver indices data arrived on (a session and its successor, at most).
+    pub received_on: Vec<u32>,
+    /// Where the newest authenticated packet came from.
+    pub received_from: Option<SocketAddr>,
+    /// A packet found no session: the device should start a handshake.
+    pub wants_session: bool,
+}
+
+/// A follower's report for one run, for [`crate::Device::apply_activity`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    pub peers: Vec<PeerActivity>,
+}
+
+impl Activity {
+    pub fn is_empty(&self) -> bool {
+        self.peers.is_empty()
+    }
+
+    fn of(&mut self, peer: PeerId) -> &mut PeerActivity {
+        // Few peers are active in one run; a linear search beats a map here.
+        match self.peers.iter().position(|a| a.peer == Some(peer)) {
+            Some(i) => &mut self.peers[i],
+            None => {
+                self.peers.push(PeerActivity {
+                    peer: Some(peer),
+                    ..PeerActivity::default()
+                });
+                self.peers.last_mut().expect("just pushed")
+            }
+        }
+    }
+}
+
+/// A block of send counters taken for one session.
+struct CounterBlock {
+    peer: PeerId,
+    local_index: u32,
+    next: u64,
+    end: u64,
+}
+
+/// A worker's side of the device: see the module doc.
+pub struct Follower {
+    cell: Arc<ViewCell>,
+    generation: u64,
+    view: Arc<View>,
+    allowed_ips: AllowedIps<PeerId>,
+    allowed_ips_generation: u64,
+    blocks: Vec<CounterBlock>,
+    activity: Activity,
+}
+
+impl Follower {
+    pub fn new(cell: Arc<ViewCell>) -> Follower {
+        let mut f = Follower {
+            cell,
+            generation: u64::MAX,
+            view: Arc::default(),
+            allowed_ips: AllowedIps::new(),
+            allowed_ips_generation: u64::MAX,
+            blocks: Vec::new(),
+            activity: Activity::default(),
+        };
+        f.refresh();
+        f
+    }
+
+    /// Picks up the newest view if the device published one; once per run.
+    pub fn refresh(&mut self) {
+        if self.cell.generation() == self.generation {
+            return;
+        }
+        let (generation, view) = self.cell.load();
+        if view.allowed_ips_generation != self.allowed_ips_generation {
+            let mut table = AllowedIps::new();
+            for &(prefix, peer) in view.allowed_ips.iter() {
+                table.insert(prefix, peer);
+            }
+            self.allowed_ips = table;
+            self.allowed_ips_generation = view.allowed_ips_generation;
+        }
+        self.generation = generation;
+        self.view = view;
+        // Blocks of a session that left the view must not be used again.
+        self.blocks.clear();
+    }
+
+    /// Ends a run: counters left in blocks are let go (see [`COUNTER_BLOCK`]) and the
+    /// run's report is handed out.
+    pub fn end_run(&mut self) -> Activity {
+        self.blocks.clear();
+        std::mem::take(&mut self.activity)
+    }
+
+    pub fn peer_for_destination(&self, dst: IpAddr) -> Option<PeerId> {
+        self.allowed_ips.lookup(dst)
+    }
+
+    /// Counter and key for one packet to `peer`. On `NoSession` the caller hands the
+    /// packet to the device's owner to wait for a session.
+    pub fn send_ticket(&mut self, peer: PeerId, now: Instant) -> Result<SendTicket, SendError> {
+        let Some(p) = self
+            .view
+            .peers
+            .get(peer.0 as usize)
+            .and_then(Option::as_ref)
+        else {
+            return Err(SendError::NoSession);
+        };
+        let endpoint = p.endpoint.ok_or(SendError::NoEndpoint)?;
+        let Some(k) = p.current.as_ref().filter(|k| now < k.reject_at) else {
+            self.activity.of(peer).wants_session = true;
+            return Err(SendError::NoSession);
+        };
+        let block = match self
+            .blocks
+            .iter_mut()
+            .find(|b| b.peer == peer && b.local_index == k.local_index)
+        {
+            Some(b) if b.next < b.end => b,
+            found => {
+                let Some(first) = k.take_counters(COUNTER_BLOCK) else {
+                    self.activity.of(peer).wants_session = true;
+                    return Err(SendError::NoSession);
+                };
+                let fresh = CounterBlock {
+                    peer,
+                    local_index: k.local_index,
+                    next: first,
+                    end: first + COUNTER_BLOCK,
+                };
+                match found {
+                    Some(b) => {
+                        *b = fresh;
+                        b
+                    }
+                    None => {
+                        self.blocks.push(fresh);
+                        self.blocks.last_mut().expect("just pushed")
+                    }
+                }
+            }
+        };
+        let counter = block.next;
+        block.next += 1;
+        Ok(SendTicket {
+            key: k.send_key,
+            counter,
+            receiver_index: k.remote_index,
+            endpoint,
+        })
+    }
+
+    /// The data path sent a packet to `peer` (`plaintext_len` 0 is a keepalive).
+    pub fn note_sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize) {
+        let a = self.activity.of(peer);
+        a.sent_packets += 1;
+        a.sent_data += u64::from(plaintext_len > 0);
+        a.sent_bytes += wire_len as u64;
+    }
+
+    /// Finds the session for a data packet and checks its counter, changing nothing.
+    pub fn recv_ticket(
+        &self,
+        receiver_index: u32,
+        counter: u64,
+        now: Instant,
+    ) -> Result<RecvTicket, DropReason> {
+        let (peer, k) = self
+            .view
+            .sessions
+            .get(&receiver_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        crate::device::check_receive(k, counter, now)?;
+        Ok(RecvTicket {
+            peer: *peer,
+            key: k.recv_key,
+            local_index: receiver_index,
+        })
+    }
+
+    /// After the tag verified: checks the inner source against the peer's allowed
+    /// IPs and commits the counter in the session's shared window; the device learns
+    /// the rest from the run's report. Nothing changes when it returns an error.
+    pub fn recv_commit(
+        &mut self,
+        t: &RecvTicket,
+        counter: u64,
+        inner_src: Option<IpAddr>,
+        wire_len: usize,
+        src: SocketAddr,
+    ) -> Result<(), DropReason> {
+        if let Some(ip) = inner_src
+            && self.allowed_ips.lookup(ip) != Some(t.peer)
+        {
+            return Err(DropReason::SourceNotAllowed);
+        }
+        let (_, k) = self
+            .view
+            .sessions
+            .get(&t.local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        if !k.replay.commit(counter) {
+            return Err(DropReason::Replay);
+        }
+        let a = self.activity.of(t.peer);
+        a.received_packets += 1;
+        a.received_data += u64::from(inner_src.is_some());
+        a.received_bytes += wire_len as u64;
+        a.received_from = Some(src);
+        if !a.received_on.contains(&t.local_index) {
+            a.received_on.push(t.local_index);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::testing::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn owner_and_followers_never_share_a_counter() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.handshake(now);
+        p.a.publish();
+        let mut followers: Vec<Follower> = (0..3).map(|_| Follower::new(p.a.view_cell())).collect();
+        let mut seen = HashSet::new();
+        for round in 0..50 {
+            let t = p.a.send_ticket(p.b_in_a, now).unwrap();
+            assert!(seen.insert(t.counter), "owner: {}", t.counter);
+            for f in &mut followers {
+                for _ in 0..(round % 7) * 20 {
+                    let t = f.send_ticket(p.b_in_a, now).unwrap();
+                    assert!(seen.insert(t.counter), "follower: {}", t.counter);
+                }
+                f.end_run();
+            }
+        }
+    }
+
+    #[test]
+    fn a_follower_decrypts_on_the_owners_window_and_reports() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.handshake(now);
+        p.a.publish();
+        p.b.publish();
+        let mut fa = Follower::new(p.a.view_cell());
+        let mut fb = Follower::new(p.b.view_cell());
+        let t = fa.send_ticket(p.b_in_a, now).unwrap();
+        fa.note_sent(p.b_in_a, 20, 64);
+        let r = fb.recv_ticket(t.receiver_index, t.counter, now).unwrap();
+        assert_eq!(r.peer, p.a_in_b);
+        // A source outside the peer's allowed IPs changes nothing.
+        assert_eq!(
+            fb.recv_commit(
+                &r,
+                t.counter,
+                Some("10.9.9.9".parse().unwrap()),
+                64,
+                addr(A_ADDR)
+            ),
+            Err(DropReason::SourceNotAllowed)
+        );
+        let moved = addr("198.18.0.9:4000");
+        fb.recv_commit(&r, t.counter, Some("10.0.0.1".parse().unwrap()), 64, moved)
+            .unwrap();
+        // The owner's own path sees the counter taken, and so does the follower.
+        assert_eq!(
+            p.b.recv_ticket(t.receiver_index, t.counter, now).err(),
+            Some(DropReason::Replay)
+        );
+        assert_eq!(
+            fb.recv_commit(&r, t.counter, None, 64, moved),
+            Err(DropReason::Replay)
+        );
+        let tx = p.a.peer_info(p.b_in_a).unwrap().tx_bytes;
+        p.a.apply_activity(&fa.end_run(), now);
+        assert_eq!(p.a.peer_info(p.b_in_a).unwrap().tx_bytes, tx + 64);
+        let rx = p.b.peer_info(p.a_in_b).unwrap().rx_bytes;
+        p.b.apply_activity(&fb.end_run(), now);
+        let info = p.b.peer_info(p.a_in_b).unwrap();
+        assert_eq!(info.rx_bytes, rx + 64);
+        assert_eq!(info.endpoint, Some(moved), "the endpoint follows the peer");
+        assert!(fb.end_run().is_empty(), "a report is handed out once");
+    }
+
+    #[test]
+    fn a_follower_without_a_session_has_the_owner_start_one() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.a.publish();
+        let mut f = Follower::new(p.a.view_cell());
+        assert_eq!(
+            f.send_ticket(p.b_in_a, now).err(),
+            Some(SendError::NoSession)
+        );
+        p.a.apply_activity(&f.end_run(), now);
+        let init = one_sent(&mut p.a);
+        p.b.handle_handshake(parse(&init), addr(A_ADDR), now)
+            .unwrap();
+        let resp = one_sent(&mut p.b);
+        p.a.handle_handshake(parse(&resp), addr(B_ADDR), now)
+            .unwrap();
+        // The session reaches the follower when the owner publishes and the follower
+        // starts its next run.
+        assert!(f.send_ticket(p.b_in_a, now).is_err());
+        p.a.publish();
+        f.refresh();
+        assert!(f.send_ticket(p.b_in_a, now).is_ok());
+    }
+
+    #[test]
+    fn allowed_ips_reach_followers() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.a.add_allowed_ip(p.b_in_a, "198.19.5.0/24".parse().unwrap());
+        p.a.publish();
+        let mut f = Follower::new(p.a.view_cell());
+        let inside = "198.19.5.7".parse().unwrap();
+        assert_eq!(f.peer_for_destination(inside), Some(p.b_in_a));
+        p.a.remove_peer(p.b_in_a);
+        p.a.publish();
+        f.refresh();
+        assert_eq!(f.peer_for_destination(inside), None);
+    }
+}
