@@ -13,12 +13,13 @@ use crate::fib::PortId;
 use crate::graph::HasArena;
 use crate::inflight::InFlight;
 use crate::ip_layer::IpLayer;
+use crate::wg_follow::{FollowerLink, OwnerInbox};
 use crypto::{AeadOp, EngineSet, KeyRegistry};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use wire::ethernet::MacAddr;
-use wireguard::Device;
+use wireguard::{Device, DropReason, PeerId, RecvTicket, SendError, SendTicket};
 
 /// Packets waiting on handshakes may hold at most 1/this of the arena.
 const MAX_STAGED_SHARE: usize = 4;
@@ -57,7 +58,12 @@ impl Outputs {
 /// MTU, which bounds the padding (0: not known), and how many buffers the device
 /// holds for packets waiting on a handshake.
 pub(crate) struct WgTunnel {
+    /// The owner's device. A follower's is empty (no key, no peer: it never acts);
+    /// its tickets come from `follower`, the owner's sessions shared.
     pub(crate) device: Device,
+    pub(crate) follower: Option<FollowerLink>,
+    /// The owner's: where its followers' reports arrive.
+    pub(crate) inboxes: Vec<OwnerInbox>,
     pub(crate) mtu: usize,
     /// The UDP port the tunnel's datagrams come to and leave from (a gateway's; host
     /// mode's socket knows its own).
@@ -66,6 +72,70 @@ pub(crate) struct WgTunnel {
     /// At most this many buffers wait on handshakes, so that peers that never answer
     /// cannot take the pool the rest of the traffic needs.
     pub(crate) max_staged: usize,
+}
+
+/// The protocol's side of each packet, from the device on its owner and from the
+/// shared sessions on a follower (see `wg_follow`).
+impl WgTunnel {
+    pub(crate) fn peer_for_destination(&self, dst: std::net::IpAddr) -> Option<PeerId> {
+        match &self.follower {
+            Some(f) => f.follower.peer_for_destination(dst),
+            None => self.device.peer_for_destination(dst),
+        }
+    }
+
+    pub(crate) fn send_ticket(
+        &mut self,
+        peer: PeerId,
+        now: Instant,
+    ) -> Result<SendTicket, SendError> {
+        match &mut self.follower {
+            Some(f) => f.follower.send_ticket(peer, now),
+            None => self.device.send_ticket(peer, now),
+        }
+    }
+
+    pub(crate) fn note_sent(
+        &mut self,
+        peer: PeerId,
+        plaintext_len: usize,
+        wire_len: usize,
+        now: Instant,
+    ) {
+        match &mut self.follower {
+            Some(f) => f.follower.note_sent(peer, plaintext_len, wire_len),
+            None => self.device.note_sent(peer, plaintext_len, wire_len, now),
+        }
+    }
+
+    pub(crate) fn recv_ticket(
+        &self,
+        index: u32,
+        counter: u64,
+        now: Instant,
+    ) -> Result<RecvTicket, DropReason> {
+        match &self.follower {
+            Some(f) => f.follower.recv_ticket(index, counter, now),
+            None => self.device.recv_ticket(index, counter, now),
+        }
+    }
+
+    pub(crate) fn recv_commit(
+        &mut self,
+        t: &RecvTicket,
+        counter: u64,
+        inner_src: Option<std::net::IpAddr>,
+        wire_len: usize,
+        src: SocketAddr,
+        now: Instant,
+    ) -> Result<(), DropReason> {
+        match &mut self.follower {
+            Some(f) => f.follower.recv_commit(t, counter, inner_src, wire_len, src),
+            None => self
+                .device
+                .recv_commit(t, counter, inner_src, wire_len, src, now),
+        }
+    }
 }
 
 /// Every kind of tunnel the worker serves.
@@ -112,6 +182,8 @@ impl Context {
             tunnels: Tunnels {
                 wg: WgTunnel {
                     device,
+                    follower: None,
+                    inboxes: Vec::new(),
                     mtu: 0,
                     listen_port: 0,
                     staged: 0,
@@ -164,6 +236,19 @@ impl Context {
             .next_deadline()
             .map_or(at_most, |d| d.saturating_duration_since(now))
             .min(at_most)
+    }
+
+    /// Makes this worker a follower of another worker's WireGuard device: it encrypts
+    /// and decrypts on that device's sessions and reports to it (see `wg_follow`).
+    /// Its own device stays empty.
+    pub fn follow_wg_device(&mut self, link: FollowerLink) {
+        self.tunnels.wg.follower = Some(link);
+    }
+
+    /// This worker owns its WireGuard device and takes in the reports of the
+    /// follower at the other end of `inbox`.
+    pub fn lead_wg_follower(&mut self, inbox: OwnerInbox) {
+        self.tunnels.wg.inboxes.push(inbox);
     }
 
     pub fn wg_mtu(&self) -> usize {

@@ -144,6 +144,7 @@ impl GatewayGraph {
             rewrite: id(IpRewrite::NAME),
             output: id(PortOutput::NAME),
             wg: WgNodes {
+                input: id(WgInput::NAME),
                 encrypt: id(WgEncrypt::NAME),
                 encrypt_post: id(WgEncrypt::POST),
                 decrypt_post: id(WgDecrypt::POST),
@@ -222,6 +223,7 @@ impl GatewayGraph {
     /// actions until nothing is left.
     pub fn run(&mut self, now: Instant) {
         self.cx.now = now;
+        WgActions::begin(&mut self.cx);
         loop {
             self.graph.run(&mut self.cx);
             let mut more = self.send_fragments();

@@ -31,7 +31,8 @@ pub struct NodeInfo {
     pub errors: &'static [ErrorInfo],
 }
 
-pub trait Node<C> {
+/// `Send`: a graph is built on one thread and moved to the worker that runs it.
+pub trait Node<C>: Send {
     fn info(&self) -> &NodeInfo;
     /// Processes `packets`, writing `next[i]` (an edge number, [`FREE`] or [`KEEP`])
     /// for each; every packet freed is counted, as a drop under one of the node's

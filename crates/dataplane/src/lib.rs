@@ -20,6 +20,7 @@ pub mod neighbor;
 pub mod nodes;
 pub mod wg;
 mod wg_actions;
+pub mod wg_follow;
 
 pub use arena::{Arena, FRAME_SIZE, HEADROOM, Handle, IcmpReason, PacketMeta};
 pub use context::{Context, OutputId};

@@ -75,6 +75,7 @@ impl WgGraph {
             input: id(WgInput::NAME),
             encrypt: id(WgEncrypt::NAME),
             wg: WgNodes {
+                input: id(WgInput::NAME),
                 encrypt: id(WgEncrypt::NAME),
                 encrypt_post: id(WgEncrypt::POST),
                 decrypt_post: id(WgDecrypt::POST),
@@ -132,6 +133,7 @@ impl WgGraph {
     /// control messages.
     pub fn run(&mut self, now: Instant) {
         self.cx.now = now;
+        WgActions::begin(&mut self.cx);
         loop {
             self.graph.run(&mut self.cx);
             if !self.actions.run(&mut self.cx, &mut self.graph, self.wg) {

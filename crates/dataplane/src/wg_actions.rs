@@ -5,6 +5,10 @@
 //! handshake messages are sent). Only where a handshake message goes differs: host
 //! mode queues it for its UDP socket, a gateway puts it in a buffer for the node that
 //! adds the outer headers.
+//!
+//! With one tunnel on several workers (`wg_follow`), this is also where an owner takes
+//! its followers' reports in and publishes the device's view, and where a follower
+//! picks the view up and sends its report.
 
 use crate::context::Context;
 use crate::graph::{Graph, NodeId};
@@ -25,6 +29,7 @@ pub(crate) enum ControlTo {
 /// The WireGuard nodes of a graph that actions feed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WgNodes {
+    pub(crate) input: NodeId,
     pub(crate) encrypt: NodeId,
     pub(crate) encrypt_post: NodeId,
     pub(crate) decrypt_post: NodeId,
@@ -39,8 +44,17 @@ pub(crate) struct WgActions {
 }
 
 impl WgActions {
-    /// Moves finished asynchronous frames to their post nodes and carries out every
-    /// pending action; true when packets went into the graph (run it again).
+    /// The start of a run: a follower picks up the device's newest view.
+    pub(crate) fn begin(cx: &mut Context) {
+        if let Some(f) = cx.tunnels.wg.follower.as_mut() {
+            f.begin_run();
+        }
+    }
+
+    /// Moves finished asynchronous frames to their post nodes, takes followers'
+    /// reports in and carries out every pending action (an owner), or sends this
+    /// run's report (a follower); true when packets went into the graph (run it
+    /// again).
     pub(crate) fn run(&mut self, cx: &mut Context, graph: &mut Graph<Context>, n: WgNodes) -> bool {
         let mut more = resume_all(cx, |h, resume| {
             let post = match resume {
@@ -49,9 +63,16 @@ impl WgActions {
             };
             graph.enqueue(post, &[h]);
         });
+        if let Some(f) = cx.tunnels.wg.follower.as_mut() {
+            f.end_run();
+            return more;
+        }
+        more |= take_reports(cx, graph, n);
         while let Some(action) = cx.tunnels.wg.device.poll_action() {
             more |= self.act(cx, graph, n, action);
         }
+        cx.tunnels.wg.device.end_run();
+        cx.tunnels.wg.device.publish();
         more
     }
 
@@ -94,6 +115,40 @@ impl WgActions {
             }
         }
     }
+}
+
+/// An owner takes in what its followers reported: the device learns from their
+/// traffic, and the packets they handed over go into this graph (handshake messages to
+/// wg-input, packets waiting for a session to wg-encrypt). True when packets went in.
+fn take_reports(cx: &mut Context, graph: &mut Graph<Context>, n: WgNodes) -> bool {
+    let mut more = false;
+    let mut i = 0;
+    while i < cx.tunnels.wg.inboxes.len() {
+        let Some(report) = cx.tunnels.wg.inboxes[i].next() else {
+            i += 1;
+            continue;
+        };
+        cx.tunnels
+            .wg
+            .device
+            .apply_activity(&report.activity, cx.now);
+        let handshakes = report.handshakes.iter().map(|(src, p)| (n.input, *src, p));
+        let waiting = report
+            .waiting
+            .iter()
+            .map(|(_, p)| (n.encrypt, SocketAddr::from(([0, 0, 0, 0], 0)), p));
+        for (node, src, packet) in handshakes.chain(waiting) {
+            match cx.arena.alloc_with(packet) {
+                Some(h) => {
+                    cx.arena.meta_mut(h).addr = src;
+                    graph.enqueue(node, &[h]);
+                    more = true;
+                }
+                None => graph.counters_of(n.encrypt).drop(EncryptError::NoBuffer),
+            }
+        }
+    }
+    more
 }
 
 /// A message of the device's own, sent where the graph sends them; true when it went

@@ -1,9 +1,14 @@
 //! `linerate bench`: the whole WireGuard graph in one process, no privileges, no
-//! network. Each worker builds a device with one peer on a loopback session (what it
-//! encrypts to the peer it decrypts again), generates inner IPv4/UDP packets of one
-//! size, and pushes every packet through wg-encrypt, then back through wg-input and
-//! wg-decrypt to a sink. Each packet is encrypted once and decrypted once, as on the
-//! published single-core DUT; throughput counts both operations times the inner size.
+//! network. A device has one peer on a loopback session (what it encrypts to the peer
+//! it decrypts again); each worker generates inner IPv4/UDP packets of one size and
+//! pushes every packet through wg-encrypt, then back through wg-input and wg-decrypt
+//! to a sink. Each packet is encrypted once and decrypted once, as on the published
+//! single-core DUT; throughput counts both operations times the inner size.
+//!
+//! With `peers` devices for `workers` workers, worker i serves device i % peers: the
+//! first worker of a device owns it, the others follow it (one tunnel on several
+//! workers: shared send counters and replay window). One peer (the default) is one
+//! tunnel on every worker; as many peers as workers is one independent tunnel each.
 
 use crate::engines;
 use dataplane::counters::clocks;
@@ -12,7 +17,7 @@ use dataplane::{Arena, HEADROOM, Handle};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use wireguard::{Device, Prefix};
+use wireguard::{Device, DropReason, Prefix};
 
 pub use crypto::calibrate::IMIX;
 use dataplane::graph::FRAME_LEN as FRAME;
@@ -72,11 +77,55 @@ impl Size {
 
 pub const DEFAULT_SIZES: &str = "64,128,256,512,1024,1280,1420,1514,imix";
 
+/// How many devices (tunnels) the workers share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peers {
+    /// This many (at most one per worker).
+    Count(usize),
+    /// One per worker: independent tunnels.
+    Each,
+}
+
+impl Peers {
+    pub fn parse(s: &str) -> Result<Peers, String> {
+        if s == "each" {
+            return Ok(Peers::Each);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if (1..=256).contains(&n) => Ok(Peers::Count(n)),
+            _ => Err(format!(
+                "{s:?}: peers are a count from 1 to 256, or `each` (one per worker)"
+            )),
+        }
+    }
+
+    /// Devices for `workers` workers.
+    pub fn for_workers(self, workers: usize) -> usize {
+        match self {
+            Peers::Count(n) => n.clamp(1, workers.max(1)),
+            Peers::Each => workers.max(1),
+        }
+    }
+
+    pub fn label(self) -> String {
+        match self {
+            Peers::Count(n) => n.to_string(),
+            Peers::Each => "each".into(),
+        }
+    }
+}
+
 pub struct Options {
-    pub workers: usize,
+    /// Worker counts, each measured in turn (the first is the baseline of the
+    /// scaling column).
+    pub workers: Vec<usize>,
+    pub peers: Peers,
     pub engine: Option<String>,
     pub seconds: f64,
     pub sizes: Vec<Size>,
+    /// Each point is measured this many times, the worker counts taking turns, and
+    /// the median kept: a noisy machine disturbs one turn, not one worker count.
+    pub repeat: usize,
 }
 
 /// What one worker measured at one size.
@@ -92,6 +141,9 @@ pub struct Measured {
     pub choice: String,
     /// The engine ChaCha20-Poly1305 ran on for each size class.
     pub by_class: Vec<String>,
+    /// Packets refused as replays: a worker's counters fell behind the window of the
+    /// tunnel it shares (it was descheduled for longer than the window lasts).
+    pub late: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -115,6 +167,9 @@ pub struct Row {
     /// run (Gbit/s).
     pub raw_gbps: f64,
     pub workers: usize,
+    pub peers: usize,
+    /// Packets refused as replays, all workers (see [`Measured::late`]).
+    pub late: u64,
 }
 
 impl Row {
@@ -166,6 +221,7 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
     device
         .install_loopback_session(peer, now)
         .map_err(|e| format!("loopback session: {}", e.name()))?;
+    device.publish();
     let (engines, _) =
         engines::configured_set(device.keys(), engine, std::time::Duration::from_millis(6))?;
     Ok(WgGraph::new(
@@ -176,9 +232,37 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
     ))
 }
 
-/// Runs one size on one worker for `seconds`.
-pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measured, String> {
-    let mut wg = loopback_graph(engine)?;
+/// A graph that follows `owner`'s device: the same sessions, its own engines.
+fn follower_graph(engine: Option<&str>, owner: &mut WgGraph) -> Result<WgGraph, String> {
+    let now = Instant::now();
+    let device = owner.context().wg_device();
+    let keys = device.keys().clone();
+    let (link, inbox) = dataplane::wg_follow::link(device.view_cell());
+    owner.context_mut().lead_wg_follower(inbox);
+    let (engines, _) = engines::configured_set(&keys, engine, Duration::from_millis(6))?;
+    let own = Device::new(keys, now, SystemTime::now());
+    let mut g = WgGraph::new(Arena::new(4 * FRAME + 64), own, engines, now);
+    g.context_mut().follow_wg_device(link);
+    Ok(g)
+}
+
+/// The graphs of `workers` workers on `peers` devices (see the module doc).
+pub fn graphs(engine: Option<&str>, workers: usize, peers: usize) -> Result<Vec<WgGraph>, String> {
+    let peers = peers.clamp(1, workers.max(1));
+    let mut out: Vec<WgGraph> = Vec::with_capacity(workers);
+    for w in 0..workers {
+        let g = if w < peers {
+            loopback_graph(engine)?
+        } else {
+            follower_graph(engine, &mut out[w % peers])?
+        };
+        out.push(g);
+    }
+    Ok(out)
+}
+
+/// Pushes packets of `size` through `wg` for `seconds`.
+fn drive(mut wg: WgGraph, size: Size, seconds: f64) -> Result<Measured, String> {
     let mut handles: Vec<Handle> = Vec::with_capacity(FRAME);
     let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
     let set = wg.context().engines();
@@ -229,15 +313,18 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
         .counters()
         .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
         .collect();
-    // Only delivered packets count; a drop means the graph misbehaved: say where.
-    let drops: Vec<String> = wg
-        .counters()
-        .flat_map(|(node, c)| {
-            c.drops()
-                .filter(|&(_, n)| n > 0)
-                .map(move |(e, n)| format!("{node}: {n} {}", e.name))
-        })
-        .collect();
+    // Only delivered packets count; a drop means the graph misbehaved (say where),
+    // except a replay on a shared tunnel, which is counted.
+    let mut drops: Vec<String> = Vec::new();
+    for (node, c) in wg.counters() {
+        for (e, n) in c.drops().filter(|&(_, n)| n > 0) {
+            if e.name == DropReason::Replay.name() {
+                m.late += n;
+            } else {
+                drops.push(format!("{node}: {n} {}", e.name));
+            }
+        }
+    }
     if !drops.is_empty() {
         return Err(format!(
             "packets dropped in the graph ({})",
@@ -250,59 +337,100 @@ pub fn run_size(engine: Option<&str>, size: Size, seconds: f64) -> Result<Measur
     Ok(m)
 }
 
-/// Runs every size on `workers` threads at once and sums them.
+/// Runs every size on each worker count (the workers at once, summed), `repeat`
+/// times in turns, and keeps each point's median run (by Mpps).
 pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
-    let mut rows = Vec::new();
-    for &size in &opts.sizes {
-        let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..opts.workers)
-                .map(|_| s.spawn(|| run_size(opts.engine.as_deref(), size, opts.seconds)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or(Err("worker panicked".into())))
-                .collect()
-        });
-        let ms: Vec<Measured> = results.into_iter().collect::<Result<_, _>>()?;
-        let secs = ms
-            .iter()
-            .map(|m| m.elapsed.as_secs_f64())
-            .fold(0.0, f64::max);
-        let ops: u64 = ms.iter().map(|m| 2 * m.packets).sum();
-        let bytes: u64 = ms.iter().map(|m| 2 * m.bytes).sum();
-        let clocks: u64 = ms.iter().map(|m| m.clocks).sum();
-        let mut nodes = ms[0].nodes.clone();
-        for m in &ms[1..] {
-            for (a, b) in nodes.iter_mut().zip(&m.nodes) {
-                a.1 += b.1;
+    let points: Vec<(usize, Size)> = opts
+        .workers
+        .iter()
+        .flat_map(|&w| opts.sizes.iter().map(move |&s| (w, s)))
+        .collect();
+    let mut runs: Vec<Vec<Row>> = vec![Vec::new(); points.len()];
+    for _ in 0..opts.repeat.max(1) {
+        for &size in &opts.sizes {
+            for (i, &(workers, s)) in points.iter().enumerate() {
+                if s == size {
+                    runs[i].push(run_workers(opts, workers, size)?);
+                }
             }
         }
-        for n in nodes.iter_mut() {
-            n.1 /= ms.len() as f64 * 2.0; // per packet operation
-        }
-        let by_class = &ms[0].by_class;
-        let mut engine: Vec<&str> = Vec::new();
-        for n in size.sizes() {
-            let e = engine_at(by_class, n);
-            if !engine.contains(&e) {
-                engine.push(e);
-            }
-        }
-        let raw_gbps = raw_gbps(by_class, size, opts.seconds / 2.0)?;
-        rows.push(Row {
-            size,
-            mpps: ops as f64 / secs / 1e6,
-            gbps: bytes as f64 * 8.0 / secs / 1e9,
-            clocks_per_packet: clocks as f64 / ops as f64,
-            nodes,
-            peak_rss_kib: peak_rss_kib(),
-            engine: engine.join("+"),
-            choice: ms[0].choice.clone(),
-            raw_gbps,
-            workers: opts.workers,
-        });
     }
-    Ok(rows)
+    Ok(runs
+        .into_iter()
+        .map(|mut r| {
+            r.sort_by(|a, b| a.mpps.total_cmp(&b.mpps));
+            r.swap_remove(r.len() / 2)
+        })
+        .collect())
+}
+
+/// One size on `workers` workers at once.
+fn run_workers(opts: &Options, workers: usize, size: Size) -> Result<Row, String> {
+    let peers = opts.peers.for_workers(workers);
+    let graphs = graphs(opts.engine.as_deref(), workers, peers)?;
+    let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = graphs
+            .into_iter()
+            .map(|g| s.spawn(move || drive(g, size, opts.seconds)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err("worker panicked".into())))
+            .collect()
+    });
+    let ms: Vec<Measured> = results.into_iter().collect::<Result<_, _>>()?;
+    let secs = ms
+        .iter()
+        .map(|m| m.elapsed.as_secs_f64())
+        .fold(0.0, f64::max);
+    let ops: u64 = ms.iter().map(|m| 2 * m.packets).sum();
+    let bytes: u64 = ms.iter().map(|m| 2 * m.bytes).sum();
+    let clocks: u64 = ms.iter().map(|m| m.clocks).sum();
+    let mut nodes = ms[0].nodes.clone();
+    for m in &ms[1..] {
+        for (a, b) in nodes.iter_mut().zip(&m.nodes) {
+            a.1 += b.1;
+        }
+    }
+    for n in nodes.iter_mut() {
+        n.1 /= ms.len() as f64 * 2.0; // per packet operation
+    }
+    let by_class = &ms[0].by_class;
+    let mut engine: Vec<&str> = Vec::new();
+    for n in size.sizes() {
+        let e = engine_at(by_class, n);
+        if !engine.contains(&e) {
+            engine.push(e);
+        }
+    }
+    let raw_gbps = raw_gbps(by_class, size, opts.seconds / 2.0)?;
+    Ok(Row {
+        size,
+        mpps: ops as f64 / secs / 1e6,
+        gbps: bytes as f64 * 8.0 / secs / 1e9,
+        clocks_per_packet: clocks as f64 / ops as f64,
+        nodes,
+        peak_rss_kib: peak_rss_kib(),
+        engine: engine.join("+"),
+        choice: ms[0].choice.clone(),
+        raw_gbps,
+        workers,
+        peers,
+        late: ms.iter().map(|m| m.late).sum(),
+    })
+}
+
+/// How many times the first worker count's figure at the same size each row is
+/// (1.0 for the first worker count itself).
+pub fn scaling(rows: &[Row]) -> Vec<f64> {
+    let first = rows.first().map_or(0, |r| r.workers);
+    rows.iter()
+        .map(|r| {
+            rows.iter()
+                .find(|b| b.workers == first && b.size == r.size)
+                .map_or(f64::NAN, |b| r.mpps / b.mpps)
+        })
+        .collect()
 }
 
 /// The engine that ran ChaCha20-Poly1305 for inner packets of `n` bytes, given the
@@ -346,24 +474,39 @@ pub fn table(rows: &[Row]) -> String {
         .unwrap_or_default();
     let _ = write!(
         out,
-        "{:>6} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>12}",
-        "size", "Mpps", "Gbit/s", "raw Gb/s", "graph/raw", "clk/pkt", "peak MiB", "engine"
+        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11} {:>9} {:>7} {:>12}",
+        "workers",
+        "peers",
+        "size",
+        "Mpps",
+        "Gbit/s",
+        "x base",
+        "raw Gb/s",
+        "graph/raw",
+        "clk/pkt",
+        "peak MiB",
+        "late",
+        "engine"
     );
     for n in &names {
         let _ = write!(out, " {:>11}", n);
     }
     out.push('\n');
-    for r in rows {
+    for (r, x) in rows.iter().zip(scaling(rows)) {
         let _ = write!(
             out,
-            "{:>6} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>11.1} {:>9.1} {:>12}",
+            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>7.2} {:>9.3} {:>10.2} {:>11.1} {:>9.1} {:>7} {:>12}",
+            r.workers,
+            r.peers,
             r.size.label(),
             r.mpps,
             r.gbps,
+            x,
             r.raw_gbps,
             r.gbps / r.workers_f64() / r.raw_gbps,
             r.clocks_per_packet,
             r.peak_rss_kib as f64 / 1024.0,
+            r.late,
             r.engine
         );
         for n in &r.nodes {
@@ -394,7 +537,8 @@ pub fn machine() -> String {
 pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
     let results: Vec<serde_json::Value> = rows
         .iter()
-        .map(|r| {
+        .zip(scaling(rows))
+        .map(|(r, x)| {
             let size = match r.size {
                 Size::Fixed(n) => serde_json::json!(n),
                 Size::Imix => serde_json::json!("imix"),
@@ -405,8 +549,12 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
                 .map(|(n, c)| (n.clone(), serde_json::json!(c)))
                 .collect();
             serde_json::json!({
+                "workers": r.workers,
+                "peers": r.peers,
                 "size": size,
                 "mpps": r.mpps,
+                "over_first_worker_count": x,
+                "late_replays": r.late,
                 "gbps": r.gbps,
                 "clocks_per_packet": r.clocks_per_packet,
                 "node_clocks_per_packet": nodes,
@@ -422,7 +570,9 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
         "engine": rows.first().map(|r| r.choice.clone()).unwrap_or_default(),
         "engine_choice": opts.engine.clone().unwrap_or_else(|| "calibrated".into()),
         "workers": opts.workers,
+        "peers": opts.peers.label(),
         "seconds_per_size": opts.seconds,
+        "repeat_median_of": opts.repeat,
         "counted": "packet operations (encryptions plus decryptions) times the inner packet size",
         "results": results,
     })
@@ -443,7 +593,25 @@ mod tests {
 
     #[test]
     fn a_short_run_delivers_everything() {
-        let m = run_size(None, Size::Fixed(200), 0.05).unwrap();
+        let m = drive(loopback_graph(None).unwrap(), Size::Fixed(200), 0.05).unwrap();
         assert!(m.packets >= 64 * FRAME as u64 / 2);
+    }
+
+    #[test]
+    fn workers_on_one_peer_share_its_tunnel() {
+        let opts = Options {
+            workers: vec![2],
+            peers: Peers::Count(1),
+            engine: None,
+            seconds: 0.05,
+            sizes: vec![Size::Fixed(100)],
+            repeat: 1,
+        };
+        let rows = run(&opts).unwrap();
+        assert_eq!((rows[0].workers, rows[0].peers), (2, 1));
+        assert!(rows[0].mpps > 0.0);
+        assert_eq!(Peers::parse("each").unwrap().for_workers(4), 4);
+        assert_eq!(Peers::parse("9").unwrap().for_workers(4), 4);
+        assert!(Peers::parse("0").is_err());
     }
 }

@@ -7,10 +7,12 @@ use crate::{bench, bench_crypto, engines, svg};
 /// `linerate bench`: the whole graph, a table, and optionally JSON and SVG.
 pub fn graph(args: &GraphBench) -> Result<(), String> {
     let mut opts = bench::Options {
-        workers: args.workers as usize,
+        workers: args.workers.0.clone(),
+        peers: args.peers,
         engine: args.engine.clone(),
         seconds: args.seconds,
         sizes: Vec::new(),
+        repeat: args.repeat as usize,
     };
     let sizes = &args.sizes;
     let (json_path, svg_path) = (args.json.clone(), args.svg.clone());
@@ -20,14 +22,20 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     engines::parse_choice(opts.engine.as_deref().unwrap_or(""))?;
     println!(
-        "linerate bench: {} worker(s), engines {}, {} s per size, on {}",
-        opts.workers,
+        "linerate bench: {} worker(s) on {} peer(s), engines {}, {} s per size, on {}",
+        args.workers
+            .0
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        opts.peers.label(),
         opts.engine.as_deref().unwrap_or("calibrated"),
         opts.seconds,
         bench::machine()
     );
     println!(
-        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation"
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; x base: Mpps over the first worker count's at that size; late: packets refused as replays on a shared tunnel"
     );
     let rows = bench::run(&opts)?;
     if let Some(r) = rows.first() {
@@ -38,23 +46,30 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
     }
     print!("{}", bench::table(&rows));
     if let Some(path) = svg_path {
-        let points = rows
+        let series: Vec<svg::Series> = opts
+            .workers
             .iter()
-            .filter_map(|r| match r.size {
-                bench::Size::Fixed(n) => Some((n as f64, r.gbps)),
-                bench::Size::Imix => None,
+            .map(|&w| svg::Series {
+                label: format!(
+                    "linerate graph, {w} worker(s) on {} peer(s), {}",
+                    opts.peers.for_workers(w),
+                    opts.engine.as_deref().unwrap_or("default engines")
+                ),
+                points: rows
+                    .iter()
+                    .filter(|r| r.workers == w)
+                    .filter_map(|r| match r.size {
+                        bench::Size::Fixed(n) => Some((n as f64, r.gbps)),
+                        bench::Size::Imix => None,
+                    })
+                    .collect(),
             })
             .collect();
-        let label = format!(
-            "linerate graph, {} worker(s), {}",
-            opts.workers,
-            opts.engine.as_deref().unwrap_or("default engines")
-        );
         let title = format!(
             "WireGuard through the whole graph: encrypt + decrypt per packet ({})",
             bench::machine()
         );
-        let text = svg::chart(&title, &[svg::Series { label, points }], svg::PUBLISHED);
+        let text = svg::chart(&title, &series, svg::PUBLISHED);
         std::fs::write(&path, text).map_err(|e| format!("{path}: {e}"))?;
         println!("wrote {path}");
     }

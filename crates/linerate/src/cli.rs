@@ -72,7 +72,7 @@ pub enum Command {
     },
     /// Measure the whole WireGuard graph in this process (or, with `crypto`, the raw
     /// engines); no network, no privileges
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Gateway mode: route between the ports and the WireGuard interface that one
     /// configuration file declares (docs/gateway.md, docs/gateway.example.toml); runs
     /// in the foreground until SIGINT or SIGTERM, and reloads the file on SIGHUP
@@ -156,12 +156,19 @@ pub struct BenchArgs {
 /// The whole graph: inner IPv4/UDP packets of each size are encrypted to a loopback
 /// session and decrypted again by the same worker. Prints Mpps, Gbit/s and clocks per
 /// packet operation (an encryption or a decryption; throughput counts both times the
-/// inner size), and each node's clocks per packet operation.
+/// inner size), and each node's clocks per packet operation. With several workers on
+/// one peer, every worker encrypts and decrypts on that one tunnel's shared sessions.
 #[derive(Args, Debug)]
 pub struct GraphBench {
-    /// Workers, each with its own session, graph and core
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub workers: u16,
+    /// Worker counts, comma-separated, each measured in turn; `x base` is each row
+    /// over the first count's at the same size (each worker has its own graph and
+    /// engines; give no more than the cores)
+    #[arg(long, default_value = "1", value_parser = worker_counts)]
+    pub workers: WorkerCounts,
+    /// Tunnels the workers share: 1 puts every worker's traffic on one peer (one
+    /// tunnel, every core), `each` gives every worker its own
+    #[arg(long, default_value = "1", value_parser = crate::bench::Peers::parse)]
+    pub peers: crate::bench::Peers,
     /// Engine SPEC for ChaCha20-Poly1305 (default: the calibrated choice)
     #[arg(long, value_name = "SPEC")]
     pub engine: Option<String>,
@@ -171,6 +178,10 @@ pub struct GraphBench {
     /// Inner packet sizes, comma-separated; imix = 7:4:1 of 64, 570, 1518 bytes
     #[arg(long, default_value = crate::bench::DEFAULT_SIZES)]
     pub sizes: String,
+    /// Measure each point this many times, the worker counts taking turns, and keep
+    /// the median
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=99))]
+    pub repeat: u16,
     /// Write the results as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -281,6 +292,21 @@ fn interface_name(s: &str) -> Result<String, String> {
         ));
     }
     Ok(s.to_string())
+}
+
+/// Worker counts for the graph benchmark.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerCounts(pub Vec<usize>);
+
+fn worker_counts(s: &str) -> Result<WorkerCounts, String> {
+    let counts = s
+        .split(',')
+        .map(|w| match w.trim().parse::<usize>() {
+            Ok(n) if (1..=256).contains(&n) => Ok(n),
+            _ => Err(format!("{w:?}: worker counts go from 1 to 256")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(WorkerCounts(counts))
 }
 
 fn seconds_in(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone {

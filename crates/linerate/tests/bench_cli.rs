@@ -37,7 +37,8 @@ fn graph_bench_writes_json_and_svg() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(v["machine"].is_string() && v["engine"].is_string());
-    assert_eq!(v["workers"], 1);
+    assert_eq!(v["workers"], serde_json::json!([1]));
+    assert_eq!(v["peers"], "1");
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 3);
     assert_eq!(results[0]["size"], 64);
@@ -51,6 +52,36 @@ fn graph_bench_writes_json_and_svg() {
     assert!(svg_text.starts_with("<svg") && svg_text.contains("published"));
     let _ = std::fs::remove_file(json);
     let _ = std::fs::remove_file(svg);
+}
+
+#[test]
+fn graph_bench_measures_each_worker_count_on_one_tunnel() {
+    let json = tmp("scaling.json");
+    let out = linerate(&[
+        "bench",
+        "--workers",
+        "1,2",
+        "--peers",
+        "1",
+        "--seconds",
+        "0.05",
+        "--sizes",
+        "128",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.contains("x base"), "table printed:\n{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let shape: Vec<(u64, u64)> = results
+        .iter()
+        .map(|r| (r["workers"].as_u64().unwrap(), r["peers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(shape, [(1, 1), (2, 1)]);
+    assert_eq!(results[0]["over_first_worker_count"], 1.0);
+    assert!(results[1]["over_first_worker_count"].as_f64().unwrap() > 0.0);
+    let _ = std::fs::remove_file(json);
 }
 
 #[test]

@@ -22,38 +22,40 @@
 use crate::allowed_ips::{AllowedIps, Prefix};
 use crate::device::{RecvTicket, SendError, SendTicket};
 use crate::drop::DropReason;
+use crate::index_hash::IndexMap;
 use crate::keypair::Keypair;
 use crate::peer::PeerId;
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Send counters a follower takes at once for a peer. Counters of a block left over
+/// Send counters a worker takes at once for a session. Counters of a block left over
 /// at the end of a run are never used (the receiver sees a gap, which costs nothing),
 /// so that no worker holds old counters while the others move on: a worker's packets
 /// are never further behind the newest than one run, far inside the replay window.
-pub const COUNTER_BLOCK: u64 = 64;
+/// 256 counters are one cache line of the receiver's replay window, so workers that
+/// also decrypt what they send do not share lines there.
+pub const COUNTER_BLOCK: u64 = 256;
 
 /// A peer as the data path sees it.
 #[derive(Clone, Default)]
 pub struct PeerPath {
-    pub current: Option<Arc<Keypair>>,
-    pub endpoint: Option<SocketAddr>,
+    pub(crate) current: Option<Arc<Keypair>>,
+    pub(crate) endpoint: Option<SocketAddr>,
 }
 
 /// What the device published: see the module doc.
 #[derive(Clone, Default)]
 pub struct View {
     /// By `PeerId.0`.
-    pub peers: Vec<Option<PeerPath>>,
+    pub(crate) peers: Vec<Option<PeerPath>>,
     /// Every live session (next, current, previous) by our receiver index.
-    pub sessions: HashMap<u32, (PeerId, Arc<Keypair>)>,
+    pub(crate) sessions: IndexMap<(PeerId, Arc<Keypair>)>,
     /// Every peer's allowed IPs, and the generation they were published in: a
     /// follower rebuilds its own lookup table only when that changes.
-    pub allowed_ips: Arc<Vec<(Prefix, PeerId)>>,
-    pub allowed_ips_generation: u64,
+    pub(crate) allowed_ips: Arc<Vec<(Prefix, PeerId)>>,
+    pub(crate) allowed_ips_generation: u64,
 }
 
 /// Where the device publishes its view and followers pick it up.
@@ -112,6 +114,27 @@ impl Activity {
         self.peers.is_empty()
     }
 
+    /// Adds a later report to this one.
+    pub fn merge(&mut self, later: Activity) {
+        for b in later.peers {
+            let Some(peer) = b.peer else { continue };
+            let a = self.of(peer);
+            a.sent_packets += b.sent_packets;
+            a.sent_data += b.sent_data;
+            a.sent_bytes += b.sent_bytes;
+            a.received_packets += b.received_packets;
+            a.received_data += b.received_data;
+            a.received_bytes += b.received_bytes;
+            for index in b.received_on {
+                if !a.received_on.contains(&index) {
+                    a.received_on.push(index);
+                }
+            }
+            a.received_from = b.received_from.or(a.received_from);
+            a.wants_session |= b.wants_session;
+        }
+    }
+
     fn of(&mut self, peer: PeerId) -> &mut PeerActivity {
         // Few peers are active in one run; a linear search beats a map here.
         match self.peers.iter().position(|a| a.peer == Some(peer)) {
@@ -129,10 +152,57 @@ impl Activity {
 
 /// A block of send counters taken for one session.
 struct CounterBlock {
-    peer: PeerId,
-    local_index: u32,
+    /// The session's [`Keypair::serial`].
+    serial: u64,
     next: u64,
     end: u64,
+}
+
+/// The blocks of send counters one worker holds, one per session it sends on; the
+/// device's owner and every follower keep one each.
+#[derive(Default)]
+pub struct CounterBlocks {
+    blocks: Vec<CounterBlock>,
+}
+
+impl CounterBlocks {
+    /// The next counter for `k`, from this worker's block, taking a new block when
+    /// it is used up; `None` once the session may send no more.
+    pub fn take(&mut self, k: &Keypair) -> Option<u64> {
+        let block = match self.blocks.iter_mut().find(|b| b.serial == k.serial) {
+            Some(b) if b.next < b.end => b,
+            found => {
+                // Near the end of a session's counters, one at a time.
+                let (first, n) = match k.take_counters(COUNTER_BLOCK) {
+                    Some(first) => (first, COUNTER_BLOCK),
+                    None => (k.take_counters(1)?, 1),
+                };
+                let fresh = CounterBlock {
+                    serial: k.serial,
+                    next: first,
+                    end: first + n,
+                };
+                match found {
+                    Some(b) => {
+                        *b = fresh;
+                        b
+                    }
+                    None => {
+                        self.blocks.push(fresh);
+                        self.blocks.last_mut().expect("just pushed")
+                    }
+                }
+            }
+        };
+        let counter = block.next;
+        block.next += 1;
+        Some(counter)
+    }
+
+    /// Lets go of every block (the end of a run, or a new view).
+    pub fn clear(&mut self) {
+        self.blocks.clear();
+    }
 }
 
 /// A worker's side of the device: see the module doc.
@@ -142,7 +212,7 @@ pub struct Follower {
     view: Arc<View>,
     allowed_ips: AllowedIps<PeerId>,
     allowed_ips_generation: u64,
-    blocks: Vec<CounterBlock>,
+    blocks: CounterBlocks,
     activity: Activity,
 }
 
@@ -154,7 +224,7 @@ impl Follower {
             view: Arc::default(),
             allowed_ips: AllowedIps::new(),
             allowed_ips_generation: u64::MAX,
-            blocks: Vec::new(),
+            blocks: CounterBlocks::default(),
             activity: Activity::default(),
         };
         f.refresh();
@@ -208,37 +278,10 @@ impl Follower {
             self.activity.of(peer).wants_session = true;
             return Err(SendError::NoSession);
         };
-        let block = match self
-            .blocks
-            .iter_mut()
-            .find(|b| b.peer == peer && b.local_index == k.local_index)
-        {
-            Some(b) if b.next < b.end => b,
-            found => {
-                let Some(first) = k.take_counters(COUNTER_BLOCK) else {
-                    self.activity.of(peer).wants_session = true;
-                    return Err(SendError::NoSession);
-                };
-                let fresh = CounterBlock {
-                    peer,
-                    local_index: k.local_index,
-                    next: first,
-                    end: first + COUNTER_BLOCK,
-                };
-                match found {
-                    Some(b) => {
-                        *b = fresh;
-                        b
-                    }
-                    None => {
-                        self.blocks.push(fresh);
-                        self.blocks.last_mut().expect("just pushed")
-                    }
-                }
-            }
+        let Some(counter) = self.blocks.take(k) else {
+            self.activity.of(peer).wants_session = true;
+            return Err(SendError::NoSession);
         };
-        let counter = block.next;
-        block.next += 1;
         Ok(SendTicket {
             key: k.send_key,
             counter,

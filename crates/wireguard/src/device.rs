@@ -82,6 +82,8 @@ pub struct Device {
     wall_base: (Instant, SystemTime),
     /// The data path's view, for workers other than the owner.
     publisher: view::Publisher,
+    /// The owner's own blocks of send counters.
+    send_blocks: crate::datapath::CounterBlocks,
 }
 
 impl Device {
@@ -104,6 +106,7 @@ impl Device {
             actions: VecDeque::new(),
             wall_base: (now, wall),
             publisher: view::Publisher::default(),
+            send_blocks: Default::default(),
         }
     }
 

@@ -18,12 +18,15 @@ use std::time::Instant;
 /// counters and commits received ones without a lock, and the keys leave the registry
 /// when the last holder lets go.
 pub struct Keypair {
+    /// Unique among every keypair this process makes: what a worker's block of send
+    /// counters is tied to (an index may be reused by a later keypair; a serial not).
+    pub serial: u64,
     pub local_index: u32,
     pub remote_index: u32,
     pub send_key: KeyHandle,
     pub recv_key: KeyHandle,
     /// The next counter to send with; taken in blocks by [`Keypair::take_counters`].
-    send_counter: AtomicU64,
+    send_counter: SendCounter,
     pub replay: ReplayWindow,
     pub created: Instant,
     pub initiator: bool,
@@ -52,12 +55,14 @@ impl Keypair {
                 return Err(e);
             }
         };
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
         Ok(Keypair {
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
             local_index,
             remote_index,
             send_key,
             recv_key,
-            send_counter: AtomicU64::new(0),
+            send_counter: SendCounter::default(),
             replay: ReplayWindow::new(),
             created: now,
             initiator,
@@ -79,7 +84,7 @@ impl Keypair {
 
     /// Counters taken so far (the next one to be handed out).
     pub fn sent(&self) -> u64 {
-        self.send_counter.load(Ordering::Relaxed)
+        self.send_counter.0.load(Ordering::Relaxed)
     }
 
     /// Takes `n` consecutive send counters and returns the first, or `None` once the
@@ -87,6 +92,7 @@ impl Keypair {
     /// is ever handed out twice, whichever workers ask at once.
     pub fn take_counters(&self, n: u64) -> Option<u64> {
         self.send_counter
+            .0
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
                 c.checked_add(n).filter(|&end| end <= REJECT_AFTER_MESSAGES)
             })
@@ -104,6 +110,12 @@ impl Drop for Keypair {
         self.registry.remove(self.recv_key);
     }
 }
+
+/// The send counter on a cache line of its own: workers write it once per block of
+/// counters, and must not slow the reads of the keys and deadlines beside it.
+#[repr(align(64))]
+#[derive(Default)]
+struct SendCounter(AtomicU64);
 
 /// Which of a peer's three keypairs a receiver index names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

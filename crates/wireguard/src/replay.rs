@@ -7,16 +7,19 @@
 //! upper half) and which of the block's counters were seen (the lower half). A commit
 //! changes one slot with a compare-and-swap:
 //! - the slot holds the counter's block: the counter's bit decides;
-//! - the slot holds an older block: that block lies at least a whole ring (8192
-//!   counters) behind this counter, so outside the window; the slot starts over;
-//! - the slot holds a newer block: a counter more than the window ahead was accepted,
-//!   so this one is outside the window: refused.
+//! - the slot holds an older block: that block is a whole ring behind this counter's,
+//!   so outside the window; the slot starts over with this block;
+//! - the slot holds a newer block: this counter's block left the ring: refused.
 //!
 //! A slot's tag only moves forward, so once a counter is accepted every later commit of
 //! it meets either its bit or a newer block: no counter is accepted twice, whatever the
-//! interleaving. The newest counter is kept beside the ring (a `fetch_max`) to refuse
-//! counters that are too old before their slot is looked at. Tags are whole block
-//! numbers, so a peer's counter may leap by any amount.
+//! interleaving. The newest block is kept beside the ring to refuse counters whose
+//! block left it before their slot is looked at (after a leap forward, a slot may
+//! still hold a block older than theirs). It changes once per 64 counters, not per
+//! packet, so workers that commit at once rarely write the same cache line: each
+//! 256-counter block a sender takes (`datapath::COUNTER_BLOCK`) is one line of slots.
+//! Only a counter in the ring's oldest block needs the newest counter itself, which
+//! the newest block's slot tells.
 //!
 //! Checking and committing are separate: the data path checks before it spends a
 //! decryption on a packet, and commits only after the tag has verified, so a forged
@@ -29,25 +32,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Counters per slot: the lower half of the slot's word.
 const SLOT_BITS: u64 = 64;
 const SLOTS: usize = (REPLAY_WINDOW_BITS / SLOT_BITS) as usize;
-/// Counters this far behind the newest are still accepted (the Linux figure: the
-/// ring less one slot).
+/// Counters this far behind the newest are always accepted (the ring less one slot,
+/// the Linux figure).
 pub const WINDOW_SIZE: u64 = REPLAY_WINDOW_BITS - SLOT_BITS;
 
-// A slot holding a newer block must mean the counter is outside the window: the
-// first counter of a block one ring ahead is more than the window ahead.
-const _: () = assert!(SLOTS as u64 * SLOT_BITS - (SLOT_BITS - 1) > WINDOW_SIZE);
+/// The slots, aligned so that four of them (256 counters) are one cache line.
+#[repr(align(64))]
+struct Ring([AtomicU128; SLOTS]);
+
+/// The newest block, on a line of its own: read by every commit, written rarely.
+#[repr(align(64))]
+#[derive(Default)]
+struct Newest(AtomicU64);
 
 pub struct ReplayWindow {
-    /// Newest counter accepted, plus one (zero: nothing yet).
-    top: AtomicU64,
-    slots: Box<[AtomicU128]>,
+    /// The newest block accepted, plus one (zero: nothing yet).
+    newest: Newest,
+    ring: Box<Ring>,
 }
 
 impl Default for ReplayWindow {
     fn default() -> Self {
         ReplayWindow {
-            top: AtomicU64::new(0),
-            slots: (0..SLOTS).map(|_| AtomicU128::new(0)).collect(),
+            newest: Newest::default(),
+            ring: Box::new(Ring(std::array::from_fn(|_| AtomicU128::new(0)))),
         }
     }
 }
@@ -64,10 +72,34 @@ impl ReplayWindow {
         ReplayWindow::default()
     }
 
-    /// Too far behind the newest, or past the last counter a session may use.
+    /// More than the window behind the newest counter, or past the last counter a
+    /// session may use.
     fn out_of_range(&self, counter: u64) -> bool {
-        counter >= REJECT_AFTER_MESSAGES
-            || counter + 1 + WINDOW_SIZE < self.top.load(Ordering::Acquire)
+        if counter >= REJECT_AFTER_MESSAGES {
+            return true;
+        }
+        let Some(newest) = self.newest.0.load(Ordering::Acquire).checked_sub(1) else {
+            return false;
+        };
+        let block = counter / SLOT_BITS;
+        let ring = SLOTS as u64;
+        if block + ring <= newest {
+            return true;
+        }
+        if block + ring - 1 > newest {
+            return false;
+        }
+        // The ring's oldest block: the window (the ring less one slot) ends inside it,
+        // at the newest counter's place in its own block.
+        let word = self.ring.0[(newest as usize) % SLOTS].load(Ordering::Acquire);
+        match ((word >> 64) as u64).cmp(&newest) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => {
+                let newest_bit = u64::from(63u32.saturating_sub((word as u64).leading_zeros()));
+                counter % SLOT_BITS < newest_bit
+            }
+        }
     }
 
     /// What the slot's word `word` says about `counter`.
@@ -84,7 +116,7 @@ impl ReplayWindow {
     }
 
     fn slot(&self, counter: u64) -> &AtomicU128 {
-        &self.slots[((counter / SLOT_BITS) as usize) % SLOTS]
+        &self.ring.0[((counter / SLOT_BITS) as usize) % SLOTS]
     }
 
     /// Would `counter` be accepted now? Changes nothing.
@@ -113,9 +145,9 @@ impl ReplayWindow {
                 Err(now) => word = now,
             }
         }
-        let top = counter + 1;
-        if top > self.top.load(Ordering::Relaxed) {
-            self.top.fetch_max(top, Ordering::AcqRel);
+        let block = counter / SLOT_BITS + 1;
+        if block > self.newest.0.load(Ordering::Relaxed) {
+            self.newest.0.fetch_max(block, Ordering::AcqRel);
         }
         true
     }

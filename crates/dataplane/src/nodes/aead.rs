@@ -15,7 +15,7 @@ use crate::inflight::{Resume, park_frame};
 use crypto::{AeadOp, OpStatus};
 use std::marker::PhantomData;
 
-pub trait AeadStage: 'static {
+pub trait AeadStage: Send + 'static {
     /// The node that prepares and runs the ops.
     const INFO: NodeInfo;
     /// The node that finishes packets back from an asynchronous engine.

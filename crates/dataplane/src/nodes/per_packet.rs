@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FREE, Node, NodeInfo};
 
-pub trait PerPacket: 'static {
+pub trait PerPacket: Send + 'static {
     /// One of the node's declared reasons.
     type Error: Into<ErrorSlot>;
     const INFO: NodeInfo;

@@ -77,7 +77,7 @@ impl AeadStage for WgDecrypt {
             return None;
         };
         let (index, counter) = (msg.receiver_index(), msg.counter());
-        let ticket = match cx.tunnels.wg.device.recv_ticket(index, counter, cx.now) {
+        let ticket = match cx.tunnels.wg.recv_ticket(index, counter, cx.now) {
             Ok(t) => t,
             Err(reason) => {
                 c.drop(DecryptError::from(reason));
@@ -137,7 +137,7 @@ impl AeadStage for WgDecrypt {
                 }
             }
         };
-        if let Err(reason) = cx.tunnels.wg.device.recv_commit(
+        if let Err(reason) = cx.tunnels.wg.recv_commit(
             &ticket,
             counter,
             inner_src,

@@ -83,7 +83,7 @@ impl AeadStage for WgEncrypt {
             }
         } else {
             match wire::ip::addrs(data) {
-                Ok((_, dst)) => wg.device.peer_for_destination(dst),
+                Ok((_, dst)) => wg.peer_for_destination(dst),
                 Err(_) => {
                     c.drop(EncryptError::from(DropReason::BadInnerPacket));
                     return None;
@@ -94,8 +94,19 @@ impl AeadStage for WgEncrypt {
             c.drop(EncryptError::from(DropReason::NoPeerForDestination));
             return None;
         };
-        let ticket = match wg.device.send_ticket(peer, cx.now) {
+        let ticket = match wg.send_ticket(peer, cx.now) {
             Ok(t) => t,
+            Err(SendError::NoSession) if wg.follower.is_some() => {
+                // Only the device's owner stages: the packet goes there, copied, and
+                // waits in the owner's queue for the session this worker asked for.
+                let Some(f) = wg.follower.as_mut().filter(|f| f.can_hand_over()) else {
+                    c.drop(EncryptError::from(DropReason::StagedOverflow));
+                    return None;
+                };
+                f.hand_over_waiting(peer, data);
+                c.consumed += 1;
+                return None;
+            }
             Err(SendError::NoSession) => {
                 // The packet waits in its own buffer (KEEP) until the session is
                 // ready and the device hands it back (see WgGraph::run).
@@ -172,10 +183,7 @@ impl AeadStage for WgEncrypt {
             return FREE;
         }
         let wire_len = cx.arena.meta(h).len as usize;
-        cx.tunnels
-            .wg
-            .device
-            .note_sent(peer, inner_len, wire_len, cx.now);
+        cx.tunnels.wg.note_sent(peer, inner_len, wire_len, cx.now);
         Next::Udp as u16
     }
 }

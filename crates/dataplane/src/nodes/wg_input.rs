@@ -1,7 +1,8 @@
 //! `wg-input`: sorts datagrams from the outer socket by WireGuard message type.
 //! Data goes on to `wg-decrypt`; handshake messages are handed to the protocol here
 //! (they are rare and each costs a Diffie-Hellman, so they stay off the vector path);
-//! anything malformed is dropped with its reason.
+//! anything malformed is dropped with its reason. A worker that follows the device's
+//! owner hands handshake messages over to it.
 
 use crate::arena::Handle;
 use crate::context::Context;
@@ -14,7 +15,9 @@ use wireguard::DropReason;
 
 crate::node_errors! {
     /// Why wg-input drops a datagram: only what the protocol refuses.
-    pub enum InputError {}
+    pub enum InputError {
+        HandOverFull => "hand-over-full", "A worker that follows the tunnel's owner had no room left in this run to hand it a handshake message.";
+    }
     protocol DropReason;
 }
 
@@ -47,6 +50,20 @@ impl PerPacket for WgInput {
         let data = cx.arena.data(h);
         match Message::parse(data).map_err(|e| InputError::from(DropReason::from(e)))? {
             Message::TransportData(_) => Ok(Next::Decrypt as u16),
+            _ if cx.tunnels.wg.follower.is_some() => {
+                // Handshakes are the device's, and the device is on its owner.
+                let src = cx.arena.meta(h).addr;
+                let f = cx
+                    .tunnels
+                    .wg
+                    .follower
+                    .as_mut()
+                    .filter(|f| f.can_hand_over());
+                let f = f.ok_or(InputError::HandOverFull)?;
+                f.hand_over_handshake(src, data);
+                c.consumed += 1;
+                Ok(FREE)
+            }
             handshake => {
                 let src = cx.arena.meta(h).addr;
                 cx.tunnels

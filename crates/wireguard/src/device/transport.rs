@@ -43,20 +43,35 @@ impl Device {
     /// Counter and key for one packet to `id`, or why not. On `NoSession` the caller
     /// stages the packet ([`Device::stage`]).
     pub fn send_ticket(&mut self, id: PeerId, now: Instant) -> Result<SendTicket, SendError> {
-        let p = self.peer_mut(id).ok_or(SendError::NoSession)?;
+        // The fields apart: the peer is read while the blocks change.
+        let p = self
+            .peers
+            .get(id.0 as usize)
+            .and_then(|p| p.as_deref())
+            .ok_or(SendError::NoSession)?;
         let endpoint = p.endpoint.ok_or(SendError::NoEndpoint)?;
-        match p.keypairs.current.as_ref() {
-            Some(k) if now < k.reject_at => {
-                let counter = k.take_counters(1).ok_or(SendError::NoSession)?;
-                Ok(SendTicket {
-                    key: k.send_key,
-                    counter,
-                    receiver_index: k.remote_index,
-                    endpoint,
-                })
-            }
-            _ => Err(SendError::NoSession),
-        }
+        let k = p
+            .keypairs
+            .current
+            .as_ref()
+            .filter(|k| now < k.reject_at)
+            .ok_or(SendError::NoSession)?;
+        // The counter comes from this worker's block (other workers may send on the
+        // same session: see `datapath`).
+        let counter = self.send_blocks.take(k).ok_or(SendError::NoSession)?;
+        Ok(SendTicket {
+            key: k.send_key,
+            counter,
+            receiver_index: k.remote_index,
+            endpoint,
+        })
+    }
+
+    /// The end of the data path's run: counters left in this worker's blocks are let
+    /// go, so that it never sends with counters older than the other workers' by more
+    /// than a run.
+    pub fn end_run(&mut self) {
+        self.send_blocks.clear();
     }
 
     /// Keeps the data path's buffer `packet` for `id` until a session exists, and
