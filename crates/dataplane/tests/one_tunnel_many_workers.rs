@@ -84,6 +84,13 @@ fn flow_and_seq(p: &[u8]) -> (u8, u32) {
     (p[28], u32::from_be_bytes(p[29..33].try_into().unwrap()))
 }
 
+/// What a worker is given: inner packets to send, datagrams received.
+#[derive(Default)]
+struct In {
+    inner: Vec<Vec<u8>>,
+    datagrams: Vec<Vec<u8>>,
+}
+
 /// What a worker put out: datagrams for the wire, inner packets delivered.
 #[derive(Default)]
 struct Out {
@@ -104,18 +111,13 @@ fn collect(g: &mut WgGraph, out: &mut Out) {
 
 /// Each worker on its own thread: `input(worker)` gives its (inner packets, datagrams)
 /// to push through, in frames.
-fn run_workers(
-    site: &mut Site,
-    now: Instant,
-    from: SocketAddr,
-    inputs: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)>,
-) -> Vec<Out> {
+fn run_workers(site: &mut Site, now: Instant, from: SocketAddr, inputs: Vec<In>) -> Vec<Out> {
     std::thread::scope(|s| {
         let handles: Vec<_> = site
             .workers
             .iter_mut()
             .zip(inputs)
-            .map(|(g, (inner, datagrams))| {
+            .map(|(g, In { inner, datagrams })| {
                 s.spawn(move || {
                     let mut out = Out::default();
                     for chunk in inner.chunks(200) {
@@ -286,7 +288,10 @@ fn no_counter_is_sent_twice_across_workers_and_rekeys_and_each_datagram_is_taken
                 let inner = (0..PER_WORKER)
                     .map(|i| packet(w as u8, (round * PER_WORKER + i) as u32))
                     .collect();
-                (inner, Vec::new())
+                In {
+                    inner,
+                    datagrams: Vec::new(),
+                }
             })
             .collect();
         let outs = run_workers(&mut a, now, b.addr, inputs);
@@ -310,14 +315,13 @@ fn no_counter_is_sent_twice_across_workers_and_rekeys_and_each_datagram_is_taken
         // some worker and one in 16 also on another: their commits race on the
         // shared window.
         for slice in wire.chunks(1024) {
-            let mut inputs: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> =
-                (0..WORKERS).map(|_| (Vec::new(), Vec::new())).collect();
+            let mut inputs: Vec<In> = (0..WORKERS).map(|_| In::default()).collect();
             for (i, d) in slice.iter().enumerate() {
                 if i % 16 == 0 {
-                    inputs[(i / 16 + 1) % WORKERS].1.push(d.clone());
+                    inputs[(i / 16 + 1) % WORKERS].datagrams.push(d.clone());
                     duplicates += 1;
                 }
-                inputs[i % WORKERS].1.push(d.clone());
+                inputs[i % WORKERS].datagrams.push(d.clone());
             }
             for out in run_workers(&mut b, now, a.addr, inputs) {
                 delivered += out.delivered.len() as u64;
@@ -350,19 +354,19 @@ fn the_packets_of_each_flow_arrive_in_order() {
     let (mut a, mut b) = two_sites(WORKERS, now);
     handshake(&mut a, &mut b, now);
     // As a multi-queue TUN does: each flow to one worker, by its hash.
-    let mut inputs: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> =
-        (0..WORKERS).map(|_| (Vec::new(), Vec::new())).collect();
+    let mut inputs: Vec<In> = (0..WORKERS).map(|_| In::default()).collect();
     for seq in 0..PER_FLOW {
         for flow in 0..FLOWS {
-            inputs[flow as usize % WORKERS].0.push(packet(flow, seq));
+            inputs[flow as usize % WORKERS]
+                .inner
+                .push(packet(flow, seq));
         }
     }
     let outs = run_workers(&mut a, now, b.addr, inputs);
     let wire = merge_as_sent(outs.into_iter().map(|o| o.wire).collect(), 1024, 7);
     // One outer 5-tuple: everything arrives on one queue, B's first worker's.
-    let mut inputs: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> =
-        (0..WORKERS).map(|_| (Vec::new(), Vec::new())).collect();
-    inputs[0].1 = wire;
+    let mut inputs: Vec<In> = (0..WORKERS).map(|_| In::default()).collect();
+    inputs[0].datagrams = wire;
     let outs = run_workers(&mut b, now, a.addr, inputs);
     let mut next = [0u32; FLOWS as usize];
     let mut count = 0;
