@@ -92,7 +92,29 @@ impl TunDevice {
         Self::create_with(name, true)
     }
 
+    /// `queues` queues of one new TUN interface (`IFF_MULTI_QUEUE`), each its own
+    /// device to read and write: the kernel hands each flow's packets to one queue, so
+    /// a worker per queue sees whole flows. One queue is [`create`] or
+    /// [`create_offload`] as they are. The first queue's name is the interface's
+    /// (a pattern such as `"wg%d"` resolves there); the others attach to it.
+    ///
+    /// [`create`]: TunDevice::create
+    /// [`create_offload`]: TunDevice::create_offload
+    pub fn create_queues(name: &str, queues: usize, offload: bool) -> io::Result<Vec<TunDevice>> {
+        let first = Self::create_flags(name, offload, queues > 1)?;
+        let name = first.name().to_string();
+        let mut all = vec![first];
+        for _ in 1..queues {
+            all.push(Self::create_flags(&name, offload, true)?);
+        }
+        Ok(all)
+    }
+
     fn create_with(name: &str, offload: bool) -> io::Result<TunDevice> {
+        Self::create_flags(name, offload, false)
+    }
+
+    fn create_flags(name: &str, offload: bool, multi_queue: bool) -> io::Result<TunDevice> {
         if name.len() >= libc::IFNAMSIZ {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -126,7 +148,12 @@ impl TunDevice {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
 
         let vnet = if offload { libc::IFF_VNET_HDR } else { 0 };
-        ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short;
+        let multi = if multi_queue {
+            libc::IFF_MULTI_QUEUE
+        } else {
+            0
+        };
+        ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet | multi) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one struct ifreq, which ifr is.
         let ret = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) };
         cvt(ret).map_err(|e| {

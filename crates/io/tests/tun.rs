@@ -375,3 +375,56 @@ fn tun_down_and_busy() {
     })
     .unwrap();
 }
+
+/// A multi-queue TUN: the kernel hands each flow to one queue, every packet to some
+/// queue, and any queue can write.
+#[test]
+fn a_multi_queue_tun_keeps_each_flow_on_one_queue() {
+    if !tun_available("a_multi_queue_tun_keeps_each_flow_on_one_queue") {
+        return;
+    }
+    let ns = NetNs::new("lr-io-tunmq").unwrap();
+    ns.run(|| {
+        let queues = TunDevice::create_queues("lrmq%d", 4, false).unwrap();
+        let name = queues[0].name().to_owned();
+        assert!(queues.iter().all(|q| q.name() == name));
+        ns.add_addr(&name, "198.18.0.1/24").unwrap();
+        ns.link_up(&name).unwrap();
+        let senders: Vec<UdpSocket> = (0..8).map(|_| UdpSocket::bind(0).unwrap()).collect();
+        let dst = SocketAddr::from((PEER_ADDR, PEER_PORT));
+        for round in 0..4u8 {
+            for s in &senders {
+                s.send_to(&[round; 8], dst).unwrap();
+            }
+        }
+        let mut queue_of: std::collections::HashMap<u16, usize> = Default::default();
+        let mut total = 0;
+        let deadline = Instant::now() + WAIT;
+        let mut storage = vec![[0u8; 2048]; 8];
+        while total < 32 && Instant::now() < deadline {
+            for (k, q) in queues.iter().enumerate() {
+                let mut bufs: Vec<&mut [u8]> =
+                    storage.iter_mut().map(|b| b.as_mut_slice()).collect();
+                let mut lens = [0usize; 8];
+                let n = match q.read_batch(&mut bufs, &mut lens) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
+                    Err(e) => panic!("reading queue {k}: {e}"),
+                };
+                for i in 0..n {
+                    let pkt = &bufs[i][..lens[i]];
+                    if !is_udp4_to(pkt, PEER_ADDR, PEER_PORT) {
+                        continue;
+                    }
+                    let sport = u16::from_be_bytes([pkt[20], pkt[21]]);
+                    let on = *queue_of.entry(sport).or_insert(k);
+                    assert_eq!(on, k, "flow from port {sport} on two queues");
+                    total += 1;
+                }
+            }
+        }
+        assert_eq!(total, 32, "every packet reached a queue");
+        assert_eq!(queue_of.len(), 8);
+    })
+    .unwrap();
+}

@@ -393,3 +393,39 @@ fn gso_run_over_the_path_mtu_falls_back_to_plain_sends() {
         "an MTU refusal leaves GSO on for other paths"
     );
 }
+
+/// A group of sockets on one port: each sender's datagrams all reach one of them,
+/// and every datagram reaches one.
+#[test]
+fn a_reuseport_group_shares_one_port_and_keeps_each_sender_on_one_socket() {
+    let group = UdpSocket::bind_group(0, 3).unwrap();
+    let port = group[0].local_port();
+    assert!(group.iter().all(|s| s.local_port() == port));
+    let senders: Vec<UdpSocket> = (0..12).map(|_| UdpSocket::bind(0).unwrap()).collect();
+    let dst = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    for round in 0..4u8 {
+        for (i, s) in senders.iter().enumerate() {
+            s.send_to(&[i as u8, round], dst).unwrap();
+        }
+    }
+    let mut seen_on: std::collections::HashMap<u16, usize> = Default::default();
+    let mut total = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while total < 48 && std::time::Instant::now() < deadline {
+        for (k, sock) in group.iter().enumerate() {
+            let mut storage = vec![[0u8; 64]; 16];
+            let mut bufs: Vec<&mut [u8]> = storage.iter_mut().map(|b| b.as_mut_slice()).collect();
+            let mut meta = vec![RecvMeta::default(); 16];
+            let n = sock.recv_batch(&mut bufs, &mut meta).unwrap_or(0);
+            for m in &meta[..n] {
+                let on = *seen_on.entry(m.src.port()).or_insert(k);
+                assert_eq!(on, k, "a sender's datagrams went to two sockets");
+                total += 1;
+            }
+        }
+    }
+    assert_eq!(total, 48, "every datagram arrived");
+    assert_eq!(seen_on.len(), 12);
+    let twin = group[1].duplicate().unwrap();
+    assert_eq!(twin.local_port(), port);
+}

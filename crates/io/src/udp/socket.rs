@@ -27,6 +27,55 @@ impl UdpSocket {
         }
     }
 
+    /// `count` sockets on one port with SO_REUSEPORT, one per worker: the kernel
+    /// hands each peer's datagrams (by their addresses' hash) to one of them, and each
+    /// sends from the same port. Port 0 picks a free port for all of them. One socket
+    /// is [`bind`](UdpSocket::bind) as it is.
+    pub fn bind_group(port: u16, count: usize) -> io::Result<Vec<UdpSocket>> {
+        if count <= 1 {
+            return Ok(vec![UdpSocket::bind(port)?]);
+        }
+        let first = UdpSocket::bind_reuseport(port)?;
+        let port = first.local_port();
+        let mut all = vec![first];
+        for _ in 1..count {
+            all.push(UdpSocket::bind_reuseport(port)?);
+        }
+        Ok(all)
+    }
+
+    fn bind_reuseport(port: u16) -> io::Result<UdpSocket> {
+        let (fd, v6) = match new_socket(libc::AF_INET6) {
+            Ok(fd) => (fd, true),
+            Err(e) if e.raw_os_error() == Some(libc::EAFNOSUPPORT) => (
+                new_socket(libc::AF_INET).map_err(|e| context(e, "creating UDP socket"))?,
+                false,
+            ),
+            Err(e) => return Err(context(e, "creating UDP socket")),
+        };
+        setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)
+            .map_err(|e| context(e, "setting SO_REUSEPORT"))?;
+        UdpSocket::bind_fd(fd, v6, port)
+    }
+
+    /// Another handle on this socket (a duplicated descriptor): options set through
+    /// either apply to the one socket.
+    pub fn duplicate(&self) -> io::Result<UdpSocket> {
+        let fd = self
+            .fd
+            .try_clone()
+            .map_err(|e| context(e, "duplicating the UDP socket"))?;
+        Ok(UdpSocket {
+            gso: AtomicBool::new(true),
+            fd,
+            v6: self.v6,
+            port: self.port,
+            rx: Mutex::new(RecvBatch::new()),
+            tx: Mutex::new(SendBatch::new()),
+            last_send_errno: AtomicI32::new(0),
+        })
+    }
+
     /// The IPv4-only socket that [`bind`](UdpSocket::bind) falls back to.
     pub(crate) fn bind_ipv4(port: u16) -> io::Result<UdpSocket> {
         let fd = new_socket(libc::AF_INET).map_err(|e| context(e, "creating UDP socket"))?;
