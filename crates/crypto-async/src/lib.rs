@@ -14,6 +14,11 @@
 //! caller keeps the memory alive and leaves the ops' ranges alone until the frame
 //! comes back. Within one vector, no op may write bytes another op reads or writes
 //! (the data path's ops each cover their own packet buffer).
+//!
+//! [`spread`] is the same idea with the data-path workers as the crypto threads: a
+//! worker with a full frame hands pieces of it to workers with time to spare.
+
+pub mod spread;
 
 use crypto::{AeadOp, Algorithm, AsyncOps, Engine, KeyRegistry};
 use std::collections::BTreeMap;
