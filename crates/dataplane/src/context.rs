@@ -15,6 +15,7 @@ use crate::inflight::InFlight;
 use crate::ip_layer::IpLayer;
 use crate::wg_follow::{FollowerLink, OwnerInbox};
 use crypto::{AeadOp, EngineSet, KeyRegistry};
+use crypto_async::spread::Spreader;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -155,6 +156,9 @@ pub struct Context {
     pub(crate) inflight: InFlight,
     /// Ports, routes and neighbors (a gateway's; empty in host mode).
     pub(crate) ip: IpLayer,
+    /// This worker's side of the board that spreads full frames over the workers
+    /// (none: every frame runs here).
+    pub(crate) spread: Option<Spreader>,
 }
 
 impl HasArena for Context {
@@ -192,6 +196,7 @@ impl Context {
             },
             inflight: InFlight::new(buffers),
             ip: IpLayer::default(),
+            spread: None,
         }
     }
 
@@ -317,7 +322,39 @@ impl Context {
 
     /// Runs ops on the synchronous engine chosen for their algorithm, in the arena.
     pub(crate) fn run_ops(&mut self, ops: &mut [AeadOp]) {
-        self.engines.process(&self.keys, self.arena.mem_mut(), ops);
+        match self.spread.as_mut() {
+            Some(s) => s.process(&mut self.engines, &self.keys, self.arena.mem_mut(), ops),
+            None => self.engines.process(&self.keys, self.arena.mem_mut(), ops),
+        }
+    }
+
+    /// Spreads this worker's full frames over the workers on `spreader`'s board, and
+    /// lets it run theirs (see `crypto_async::spread`).
+    pub fn spread_over(&mut self, spreader: Spreader) {
+        self.spread = Some(spreader);
+    }
+
+    /// Runs the pieces other workers posted for help; how many. A worker calls it
+    /// between its own batches.
+    pub fn help_others(&mut self) -> usize {
+        match self.spread.as_mut() {
+            Some(s) => s.help(&mut self.engines),
+            None => 0,
+        }
+    }
+
+    /// How long the worker may sleep waiting for its own packets, given `own`: not at
+    /// all while it lingers to help others.
+    pub fn helper_sleep(&mut self, own: std::time::Duration) -> std::time::Duration {
+        match self.spread.as_mut() {
+            Some(s) => s.sleep(own),
+            None => own,
+        }
+    }
+
+    /// What spreading did on this worker.
+    pub fn spread_counters(&self) -> Option<crypto_async::spread::SpreadCounters> {
+        self.spread.as_ref().map(Spreader::counters)
     }
 
     /// What happened to frames handed to asynchronous engines.

@@ -57,6 +57,9 @@ pub struct FollowerLink {
     report: Report,
     /// A report the owner had no room for yet.
     unsent: Option<Report>,
+    /// Wakes the owner when a report carries packets (a handshake should not wait
+    /// for the owner's next timer).
+    nudge: Option<Box<dyn Fn() + Send>>,
 }
 
 /// The owner's side: where followers' reports arrive.
@@ -75,12 +78,18 @@ pub fn link(cell: std::sync::Arc<wireguard::ViewCell>) -> (FollowerLink, OwnerIn
             to_owner: tx,
             report: Report::default(),
             unsent: None,
+            nudge: None,
         },
         OwnerInbox { from_followers: rx },
     )
 }
 
 impl FollowerLink {
+    /// Calls `wake` after sending a report that carries packets for the owner.
+    pub fn set_nudge(&mut self, wake: impl Fn() + Send + 'static) {
+        self.nudge = Some(Box::new(wake));
+    }
+
     /// Room for one more packet for the owner in this run?
     pub(crate) fn can_hand_over(&self) -> bool {
         self.report.packets() + self.unsent.as_ref().map_or(0, Report::packets) < MAX_HANDED_OVER
@@ -112,8 +121,13 @@ impl FollowerLink {
         if report.is_empty() {
             return;
         }
+        let urgent = report.packets() > 0;
         match self.to_owner.try_send(report) {
-            Ok(()) => {}
+            Ok(()) => {
+                if let Some(wake) = self.nudge.as_ref().filter(|_| urgent) {
+                    wake();
+                }
+            }
             Err(TrySendError::Full(r)) => self.unsent = Some(r),
             // The owner is gone (shutting down): nothing is left to tell.
             Err(TrySendError::Disconnected(_)) => {}

@@ -58,6 +58,11 @@ fn site(
     }
     let mut all = vec![owner];
     all.extend(followers);
+    // Full frames spread over the site's workers, as in host mode and the gateway.
+    let board = crypto_async::spread::SpreadBoard::new(workers);
+    for (i, g) in all.iter_mut().enumerate() {
+        g.context_mut().spread_over(board.spreader(i, || {}));
+    }
     Site {
         workers: all,
         addr: addr.parse().unwrap(),
@@ -112,6 +117,9 @@ fn collect(g: &mut WgGraph, out: &mut Out) {
 /// Each worker on its own thread: `input(worker)` gives its (inner packets, datagrams)
 /// to push through, in frames.
 fn run_workers(site: &mut Site, now: Instant, from: SocketAddr, inputs: Vec<In>) -> Vec<Out> {
+    // Workers done with their own input help the others until every one is done.
+    let busy = std::sync::atomic::AtomicUsize::new(site.workers.len());
+    let busy = &busy;
     std::thread::scope(|s| {
         let handles: Vec<_> = site
             .workers
@@ -142,6 +150,13 @@ fn run_workers(site: &mut Site, now: Instant, from: SocketAddr, inputs: Vec<In>)
                         g.from_udp(&hs);
                         g.run(now);
                         collect(g, &mut out);
+                    }
+                    busy.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                    while busy.load(std::sync::atomic::Ordering::Acquire) > 0 {
+                        g.context_mut().helper_sleep(Duration::ZERO);
+                        if g.context_mut().help_others() == 0 {
+                            std::thread::yield_now();
+                        }
                     }
                     out
                 })
@@ -368,6 +383,11 @@ fn the_packets_of_each_flow_arrive_in_order() {
     let mut inputs: Vec<In> = (0..WORKERS).map(|_| In::default()).collect();
     inputs[0].datagrams = wire;
     let outs = run_workers(&mut b, now, a.addr, inputs);
+    let spread = b.workers[0].context().spread_counters().unwrap();
+    assert!(
+        spread.pieces_helped > 0,
+        "the receiving worker had help with its frames: {spread:?}"
+    );
     let mut next = [0u32; FLOWS as usize];
     let mut count = 0;
     for p in outs.iter().flat_map(|o| &o.delivered) {
