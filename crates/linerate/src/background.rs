@@ -29,9 +29,10 @@ pub fn report_failure(reason: &str) {
     }
 }
 
-/// Starts `--foreground IFNAME [--engine SPEC]` as a child and returns once it is
-/// ready; an error says why it is not, in the child's own words when it gave any.
-pub fn start(ifname: &str, engines: Option<&str>) -> Result<(), String> {
+/// Starts `--foreground IFNAME --workers N [--engine SPEC]` as a child and returns
+/// once it is ready; an error says why it is not, in the child's own words when it
+/// gave any.
+pub fn start(ifname: &str, engines: Option<&str>, workers: usize) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding my own executable: {e}"))?;
     let log = std::env::var("LINERATE_LOG_FILE").ok();
     let stderr = match &log {
@@ -45,7 +46,7 @@ pub fn start(ifname: &str, engines: Option<&str>) -> Result<(), String> {
         None => Stdio::null(),
     };
     let mut cmd = Command::new(exe);
-    cmd.args(["--foreground", ifname]);
+    cmd.args(["--foreground", ifname, "--workers", &workers.to_string()]);
     if let Some(spec) = engines {
         cmd.args(["--engine", spec]);
     }

@@ -24,6 +24,7 @@ ENGINES:
 
 ENVIRONMENT:
     LINERATE_ENGINES               the same as --engine (wg-quick passes no flags)
+    LINERATE_WORKERS               the same as --workers
     LINERATE_LOG_FILE              where a backgrounded daemon writes its log
                                    (default: nowhere)
     LINERATE_UNDER_LOAD_HANDSHAKES handshake messages per second above which
@@ -57,6 +58,10 @@ pub struct DaemonArgs {
     /// Engines to use instead of the calibrated choice (see ENGINES)
     #[arg(long, value_name = "SPEC")]
     pub engine: Option<String>,
+    /// Data-path workers, each with its own TUN queue and UDP socket, all on the same
+    /// tunnels (default: the cores available; see ENVIRONMENT)
+    #[arg(long, value_name = "N", value_parser = worker_count)]
+    pub workers: Option<u16>,
     /// The TUN interface to create (at most 15 bytes, no '/')
     #[arg(value_name = "IFNAME", required = true, value_parser = interface_name)]
     pub ifname: Option<String>,
@@ -292,6 +297,14 @@ fn interface_name(s: &str) -> Result<String, String> {
         ));
     }
     Ok(s.to_string())
+}
+
+/// A host-mode worker count: 1 to 256.
+pub fn worker_count(s: &str) -> Result<u16, String> {
+    match s.trim().parse::<u16>() {
+        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: workers go from 1 to 256")),
+    }
 }
 
 /// Worker counts for the graph benchmark.

@@ -53,6 +53,29 @@ impl CounterReport {
         }
     }
 
+    /// Adds another worker's counters: nodes and reasons by name, others by name.
+    pub fn add(&mut self, other: &CounterReport) {
+        for n in &other.nodes {
+            let row = self.row(&n.name);
+            row.calls += n.calls;
+            row.packets += n.packets;
+            row.clocks += n.clocks;
+            row.consumed += n.consumed;
+            for (reason, v) in &n.drops {
+                match row.drops.iter_mut().find(|(r, _)| r == reason) {
+                    Some((_, total)) => *total += v,
+                    None => row.drops.push((reason.clone(), *v)),
+                }
+            }
+        }
+        for (name, v) in &other.other {
+            match self.other.iter_mut().find(|(n, _)| n == name) {
+                Some((_, total)) => *total += v,
+                None => self.other.push((name.clone(), *v)),
+            }
+        }
+    }
+
     pub fn add_other(&mut self, name: &str, value: u64) {
         self.other.push((name.to_string(), value));
     }
@@ -183,6 +206,20 @@ mod tests {
             CounterReport::parse(&r.to_text()).unwrap().nodes[0].dropped(),
             6
         );
+    }
+
+    #[test]
+    fn workers_add_up_by_name() {
+        let mut total = sample();
+        let mut other = sample();
+        other.nodes[0].drops.push(("unknown-index".into(), 7));
+        other.other.push(("udp.truncated".into(), 2));
+        total.add(&other);
+        assert_eq!(total.nodes[0].packets, 1400);
+        assert_eq!(total.nodes[0].dropped(), 12 + 7);
+        assert_eq!(total.nodes.len(), 2);
+        assert!(total.other.contains(&("tun.too_big".into(), 8)));
+        assert!(total.other.contains(&("udp.truncated".into(), 2)));
     }
 
     #[test]

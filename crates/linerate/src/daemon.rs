@@ -1,7 +1,9 @@
 //! Host mode: create the TUN, serve the UAPI socket, run the worker until a signal,
 //! the TUN's removal, or the socket file's deletion ends it.
 
-use crate::worker::{Control, ControlRequest, Exit, Outer, Worker};
+use crate::host_follower;
+use crate::host_path::HostPath;
+use crate::worker::{Control, ControlRequest, Exit, Worker};
 use crypto::KeyRegistry;
 use dataplane::Arena;
 use dataplane::wg::WgGraph;
@@ -32,28 +34,43 @@ pub fn socket_path(ifname: &str) -> PathBuf {
     Path::new(SOCKET_DIR).join(format!("{ifname}.sock"))
 }
 
-/// Everything host mode needs, made; `ready` is called once the interface and the
-/// socket exist (the parent of a backgrounded daemon waits for it).
-pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<(), String> {
+/// Everything host mode needs, made, for `workers` workers (one TUN queue and one
+/// UDP socket on the shared port each; the first owns the device); `ready` is called
+/// once the interface and the socket exist (the parent of a backgrounded daemon waits
+/// for it).
+pub fn run(
+    ifname: &str,
+    engines: Option<&str>,
+    workers: usize,
+    ready: impl FnOnce(),
+) -> Result<(), String> {
+    let workers = workers.max(1);
     // Offloads let one read bring a whole TCP burst; without them (old kernels, or
     // LINERATE_TUN_OFFLOAD=0) every packet is its own read.
     let offload = std::env::var("LINERATE_TUN_OFFLOAD").map_or(true, |v| v != "0");
-    let tun = match offload.then(|| TunDevice::create_offload(ifname)) {
-        Some(Ok(t)) => t,
-        Some(Err(e)) => {
-            eprintln!("linerate: TUN offloads unavailable ({e}); reading packet by packet");
-            TunDevice::create(ifname).map_err(|e| format!("creating TUN {ifname}: {e}"))?
-        }
-        None => TunDevice::create(ifname).map_err(|e| format!("creating TUN {ifname}: {e}"))?,
+    let create = |offload| {
+        TunDevice::create_queues(ifname, workers, offload)
+            .map_err(|e| format!("creating TUN {ifname}: {e}"))
     };
-    let ifname = tun.name().to_string();
+    let mut tuns = match offload {
+        true => create(true).or_else(|e| {
+            eprintln!("linerate: TUN offloads unavailable ({e}); reading packet by packet");
+            create(false)
+        })?,
+        false => create(false)?,
+    };
+    let ifname = tuns[0].name().to_string();
     // The reference implementations' default: a 1420-byte inner packet plus 80 bytes
     // of outer IPv6, UDP and WireGuard headers fills a 1500-byte underlay MTU.
-    tun.set_mtu(DEFAULT_MTU)
+    tuns[0]
+        .set_mtu(DEFAULT_MTU)
         .map_err(|e| format!("setting the MTU of {ifname}: {e}"))?;
-    let udp = UdpSocket::bind(0).map_err(|e| format!("binding the UDP socket: {e}"))?;
-    let _ = udp.set_buffer_sizes(4 << 20, 4 << 20);
-    let port = udp.local_port();
+    let mut udps =
+        UdpSocket::bind_group(0, workers).map_err(|e| format!("binding the UDP sockets: {e}"))?;
+    for udp in &udps {
+        let _ = udp.set_buffer_sizes(4 << 20, 4 << 20);
+    }
+    let port = udps[0].local_port();
 
     let path = socket_path(&ifname);
     let listener = bind_socket(&path)?;
@@ -79,25 +96,62 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
         eprintln!("linerate: engine for {line}");
     }
     let now = Instant::now();
-    let mut device = wireguard::Device::new(keys, now, SystemTime::now());
+    let mut device = wireguard::Device::new(keys.clone(), now, SystemTime::now());
     if let Some(t) = std::env::var("LINERATE_UNDER_LOAD_HANDSHAKES")
         .ok()
         .and_then(|v| v.parse().ok())
     {
         device.set_under_load_threshold(t);
     }
-    let wg = WgGraph::new(Arena::new(ARENA_BUFFERS), device, engines, now);
+    device.publish();
+    let cell = device.view_cell();
+    let mut wg = WgGraph::new(Arena::new(ARENA_BUFFERS), device, engines, now);
+    // Full frames spread over the workers (a tunnel's datagrams all reach one).
+    let board = (workers > 1).then(|| crypto_async::spread::SpreadBoard::new(workers));
+    let spreader = |i: usize, waker: &Arc<Waker>| {
+        let waker = waker.clone();
+        board.as_ref().map(|b| {
+            b.spreader(i, move || {
+                let _ = waker.wake();
+            })
+        })
+    };
+    if let Some(s) = spreader(0, &waker) {
+        wg.context_mut().spread_over(s);
+    }
+    // The followers: each its own queue, socket, arena, engines and graph.
+    let mut followers = Vec::with_capacity(workers - 1);
+    for (i, (tun, udp)) in tuns.drain(1..).zip(udps.drain(1..)).enumerate() {
+        let (mut link, inbox) = dataplane::wg_follow::link(cell.clone());
+        let owner = waker.clone();
+        link.set_nudge(move || {
+            let _ = owner.wake();
+        });
+        wg.context_mut().lead_wg_follower(inbox);
+        let own = wireguard::Device::new(keys.clone(), now, SystemTime::now());
+        let set = crate::engines::replica(&keys, wg.context().engines())?;
+        let mut g = WgGraph::new(Arena::new(ARENA_BUFFERS), own, set, now);
+        g.context_mut().follow_wg_device(link);
+        let follower_waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
+        if let Some(s) = spreader(i + 1, &follower_waker) {
+            g.context_mut().spread_over(s);
+        }
+        let path = HostPath::new(tun, udp, g);
+        followers.push(host_follower::spawn(
+            i + 1,
+            path,
+            follower_waker,
+            stop.clone(),
+            waker.clone(),
+        )?);
+    }
     let socket_path_check = path.clone();
     let socket_alive =
         Box::new(move || std::fs::metadata(&socket_path_check).is_ok_and(|m| m.ino() == inode));
+    let own_path = HostPath::new(tuns.remove(0), udps.remove(0), wg);
     let mut worker = Worker::new(
-        tun,
-        Outer {
-            udp,
-            fwmark: 0,
-            port,
-        },
-        wg,
+        own_path,
+        followers,
         req_rx,
         waker.clone(),
         stop.clone(),
@@ -112,7 +166,7 @@ pub fn run(ifname: &str, engines: Option<&str>, ready: impl FnOnce()) -> Result<
         .map_err(|e| format!("starting the UAPI thread: {e}"))?;
 
     eprintln!(
-        "linerate: {ifname} up, UAPI at {}, UDP port {port}",
+        "linerate: {ifname} up, UAPI at {}, UDP port {port}, {workers} worker(s)",
         path.display()
     );
     ready();

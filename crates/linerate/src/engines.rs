@@ -151,6 +151,30 @@ pub fn configured_set(
     Ok((set, lines))
 }
 
+/// Another worker's engine set with the same choices as `like` (made by
+/// [`configured_set`]), without calibrating again; the async engine and its threads
+/// only where `like` chose it.
+pub fn replica(keys: &Arc<KeyRegistry>, like: &EngineSet) -> Result<EngineSet, String> {
+    let wants_async = Algorithm::ALL.iter().any(|&a| {
+        crypto::size_class::SIZES
+            .iter()
+            .any(|&n| like.chosen_for(a, n as u32) == Some(crypto_async::AsyncEngine::NAME))
+    });
+    let mut set = if wants_async {
+        EngineSet::new(all(keys))
+    } else {
+        EngineSet::new(cpu_engines())
+    };
+    for a in Algorithm::ALL {
+        let mut names = [None; crypto::size_class::COUNT];
+        for (slot, &n) in names.iter_mut().zip(crypto::size_class::SIZES.iter()) {
+            *slot = like.chosen_for(a, n as u32);
+        }
+        set.choose_by_class(a, names)?;
+    }
+    Ok(set)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +201,23 @@ mod tests {
         );
         assert!(lines[0].contains("1518 B reference"), "{}", lines[0]);
         assert!(lines[1].starts_with("aes-128-gcm: ") && lines[1].contains("(measured; "));
+    }
+
+    #[test]
+    fn a_replica_makes_the_same_choices() {
+        let keys = Arc::new(KeyRegistry::new(4));
+        let (set, _) = configured_set(
+            &keys,
+            Some("chacha20-poly1305=reference,aes-128-gcm=aws-lc"),
+            std::time::Duration::from_millis(1),
+        )
+        .unwrap();
+        let copy = replica(&keys, &set).unwrap();
+        for a in Algorithm::ALL {
+            for &n in crypto::size_class::SIZES.iter() {
+                assert_eq!(copy.chosen_for(a, n as u32), set.chosen_for(a, n as u32));
+            }
+        }
     }
 
     /// Real engines on a vector that goes to two of them: what one encrypts, the

@@ -12,6 +12,8 @@ mod daemon;
 mod engines;
 mod gateway;
 mod gateway_config;
+mod host_follower;
+mod host_path;
 mod show;
 mod svg;
 mod uapi;
@@ -91,10 +93,17 @@ fn host_mode(args: cli::DaemonArgs) -> Result<(), String> {
         .or_else(|| std::env::var("LINERATE_ENGINES").ok());
     // Refused here, before anything is created, so a typo leaves nothing behind.
     engines::validate(spec.as_deref().unwrap_or(""))?;
+    let workers = match args.workers {
+        Some(n) => n as usize,
+        None => match std::env::var("LINERATE_WORKERS") {
+            Ok(v) => cli::worker_count(&v).map_err(|e| format!("LINERATE_WORKERS: {e}"))? as usize,
+            Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+    };
     if !args.foreground {
-        return background::start(&ifname, spec.as_deref());
+        return background::start(&ifname, spec.as_deref(), workers);
     }
-    let res = daemon::run(&ifname, spec.as_deref(), background::report_ready);
+    let res = daemon::run(&ifname, spec.as_deref(), workers, background::report_ready);
     if let Err(e) = &res {
         background::report_failure(e);
     }
