@@ -21,7 +21,9 @@ test: setup build
 	cargo test --workspace --release
 	tests/net/gateway.sh
 	GW_DRIVER=af_packet tests/net/gateway.sh
-	tests/net/interop.sh
+	LINERATE_WORKERS=2 tests/net/interop.sh
+	LINERATE_WORKERS=2 LINERATE_SPREAD=1 tests/net/interop.sh tcp tcp_v6 roaming counters_add_up
+	LINERATE_WORKERS=1 tests/net/interop.sh a_initiates_v4 tcp restart
 
 demo: setup build
 	scripts/demo.sh

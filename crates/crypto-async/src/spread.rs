@@ -33,7 +33,10 @@ pub const MAX_PIECES: usize = 8;
 /// misses on the ops and the packets.
 pub const MIN_SPREAD: usize = 32;
 /// How long a worker keeps polling without sleeping after it helped or was asked.
-pub const LINGER: Duration = Duration::from_millis(2);
+pub const LINGER: Duration = Duration::from_micros(500);
+/// Spins while waiting for a helper's piece before yielding the core (a piece of a
+/// frame takes some tens of microseconds).
+const SPINS_BEFORE_YIELD: u32 = 20_000;
 
 const EMPTY: u32 = 0;
 const POSTED: u32 = 1;
@@ -215,9 +218,17 @@ impl Spreader {
                     engine.process(keys, mem, ops);
                 }
                 Err(_) => {
-                    // A helper holds it and is running it: it never waits meanwhile.
+                    // A helper holds it and is running it: it never waits meanwhile,
+                    // but it may have lost its core (more threads than cores): after
+                    // a short spin, give the core up until it is done.
+                    let mut spins = 0u32;
                     while slot.state.load(Ordering::Acquire) != DONE {
-                        std::hint::spin_loop();
+                        if spins < SPINS_BEFORE_YIELD {
+                            spins += 1;
+                            std::hint::spin_loop();
+                        } else {
+                            std::thread::yield_now();
+                        }
                     }
                     slot.state.store(EMPTY, Ordering::Relaxed);
                     self.counters.pieces_helped += 1;

@@ -29,10 +29,15 @@ pub fn report_failure(reason: &str) {
     }
 }
 
-/// Starts `--foreground IFNAME --workers N [--engine SPEC]` as a child and returns
-/// once it is ready; an error says why it is not, in the child's own words when it
-/// gave any.
-pub fn start(ifname: &str, engines: Option<&str>, workers: usize) -> Result<(), String> {
+/// Starts `--foreground IFNAME --workers N [--spread] [--engine SPEC]` as a child
+/// and returns once it is ready; an error says why it is not, in the child's own
+/// words when it gave any.
+pub fn start(
+    ifname: &str,
+    engines: Option<&str>,
+    workers: usize,
+    spread: bool,
+) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding my own executable: {e}"))?;
     let log = std::env::var("LINERATE_LOG_FILE").ok();
     let stderr = match &log {
@@ -47,6 +52,9 @@ pub fn start(ifname: &str, engines: Option<&str>, workers: usize) -> Result<(), 
     };
     let mut cmd = Command::new(exe);
     cmd.args(["--foreground", ifname, "--workers", &workers.to_string()]);
+    if spread {
+        cmd.arg("--spread");
+    }
     if let Some(spec) = engines {
         cmd.args(["--engine", spec]);
     }

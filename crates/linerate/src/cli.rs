@@ -25,6 +25,7 @@ ENGINES:
 ENVIRONMENT:
     LINERATE_ENGINES               the same as --engine (wg-quick passes no flags)
     LINERATE_WORKERS               the same as --workers
+    LINERATE_SPREAD                1: the same as --spread
     LINERATE_LOG_FILE              where a backgrounded daemon writes its log
                                    (default: nowhere)
     LINERATE_UNDER_LOAD_HANDSHAKES handshake messages per second above which
@@ -62,6 +63,11 @@ pub struct DaemonArgs {
     /// tunnels (default: the cores available; see ENVIRONMENT)
     #[arg(long, value_name = "N", value_parser = worker_count)]
     pub workers: Option<u16>,
+    /// Spread full frames of ops over the workers (a tunnel's datagrams all reach one
+    /// worker): pays where the workers have cores to themselves, costs where they
+    /// share them with other busy processes (see ENVIRONMENT)
+    #[arg(long)]
+    pub spread: bool,
     /// The TUN interface to create (at most 15 bytes, no '/')
     #[arg(value_name = "IFNAME", required = true, value_parser = interface_name)]
     pub ifname: Option<String>,

@@ -35,13 +35,15 @@ pub fn socket_path(ifname: &str) -> PathBuf {
 }
 
 /// Everything host mode needs, made, for `workers` workers (one TUN queue and one
-/// UDP socket on the shared port each; the first owns the device); `ready` is called
+/// UDP socket on the shared port each; the first owns the device; with `spread`,
+/// full frames spread over the workers); `ready` is called
 /// once the interface and the socket exist (the parent of a backgrounded daemon waits
 /// for it).
 pub fn run(
     ifname: &str,
     engines: Option<&str>,
     workers: usize,
+    spread: bool,
     ready: impl FnOnce(),
 ) -> Result<(), String> {
     let workers = workers.max(1);
@@ -106,8 +108,10 @@ pub fn run(
     device.publish();
     let cell = device.view_cell();
     let mut wg = WgGraph::new(Arena::new(ARENA_BUFFERS), device, engines, now);
-    // Full frames spread over the workers (a tunnel's datagrams all reach one).
-    let board = (workers > 1).then(|| crypto_async::spread::SpreadBoard::new(workers));
+    // Full frames spread over the workers (a tunnel's datagrams all reach one), if
+    // asked: helpers poll without sleeping while they help, which pays where the
+    // workers have cores to themselves and costs where they share them.
+    let board = (workers > 1 && spread).then(|| crypto_async::spread::SpreadBoard::new(workers));
     let spreader = |i: usize, waker: &Arc<Waker>| {
         let waker = waker.clone();
         board.as_ref().map(|b| {

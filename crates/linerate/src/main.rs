@@ -100,10 +100,17 @@ fn host_mode(args: cli::DaemonArgs) -> Result<(), String> {
             Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
         },
     };
+    let spread = args.spread || std::env::var("LINERATE_SPREAD").is_ok_and(|v| v == "1");
     if !args.foreground {
-        return background::start(&ifname, spec.as_deref(), workers);
+        return background::start(&ifname, spec.as_deref(), workers, spread);
     }
-    let res = daemon::run(&ifname, spec.as_deref(), workers, background::report_ready);
+    let res = daemon::run(
+        &ifname,
+        spec.as_deref(),
+        workers,
+        spread,
+        background::report_ready,
+    );
     if let Err(e) = &res {
         background::report_failure(e);
     }
