@@ -1,10 +1,13 @@
 //! The receive path of the WireGuard graph: datagrams go in through `from_udp` and
-//! `run` on a graph whose device has a session with an in-process peer. It must
-//! never panic, and:
+//! `run` on a graph whose device has a session with an in-process peer, and on a
+//! second graph that follows the first one's device (one tunnel on two workers:
+//! datagrams take turns between them, so a replay of the last datagram lands on the
+//! other worker). It must never panic, and:
 //!
-//! - every buffer goes back to the arena once the output queues are drained;
+//! - every buffer goes back to its arena once the output queues are drained;
 //! - every datagram is accounted for: dropped with a reason or consumed by
-//!   `wg-input` or `wg-decrypt`, or delivered to the TUN queue;
+//!   `wg-input` or `wg-decrypt`, or delivered to the TUN queue (a handshake message
+//!   the follower hands to the owner is counted by both);
 //! - only what decrypted reaches the TUN queue: each delivered packet is the inner
 //!   packet of a datagram the harness sealed with the session's key (not one it
 //!   then corrupted), its source is the peer's one allowed address, and no more
@@ -33,7 +36,7 @@
 use crypto::x25519::{PrivateKey, PublicKey};
 use crypto::{EngineSet, KeyRegistry};
 use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
-use dataplane::{Arena, Handle};
+use dataplane::{Arena, Handle, wg_follow};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -106,11 +109,12 @@ fn our_public() -> PublicKey {
 }
 
 /// Our graph, with a session the peer initiated (our keypair waits in the "next"
-/// slot until the first data confirms it, which the fuzzer may or may not do).
-fn setup(now: Instant) -> (WgGraph, PeerId, PeerSession) {
+/// slot until the first data confirms it, which the fuzzer may or may not do), and
+/// a graph that follows its device.
+fn setup(now: Instant) -> ([WgGraph; 2], PeerId, PeerSession) {
     let init = peer_initiation();
     let keys = Arc::new(KeyRegistry::new(64));
-    let mut ours = Device::new(keys, now, SystemTime::now());
+    let mut ours = Device::new(keys.clone(), now, SystemTime::now());
     ours.set_private_key(Some(PrivateKey::from_bytes(OUR_KEY)));
     let peer = ours
         .add_peer(init.identity.public)
@@ -136,7 +140,14 @@ fn setup(now: Instant) -> (WgGraph, PeerId, PeerSession) {
         receiver_index: response.sender_index(),
         next_counter: 0,
     };
-    (g, peer, session)
+    let (link, inbox) = wg_follow::link(g.context().wg_device().view_cell());
+    g.context_mut().lead_wg_follower(inbox);
+    let registry = g.context().wg_device().keys().clone();
+    let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
+    let own = Device::new(registry, now, SystemTime::now());
+    let mut follower = WgGraph::new(Arena::new(ARENA_BUFFERS), own, engines, now);
+    follower.context_mut().follow_wg_device(link);
+    ([g, follower], peer, session)
 }
 
 fn ipv4_header(src: Ipv4Addr, payload_len: usize) -> [u8; 20] {
@@ -182,7 +193,8 @@ impl<'a> Reader<'a> {
 }
 
 struct Harness {
-    g: WgGraph,
+    /// The device's owner, then its follower.
+    g: [WgGraph; 2],
     peer: PeerId,
     now: Instant,
     batch: Vec<(Vec<u8>, SocketAddr)>,
@@ -195,25 +207,29 @@ struct Harness {
 }
 
 impl Harness {
+    /// The batch's datagrams take turns between the two workers; the follower runs
+    /// first (its report reaches the owner in the owner's run).
     fn run_batch(&mut self) {
-        let mut handles: Vec<Handle> = Vec::new();
-        for (bytes, from) in self.batch.drain(..) {
+        let mut handles: [Vec<Handle>; 2] = Default::default();
+        for (i, (bytes, from)) in self.batch.drain(..).enumerate() {
             // Longer than a buffer: the driver would have truncated and dropped it.
-            let arena = self.g.context_mut().arena_mut();
+            let arena = self.g[i % 2].context_mut().arena_mut();
             let Some(h) = arena.alloc_with(&bytes) else {
                 continue;
             };
             arena.meta_mut(h).addr = from;
-            handles.push(h);
+            handles[i % 2].push(h);
         }
-        self.fed += handles.len() as u64;
-        self.g.from_udp(&handles);
-        self.g.run(self.now);
-        self.drain();
+        for w in [1, 0] {
+            self.fed += handles[w].len() as u64;
+            self.g[w].from_udp(&handles[w]);
+            self.g[w].run(self.now);
+            self.drain(w);
+        }
     }
 
-    fn drain(&mut self) {
-        let cx = self.g.context_mut();
+    fn drain(&mut self, w: usize) {
+        let cx = self.g[w].context_mut();
         let mut tun = Vec::new();
         cx.take_output(TUN_OUT, &mut tun);
         for h in tun {
@@ -233,10 +249,20 @@ impl Harness {
     }
 
     fn ticks(&mut self) {
-        self.g.tick(self.now);
-        self.g.run(self.now);
-        self.drain();
+        for w in [1, 0] {
+            self.g[w].tick(self.now);
+            self.g[w].run(self.now);
+            self.drain(w);
+        }
     }
+}
+
+/// Handshake messages the follower handed to the owner (the owner counts them again).
+fn handed_over(follower: &WgGraph) -> u64 {
+    follower
+        .counters()
+        .find(|(n, _)| *n == "wg-input")
+        .map_or(0, |(_, c)| c.consumed)
 }
 
 fn input_drops(g: &WgGraph) -> u64 {
@@ -249,8 +275,8 @@ fn input_drops(g: &WgGraph) -> u64 {
 fuzz_target!(|data: &[u8]| {
     let now = Instant::now();
     let (g, peer, mut session) = setup(now);
-    let available = g.context().arena().available();
-    let accounted_before = input_drops(&g);
+    let available = [0, 1].map(|w| g[w].context().arena().available());
+    let accounted_before = input_drops(&g[0]) + input_drops(&g[1]);
     let mut h = Harness {
         g,
         peer,
@@ -349,15 +375,17 @@ fuzz_target!(|data: &[u8]| {
         h.ticks();
     }
 
-    assert_eq!(h.g.pending(), 0, "packets left inside the graph");
+    for w in [0, 1] {
+        assert_eq!(h.g[w].pending(), 0, "packets left inside graph {w}");
+        assert_eq!(
+            h.g[w].context().arena().available(),
+            available[w],
+            "buffers did not return to arena {w}"
+        );
+    }
     assert_eq!(
-        h.g.context().arena().available(),
-        available,
-        "buffers did not return to the arena"
-    );
-    assert_eq!(
-        input_drops(&h.g) - accounted_before + h.delivered,
-        h.fed,
+        input_drops(&h.g[0]) + input_drops(&h.g[1]) - accounted_before + h.delivered,
+        h.fed + handed_over(&h.g[1]),
         "datagrams neither dropped, consumed nor delivered"
     );
     assert!(
