@@ -49,25 +49,7 @@ measure() {
   echo "rtt_avg_ms=$(cut -d/ -f5 <<<"$line")" >>"$out"
 
   # Throughput, and the daemons' CPU time over the same interval.
-  timeout $((DEMO_SECONDS + 30)) ip netns exec "$NS_B" iperf3 -s -1 -B "$I4_B" -p "$IPERF_PORT" \
-    >"$LR_TMP/iperf-server.log" 2>&1 &
-  wait_until 5 "iperf3 server" eval "[ -n \"\$(ip netns exec '$NS_B' ss -Hltn 'sport = :$IPERF_PORT')\" ]"
-  local hz ta0 tb0 ta1 tb1
-  hz=$(getconf CLK_TCK)
-  ta0=$(cpu_ticks "$PID_A") tb0=$(cpu_ticks "$PID_B")
-  timeout $((DEMO_SECONDS + 30)) ip netns exec "$NS_A" \
-    iperf3 -c "$I4_B" -p "$IPERF_PORT" -t "$DEMO_SECONDS" -J >"$LR_TMP/iperf.json"
-  ta1=$(cpu_ticks "$PID_A") tb1=$(cpu_ticks "$PID_B")
-  "$PYTHON" - "$LR_TMP/iperf.json" >>"$out" <<'PY'
-import json, sys
-end = json.load(open(sys.argv[1]))["end"]
-print("tcp_mbps=%.0f" % (end["sum_received"]["bits_per_second"] / 1e6))
-print("tcp_retransmits=%d" % end["sum_sent"].get("retransmits", 0))
-PY
-  {
-    echo "cpu_s_sender=$(awk -v t=$((ta1 - ta0)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')"
-    echo "cpu_s_receiver=$(awk -v t=$((tb1 - tb0)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')"
-  } >>"$out"
+  tcp_through_tunnel "$DEMO_SECONDS" "$IPERF_PORT" >>"$out"
   sed 's/^/    /' "$out" >&2
 }
 

@@ -30,24 +30,8 @@ measure() {
   pair_up "$impl" "$impl" 4 both
   ip netns exec "$NS_A" ping -n -q -c 1 -w 5 "$I4_B" >/dev/null ||
     { fail "no reply through the tunnel within 5 s"; return 1; }
-  timeout $((SECONDS_EACH + 30)) ip netns exec "$NS_B" iperf3 -s -1 -B "$I4_B" -p "$IPERF_PORT" \
-    >"$LR_TMP/iperf-server.log" 2>&1 &
-  wait_until 5 "iperf3 server" eval "[ -n \"\$(ip netns exec '$NS_B' ss -Hltn 'sport = :$IPERF_PORT')\" ]"
-  local hz ta0 tb0 ta1 tb1
-  hz=$(getconf CLK_TCK)
-  ta0=$(cpu_ticks "$PID_A") tb0=$(cpu_ticks "$PID_B")
-  timeout $((SECONDS_EACH + 30)) ip netns exec "$NS_A" \
-    iperf3 -c "$I4_B" -p "$IPERF_PORT" -P "$STREAMS" -t "$SECONDS_EACH" -J >"$LR_TMP/iperf.json"
-  ta1=$(cpu_ticks "$PID_A") tb1=$(cpu_ticks "$PID_B")
-  "$PYTHON" - "$LR_TMP/iperf.json" >"$out" <<'PY'
-import json, sys
-end = json.load(open(sys.argv[1]))["end"]
-print("mbps=%.1f" % (end["sum_received"]["bits_per_second"] / 1e6))
-print("retransmits=%d" % end["sum_sent"].get("retransmits", 0))
-PY
+  tcp_through_tunnel "$SECONDS_EACH" "$IPERF_PORT" -P "$STREAMS" >"$out"
   {
-    echo "cpu_s_sender=$(awk -v t=$((ta1 - ta0)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')"
-    echo "cpu_s_receiver=$(awk -v t=$((tb1 - tb0)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')"
     echo "counters_b=$(ip netns exec "$NS_B" "$impl" show counters "$IF_B" 2>/dev/null |
       grep -E '^ *spread\.' | tr -s ' ' | tr '\n' ';' || true)"
   } >>"$out"
@@ -56,6 +40,7 @@ PY
 
 if [ "${1:-}" = __run ]; then
   report_errors
+  STREAMS=$4 SECONDS_EACH=$5
   measure "$2" "$3"
   exit 0
 fi
@@ -89,7 +74,8 @@ for rep in $(seq 1 "$REPEAT"); do
   for w in "${counts[@]}"; do
     log "== turn $rep, $w worker(s)"
     rc=0
-    timeout -k 10 $((SECONDS_EACH + 120)) "$BASH" "$0" __run "$w" "$results/$w.$rep" &
+    timeout -k 10 $((SECONDS_EACH + 120)) "$BASH" "$0" __run "$w" "$results/$w.$rep" \
+      "$STREAMS" "$SECONDS_EACH" &
     child=$!
     wait "$child" || rc=$?
     child=
@@ -117,18 +103,18 @@ for w in counts:
             for line in open(path):
                 k, _, v = line.strip().partition("=")
                 kv[k] = v
-        if "mbps" in kv and "failed" not in kv:
+        if "tcp_mbps" in kv and "failed" not in kv:
             runs.append(kv)
     if not runs:
         rows.append({"workers": w, "ok": False})
         continue
-    runs.sort(key=lambda kv: float(kv["mbps"]))
+    runs.sort(key=lambda kv: float(kv["tcp_mbps"]))
     mid = runs[len(runs) // 2]
     rows.append({
         "workers": w, "ok": True,
-        "mbps": float(mid["mbps"]),
-        "runs_mbps": [float(kv["mbps"]) for kv in runs],
-        "retransmits": int(mid["retransmits"]),
+        "mbps": float(mid["tcp_mbps"]),
+        "runs_mbps": [float(kv["tcp_mbps"]) for kv in runs],
+        "retransmits": int(mid["tcp_retransmits"]),
         "cpu_s_sender": float(mid["cpu_s_sender"]),
         "cpu_s_receiver": float(mid["cpu_s_receiver"]),
         "receiver_spread_counters": mid.get("counters_b", ""),

@@ -245,6 +245,31 @@ ping_ok() {
   in_ns "$ns" ping -n -q -c "$count" -i 0.2 -W 1 -w "$deadline" "$addr" >/dev/null 2>&1
 }
 
+# tcp_through_tunnel SECONDS PORT [IPERF3 ARGS...]: iperf3 from NS_A to I4_B
+# through the tunnel pair_up made, and the two daemons' CPU time over the same
+# interval; prints key=value lines: tcp_mbps, tcp_retransmits, cpu_s_sender,
+# cpu_s_receiver.
+tcp_through_tunnel() {
+  local seconds=$1 port=$2 hz ta0 tb0 ta1 tb1
+  shift 2
+  timeout $((seconds + 30)) ip netns exec "$NS_B" iperf3 -s -1 -B "$I4_B" -p "$port" \
+    >"$LR_TMP/iperf-server.log" 2>&1 &
+  wait_until 5 "iperf3 server" eval "[ -n \"\$(ip netns exec '$NS_B' ss -Hltn 'sport = :$port')\" ]"
+  hz=$(getconf CLK_TCK)
+  ta0=$(cpu_ticks "$PID_A") tb0=$(cpu_ticks "$PID_B")
+  timeout $((seconds + 30)) ip netns exec "$NS_A" \
+    iperf3 -c "$I4_B" -p "$port" -t "$seconds" -J "$@" >"$LR_TMP/iperf.json"
+  ta1=$(cpu_ticks "$PID_A") tb1=$(cpu_ticks "$PID_B")
+  "$PYTHON" - "$LR_TMP/iperf.json" <<'PY'
+import json, sys
+end = json.load(open(sys.argv[1]))["end"]
+print("tcp_mbps=%.1f" % (end["sum_received"]["bits_per_second"] / 1e6))
+print("tcp_retransmits=%d" % end["sum_sent"].get("retransmits", 0))
+PY
+  echo "cpu_s_sender=$(awk -v t=$((ta1 - ta0)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')"
+  echo "cpu_s_receiver=$(awk -v t=$((tb1 - tb0)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')"
+}
+
 # cpu_ticks PID...: utime+stime of the processes, all threads, in clock ticks.
 cpu_ticks() {
   local pid total=0 stat rest f

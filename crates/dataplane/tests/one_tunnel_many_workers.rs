@@ -5,15 +5,16 @@
 //! it reaches, duplicates included; and the packets of one inner flow arrive in the
 //! order they were sent.
 
+mod sim;
+
+use crypto::EngineSet;
 use crypto::x25519::PrivateKey;
-use crypto::{EngineSet, KeyRegistry};
 use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
 use dataplane::{Arena, wg_follow};
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use wireguard::{Device, DropReason, Prefix};
+use wireguard::{Device, DropReason};
 
 const BUFFERS: usize = 2048;
 
@@ -36,14 +37,8 @@ fn site(
     workers: usize,
     now: Instant,
 ) -> Site {
-    let keys = Arc::new(KeyRegistry::new(1024));
-    let mut device = Device::new(keys.clone(), now, SystemTime::now());
-    device.set_private_key(Some(me.clone()));
-    let peer = device.add_peer(them.public_key()).unwrap();
-    if let Some(a) = peer_addr {
-        device.set_endpoint(peer, a.parse().unwrap());
-    }
-    device.add_allowed_ip(peer, allowed.parse::<Prefix>().unwrap());
+    let (mut device, _) = sim::device_with_peer(me, them, peer_addr, allowed, now);
+    let keys = device.keys().clone();
     device.publish();
     let cell = device.view_cell();
     let mut owner = WgGraph::new(Arena::new(BUFFERS), device, engines(), now);
@@ -362,6 +357,25 @@ fn no_counter_is_sent_twice_across_workers_and_rekeys_and_each_datagram_is_taken
 
 #[test]
 fn the_packets_of_each_flow_arrive_in_order() {
+    // Whether the other workers get a core in time to help is up to the scheduler
+    // (here, with the other tests, many threads on few cores): the order must hold
+    // every time, and some attempt must have had help.
+    let mut helped = 0;
+    for _ in 0..8 {
+        helped += one_tunnel_in_order();
+        if helped > 0 {
+            break;
+        }
+    }
+    assert!(
+        helped > 0,
+        "the receiving worker never had help with its frames"
+    );
+}
+
+/// One run of 8 flows through one tunnel on 4 workers per site, checked for order;
+/// returns how many pieces of the receiving worker's frames other workers ran.
+fn one_tunnel_in_order() -> u64 {
     const WORKERS: usize = 4;
     const FLOWS: u8 = 8;
     const PER_FLOW: u32 = 3000;
@@ -383,11 +397,6 @@ fn the_packets_of_each_flow_arrive_in_order() {
     let mut inputs: Vec<In> = (0..WORKERS).map(|_| In::default()).collect();
     inputs[0].datagrams = wire;
     let outs = run_workers(&mut b, now, a.addr, inputs);
-    let spread = b.workers[0].context().spread_counters().unwrap();
-    assert!(
-        spread.pieces_helped > 0,
-        "the receiving worker had help with its frames: {spread:?}"
-    );
     let mut next = [0u32; FLOWS as usize];
     let mut count = 0;
     for p in outs.iter().flat_map(|o| &o.delivered) {
@@ -397,4 +406,15 @@ fn the_packets_of_each_flow_arrive_in_order() {
         count += 1;
     }
     assert_eq!(count, FLOWS as u32 * PER_FLOW, "every packet delivered");
+    let spread = b.workers[0].context().spread_counters().unwrap();
+    assert_eq!(
+        spread.pieces_helped + spread.pieces_taken_back,
+        b.workers[1..]
+            .iter()
+            .map(|g| g.context().spread_counters().unwrap().pieces_run_for_others)
+            .sum::<u64>()
+            + spread.pieces_taken_back,
+        "every piece was run once, by a helper or taken back"
+    );
+    spread.pieces_helped
 }

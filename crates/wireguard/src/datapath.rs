@@ -310,12 +310,7 @@ impl Follower {
             .sessions
             .get(&receiver_index)
             .ok_or(DropReason::UnknownIndex)?;
-        crate::device::check_receive(k, counter, now)?;
-        Ok(RecvTicket {
-            peer: *peer,
-            key: k.recv_key,
-            local_index: receiver_index,
-        })
+        crate::device::recv_ticket_on(*peer, k, counter, now)
     }
 
     /// After the tag verified: checks the inner source against the peer's allowed
@@ -329,19 +324,12 @@ impl Follower {
         wire_len: usize,
         src: SocketAddr,
     ) -> Result<(), DropReason> {
-        if let Some(ip) = inner_src
-            && self.allowed_ips.lookup(ip) != Some(t.peer)
-        {
-            return Err(DropReason::SourceNotAllowed);
-        }
         let (_, k) = self
             .view
             .sessions
             .get(&t.local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        if !k.replay.commit(counter) {
-            return Err(DropReason::Replay);
-        }
+        crate::device::commit_on(&self.allowed_ips, t, k, counter, inner_src)?;
         let a = self.activity.of(t.peer);
         a.received_packets += 1;
         a.received_data += u64::from(inner_src.is_some());

@@ -22,7 +22,7 @@ pub(crate) mod timers;
 mod transport;
 mod view;
 
-pub(crate) use transport::check_receive;
+pub(crate) use transport::{commit_on, recv_ticket_on};
 
 pub use config::PeerInfo;
 pub use transport::{RecvTicket, SendError, SendTicket};

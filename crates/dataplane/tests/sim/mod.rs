@@ -55,6 +55,26 @@ pub fn inner_v4(src: [u8; 4], dst: [u8; 4], payload: &[u8]) -> Vec<u8> {
     p
 }
 
+/// A device with key `me` and one peer, `them`, at `peer_addr` if given, whose
+/// allowed IPs are `allowed`; its own key registry.
+pub fn device_with_peer(
+    me: &PrivateKey,
+    them: &PrivateKey,
+    peer_addr: Option<&str>,
+    allowed: &str,
+    now: Instant,
+) -> (Device, PeerId) {
+    let keys = Arc::new(KeyRegistry::new(1024));
+    let mut device = Device::new(keys, now, SystemTime::now());
+    device.set_private_key(Some(me.clone()));
+    let peer = device.add_peer(them.public_key()).unwrap();
+    if let Some(a) = peer_addr {
+        device.set_endpoint(peer, a.parse().unwrap());
+    }
+    device.add_allowed_ip(peer, allowed.parse::<Prefix>().unwrap());
+    (device, peer)
+}
+
 fn site(
     me: &PrivateKey,
     them: &PrivateKey,
@@ -64,14 +84,7 @@ fn site(
     now: Instant,
     buffers: usize,
 ) -> Site {
-    let keys = Arc::new(KeyRegistry::new(1024));
-    let mut device = Device::new(keys, now, SystemTime::now());
-    device.set_private_key(Some(me.clone()));
-    let peer = device.add_peer(them.public_key()).unwrap();
-    if let Some(a) = peer_addr {
-        device.set_endpoint(peer, a.parse().unwrap());
-    }
-    device.add_allowed_ip(peer, allowed.parse::<Prefix>().unwrap());
+    let (device, peer) = device_with_peer(me, them, peer_addr, allowed, now);
     let engines = if ASYNC.with(|a| a.get()) {
         // Frames go to two crypto threads and come back in order.
         let factory: crypto_async::EngineFactory =

@@ -6,6 +6,7 @@
 //! what they change in a peer's timers goes through the named events in `timers`.
 
 use super::{Action, Device};
+use crate::allowed_ips::AllowedIps;
 use crate::constants::{REJECT_AFTER_MESSAGES, REKEY_AFTER_MESSAGES};
 use crate::drop::DropReason;
 use crate::keypair::{Keypair, KeypairRole};
@@ -148,12 +149,7 @@ impl Device {
             .keypairs
             .find(receiver_index)
             .ok_or(DropReason::UnknownIndex)?;
-        check_receive(k, counter, now)?;
-        Ok(RecvTicket {
-            peer: id,
-            key: k.recv_key,
-            local_index: receiver_index,
-        })
+        recv_ticket_on(id, k, counter, now)
     }
 
     /// After the tag verified: checks the inner source against the peer's allowed
@@ -169,19 +165,12 @@ impl Device {
         src: SocketAddr,
         now: Instant,
     ) -> Result<(), DropReason> {
-        if let Some(ip) = inner_src
-            && self.allowed_ips.lookup(ip) != Some(t.peer)
-        {
-            return Err(DropReason::SourceNotAllowed);
-        }
         let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
         let (_, k) = p
             .keypairs
             .find(t.local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        if !k.replay.commit(counter) {
-            return Err(DropReason::Replay);
-        }
+        commit_on(&self.allowed_ips, t, k, counter, inner_src)?;
         self.note_received(
             t.peer,
             t.local_index,
@@ -252,8 +241,45 @@ impl Device {
     }
 }
 
+/// The ticket for a packet with `counter` on `peer`'s session `k`, if it may be
+/// decrypted now; the device's and a follower's data path alike. Changes nothing.
+pub(crate) fn recv_ticket_on(
+    peer: PeerId,
+    k: &Keypair,
+    counter: u64,
+    now: Instant,
+) -> Result<RecvTicket, DropReason> {
+    check_receive(k, counter, now)?;
+    Ok(RecvTicket {
+        peer,
+        key: k.recv_key,
+        local_index: k.local_index,
+    })
+}
+
+/// After the tag verified: the inner source must be one of the peer's allowed IPs,
+/// and the counter is committed in the session's window (shared by every worker).
+/// Nothing changes when it returns an error.
+pub(crate) fn commit_on(
+    allowed_ips: &AllowedIps<PeerId>,
+    t: &RecvTicket,
+    k: &Keypair,
+    counter: u64,
+    inner_src: Option<IpAddr>,
+) -> Result<(), DropReason> {
+    if let Some(ip) = inner_src
+        && allowed_ips.lookup(ip) != Some(t.peer)
+    {
+        return Err(DropReason::SourceNotAllowed);
+    }
+    if !k.replay.commit(counter) {
+        return Err(DropReason::Replay);
+    }
+    Ok(())
+}
+
 /// May a packet with `counter` be decrypted on `k` now? Changes nothing.
-pub(crate) fn check_receive(k: &Keypair, counter: u64, now: Instant) -> Result<(), DropReason> {
+fn check_receive(k: &Keypair, counter: u64, now: Instant) -> Result<(), DropReason> {
     if !k.can_receive(now) {
         return Err(DropReason::KeyExpired);
     }
