@@ -3,8 +3,8 @@
 //! and sends its owner, once per run, a report: what the device must learn from the
 //! run's traffic, and the packets only the owner can handle (handshake messages, and
 //! packets for a peer that has no session yet, which wait in the owner's staging
-//! queue). The owner takes the reports in at the start of each of its runs and
-//! publishes the device's view at the end of each.
+//! queue). The owner takes the reports in after each pass of its graph, and
+//! publishes the device's view when the run is done.
 //!
 //! The report goes through a bounded channel, never a lock. When the channel is
 //! full, the follower keeps the report and folds the next run's into it, so no count
@@ -58,7 +58,7 @@ pub struct FollowerLink {
     /// A report the owner had no room for yet.
     unsent: Option<Report>,
     /// Wakes the owner when a report carries packets (a handshake should not wait
-    /// for the owner's next timer).
+    /// for the owner's next timer), or finds the owner's inbox full.
     nudge: Option<Box<dyn Fn() + Send>>,
 }
 
@@ -67,9 +67,10 @@ pub struct OwnerInbox {
     from_followers: Receiver<Report>,
 }
 
-/// A follower of `device`'s view and the inbox its owner reads. Make one per
-/// follower worker; the inbox goes to the owner ([`crate::wg::WgGraph::follow_from`]
-/// and the gateway's equivalent take many).
+/// A follower of the view published in `cell` (a device's `view_cell`) and the inbox
+/// its owner reads. Make one per follower worker: the link goes to the follower's
+/// context ([`crate::Context::follow_wg_device`]), the inbox to the owner's
+/// ([`crate::Context::lead_wg_follower`], which takes one per follower).
 pub fn link(cell: std::sync::Arc<wireguard::ViewCell>) -> (FollowerLink, OwnerInbox) {
     let (tx, rx) = sync_channel(REPORTS_IN_FLIGHT);
     (
@@ -128,7 +129,14 @@ impl FollowerLink {
                     wake();
                 }
             }
-            Err(TrySendError::Full(r)) => self.unsent = Some(r),
+            Err(TrySendError::Full(r)) => {
+                // The owner is behind (asleep, its own sockets quiet): wake it to
+                // take the reports in; this one goes with the next run's.
+                self.unsent = Some(r);
+                if let Some(wake) = self.nudge.as_ref() {
+                    wake();
+                }
+            }
             // The owner is gone (shutting down): nothing is left to tell.
             Err(TrySendError::Disconnected(_)) => {}
         }

@@ -26,6 +26,8 @@ pub enum FollowerControl {
     Mtu(usize),
     /// Its counters, please.
     Counters(SyncSender<CounterReport>),
+    /// Send the owner what this worker's traffic told so far, then answer.
+    Report(SyncSender<()>),
 }
 
 /// The owner's hold on a follower.
@@ -53,6 +55,13 @@ impl FollowerHandle {
             return None;
         }
         rx.recv_timeout(COUNTERS_WAIT).ok()
+    }
+
+    /// Has the follower send its report of its traffic so far; false if it did not
+    /// answer in time.
+    pub fn report(&self) -> bool {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send(FollowerControl::Report(tx)) && rx.recv_timeout(COUNTERS_WAIT).is_ok()
     }
 
     /// Waits for the follower to end (after the stop flag was set).
@@ -139,6 +148,10 @@ fn run(
                     FollowerControl::Mtu(mtu) => path.wg.set_mtu(mtu),
                     FollowerControl::Counters(reply) => {
                         let _ = reply.send(path.counter_report());
+                    }
+                    FollowerControl::Report(reply) => {
+                        path.run(Instant::now());
+                        let _ = reply.send(());
                     }
                 }
             }

@@ -187,10 +187,13 @@ impl Worker {
             }
             if fds[2].readable() {
                 self.waker.drain();
-                // The followers' reports first, so that an answer counts their
-                // traffic up to now.
-                self.path.run(Instant::now());
-                while let Ok(req) = self.requests.try_recv() {
+                // (A follower's nudge wakes the loop too: its report is taken in
+                // below, with the graph's run.)
+                let requests: Vec<ControlRequest> = self.requests.try_iter().collect();
+                if !requests.is_empty() {
+                    self.take_in_reports();
+                }
+                for req in requests {
                     match req.what {
                         Control::Counters => {
                             let _ = req
@@ -223,6 +226,22 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Takes in every follower's report of its traffic so far, so that an answer to
+    /// a request counts it: what waits in the inbox, then what each follower still
+    /// holds (when the inbox had no room for it).
+    fn take_in_reports(&mut self) {
+        self.path.run(Instant::now());
+        if self.followers.is_empty() {
+            return;
+        }
+        for f in &self.followers {
+            if !f.report() {
+                eprintln!("linerate: a worker did not send its report in time");
+            }
+        }
+        self.path.run(Instant::now());
     }
 
     /// Follows the interface MTU, which bounds the padding, and refuses one larger than
