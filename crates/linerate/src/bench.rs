@@ -16,6 +16,7 @@ use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
 use dataplane::{Arena, HEADROOM, Handle};
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use wireguard::{Device, DropReason, Prefix};
 
@@ -126,6 +127,10 @@ pub struct Options {
     /// Each point is measured this many times, the worker counts taking turns, and
     /// the median kept: a noisy machine disturbs one turn, not one worker count.
     pub repeat: usize,
+    /// Only the first worker carries traffic (as when a tunnel's datagrams all
+    /// arrive on one queue); the others help with its full frames
+    /// (`crypto_async::spread`).
+    pub spread: bool,
 }
 
 /// What one worker measured at one size.
@@ -246,8 +251,14 @@ fn follower_graph(engine: Option<&str>, owner: &mut WgGraph) -> Result<WgGraph, 
     Ok(g)
 }
 
-/// The graphs of `workers` workers on `peers` devices (see the module doc).
-pub fn graphs(engine: Option<&str>, workers: usize, peers: usize) -> Result<Vec<WgGraph>, String> {
+/// The graphs of `workers` workers on `peers` devices (see the module doc); with
+/// `spread`, every worker on one board that spreads full frames.
+pub fn graphs(
+    engine: Option<&str>,
+    workers: usize,
+    peers: usize,
+    spread: bool,
+) -> Result<Vec<WgGraph>, String> {
     let peers = peers.clamp(1, workers.max(1));
     let mut out: Vec<WgGraph> = Vec::with_capacity(workers);
     for w in 0..workers {
@@ -258,7 +269,31 @@ pub fn graphs(engine: Option<&str>, workers: usize, peers: usize) -> Result<Vec<
         };
         out.push(g);
     }
+    if spread && workers > 1 {
+        let board = crypto_async::spread::SpreadBoard::new(workers);
+        for (i, g) in out.iter_mut().enumerate() {
+            g.context_mut().spread_over(board.spreader(i, || {}));
+        }
+    }
     Ok(out)
+}
+
+/// A worker with no traffic of its own: it runs pieces of the others' full frames
+/// until `done`. Its time counts in the clocks per packet.
+fn help(mut wg: WgGraph, done: &AtomicBool) -> Result<Measured, String> {
+    let start = Instant::now();
+    let c0 = clocks();
+    while !done.load(Ordering::Relaxed) {
+        wg.context_mut().helper_sleep(Duration::ZERO);
+        if wg.context_mut().help_others() == 0 {
+            std::hint::spin_loop();
+        }
+    }
+    Ok(Measured {
+        clocks: clocks().wrapping_sub(c0),
+        elapsed: start.elapsed(),
+        ..Measured::default()
+    })
 }
 
 /// Pushes packets of `size` through `wg` for `seconds`.
@@ -366,12 +401,28 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
 
 /// One size on `workers` workers at once.
 fn run_workers(opts: &Options, workers: usize, size: Size) -> Result<Row, String> {
-    let peers = opts.peers.for_workers(workers);
-    let graphs = graphs(opts.engine.as_deref(), workers, peers)?;
+    let peers = if opts.spread {
+        1
+    } else {
+        opts.peers.for_workers(workers)
+    };
+    let graphs = graphs(opts.engine.as_deref(), workers, peers, opts.spread)?;
+    let done = AtomicBool::new(false);
+    let done = &done;
     let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = graphs
             .into_iter()
-            .map(|g| s.spawn(move || drive(g, size, opts.seconds)))
+            .enumerate()
+            .map(|(i, g)| {
+                s.spawn(move || {
+                    if opts.spread && i > 0 {
+                        return help(g, done);
+                    }
+                    let m = drive(g, size, opts.seconds);
+                    done.store(true, Ordering::Relaxed);
+                    m
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -571,6 +622,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
         "engine_choice": opts.engine.clone().unwrap_or_else(|| "calibrated".into()),
         "workers": opts.workers,
         "peers": opts.peers.label(),
+        "spread": opts.spread,
         "seconds_per_size": opts.seconds,
         "repeat_median_of": opts.repeat,
         "counted": "packet operations (encryptions plus decryptions) times the inner packet size",
@@ -598,6 +650,21 @@ mod tests {
     }
 
     #[test]
+    fn helpers_run_pieces_of_one_workers_frames() {
+        let opts = Options {
+            workers: vec![2],
+            peers: Peers::Count(1),
+            engine: None,
+            seconds: 0.1,
+            sizes: vec![Size::Fixed(1420)],
+            repeat: 1,
+            spread: true,
+        };
+        let row = run(&opts).unwrap().remove(0);
+        assert!(row.mpps > 0.0 && row.late == 0);
+    }
+
+    #[test]
     fn workers_on_one_peer_share_its_tunnel() {
         let opts = Options {
             workers: vec![2],
@@ -606,6 +673,7 @@ mod tests {
             seconds: 0.05,
             sizes: vec![Size::Fixed(100)],
             repeat: 1,
+            spread: false,
         };
         let rows = run(&opts).unwrap();
         assert_eq!((rows[0].workers, rows[0].peers), (2, 1));

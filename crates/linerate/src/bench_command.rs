@@ -13,6 +13,7 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
         seconds: args.seconds,
         sizes: Vec::new(),
         repeat: args.repeat as usize,
+        spread: args.spread,
     };
     let sizes = &args.sizes;
     let (json_path, svg_path) = (args.json.clone(), args.svg.clone());
@@ -22,7 +23,7 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     engines::parse_choice(opts.engine.as_deref().unwrap_or(""))?;
     println!(
-        "linerate bench: {} worker(s) on {} peer(s), engines {}, {} s per size, on {}",
+        "linerate bench: {} worker(s) on {} peer(s){}, engines {}, {} s per size, on {}",
         args.workers
             .0
             .iter()
@@ -30,6 +31,11 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(", "),
         opts.peers.label(),
+        if opts.spread {
+            ", the first carrying the traffic, the others helping with its frames"
+        } else {
+            ""
+        },
         opts.engine.as_deref().unwrap_or("calibrated"),
         opts.seconds,
         bench::machine()

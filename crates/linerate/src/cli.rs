@@ -193,6 +193,10 @@ pub struct GraphBench {
     /// the median
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=99))]
     pub repeat: u16,
+    /// Only the first worker carries traffic (a tunnel whose datagrams all arrive on
+    /// one queue); the others help with its full frames of crypto
+    #[arg(long)]
+    pub spread: bool,
     /// Write the results as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
