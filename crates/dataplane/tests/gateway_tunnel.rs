@@ -266,6 +266,11 @@ impl Sites {
     }
 }
 
+/// An IPv4/UDP packet from host A to host B, TTL 64.
+fn a_to_b(payload: &[u8], df: bool) -> Vec<u8> {
+    udp4([198, 19, 1, 10], [198, 19, 3, 10], 64, payload, df)
+}
+
 fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8, payload: &[u8], df: bool) -> Vec<u8> {
     let total = 28 + payload.len();
     let mut p = vec![0u8; total];
@@ -306,13 +311,7 @@ fn ip_of(frame: &[u8]) -> &[u8] {
 #[test]
 fn ipv4_and_ipv6_cross_the_tunnel_both_ways() {
     let mut s = sites();
-    let p = udp4(
-        [198, 19, 1, 10],
-        [198, 19, 3, 10],
-        64,
-        b"first, waits for the handshake",
-        false,
-    );
+    let p = a_to_b(b"first, waits for the handshake", false);
     s.host_a_sends(&p);
     assert_eq!(s.at_b.len(), 1, "delivered after the handshake");
     let got = ip_of(&s.at_b[0]).to_vec();
@@ -341,13 +340,7 @@ fn ipv4_and_ipv6_cross_the_tunnel_both_ways() {
 
     for i in 0..100u32 {
         let payload = i.to_be_bytes().repeat(1 + i as usize % 300);
-        s.host_a_sends(&udp4(
-            [198, 19, 1, 10],
-            [198, 19, 3, 10],
-            64,
-            &payload,
-            true,
-        ));
+        s.host_a_sends(&a_to_b(&payload, true));
         s.host_b_sends(&udp4(
             [198, 19, 3, 10],
             [198, 19, 1, 10],
@@ -363,7 +356,7 @@ fn ipv4_and_ipv6_cross_the_tunnel_both_ways() {
 #[test]
 fn an_ipv6_underlay_carries_the_tunnel() {
     let mut s = sites_over("[2001:2:0:2::2]:51820");
-    let p = udp4([198, 19, 1, 10], [198, 19, 3, 10], 64, b"over IPv6", false);
+    let p = a_to_b(b"over IPv6", false);
     s.host_a_sends(&p);
     assert_eq!(
         s.at_b.len(),
@@ -392,20 +385,8 @@ fn an_ipv6_underlay_carries_the_tunnel() {
 #[test]
 fn a_packet_too_big_for_the_tunnel_is_answered_with_its_mtu() {
     let mut s = sites();
-    s.host_a_sends(&udp4(
-        [198, 19, 1, 10],
-        [198, 19, 3, 10],
-        64,
-        b"hello",
-        true,
-    ));
-    let big = udp4(
-        [198, 19, 1, 10],
-        [198, 19, 3, 10],
-        64,
-        &[1; TUNNEL_MTU],
-        true,
-    );
+    s.host_a_sends(&a_to_b(b"hello", true));
+    let big = a_to_b(&[1; TUNNEL_MTU], true);
     s.host_a_sends(&big);
     assert_eq!(s.at_a.len(), 1, "an ICMP error to host A");
     let err = ipv4::Packet::new_checked(ip_of(&s.at_a[0])).unwrap();
@@ -430,13 +411,7 @@ fn a_packet_too_big_for_the_tunnel_is_answered_with_its_mtu() {
     assert_eq!(&err.payload()[4..8], &(TUNNEL_MTU as u32).to_be_bytes());
 
     // Exactly the MTU fits.
-    let fits = udp4(
-        [198, 19, 1, 10],
-        [198, 19, 3, 10],
-        64,
-        &[3; TUNNEL_MTU - 28],
-        true,
-    );
+    let fits = a_to_b(&[3; TUNNEL_MTU - 28], true);
     s.host_a_sends(&fits);
     assert_eq!(ip_of(s.at_b.last().unwrap()).len(), TUNNEL_MTU);
     s.all_buffers_back();
@@ -445,15 +420,9 @@ fn a_packet_too_big_for_the_tunnel_is_answered_with_its_mtu() {
 #[test]
 fn a_packet_without_df_too_big_for_the_tunnel_crosses_in_fragments() {
     let mut s = sites();
-    s.host_a_sends(&udp4(
-        [198, 19, 1, 10],
-        [198, 19, 3, 10],
-        64,
-        b"hello",
-        false,
-    ));
+    s.host_a_sends(&a_to_b(b"hello", false));
     let payload: Vec<u8> = (0..1800u32).map(|i| i as u8).collect();
-    let big = udp4([198, 19, 1, 10], [198, 19, 3, 10], 64, &payload, false);
+    let big = a_to_b(&payload, false);
     s.host_a_sends(&big);
     let pieces: Vec<Vec<u8>> = s.at_b[1..].iter().map(|f| ip_of(f).to_vec()).collect();
     assert_eq!(
@@ -498,13 +467,7 @@ fn ttl_expiry_into_the_tunnel_is_answered() {
 #[test]
 fn what_the_tunnel_refuses_is_counted() {
     let mut s = sites();
-    s.host_a_sends(&udp4(
-        [198, 19, 1, 10],
-        [198, 19, 3, 10],
-        64,
-        b"hello",
-        false,
-    ));
+    s.host_a_sends(&a_to_b(b"hello", false));
     assert_eq!(s.at_b.len(), 1);
     // Routed into the tunnel, but no peer's allowed IPs cover it.
     s.a.gw
@@ -584,13 +547,7 @@ fn what_the_tunnel_refuses_is_counted() {
 #[test]
 fn keepalives_and_rekeys_flow_through_the_ports() {
     let mut s = sites();
-    s.host_a_sends(&udp4(
-        [198, 19, 1, 10],
-        [198, 19, 3, 10],
-        64,
-        b"hello",
-        false,
-    ));
+    s.host_a_sends(&a_to_b(b"hello", false));
     // Minutes pass with traffic one way only: keepalives answer, sessions renew.
     for _ in 0..30 {
         s.now += Duration::from_secs(10);
@@ -599,13 +556,7 @@ fn keepalives_and_rekeys_flow_through_the_ports() {
         s.a.gw.run(s.now);
         s.b.gw.run(s.now);
         s.settle();
-        s.host_a_sends(&udp4(
-            [198, 19, 1, 10],
-            [198, 19, 3, 10],
-            64,
-            b"tick",
-            false,
-        ));
+        s.host_a_sends(&a_to_b(b"tick", false));
     }
     assert_eq!(s.at_b.len(), 31);
     let a = s.a.gw.context().wg_device();

@@ -53,6 +53,16 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// For a test that needs root: true when it may go on; otherwise it says why it
+/// cannot run ([`skip_test`]) and the test returns early.
+pub fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    skip_test(test, "needs root");
+    false
+}
+
 /// A named network namespace (`ip netns add`), deleted when dropped. It starts with only
 /// `lo`, which is brought up.
 #[derive(Debug)]
@@ -228,6 +238,25 @@ pub fn veth_pair(a: &VethEnd<'_>, b: &VethEnd<'_>) -> io::Result<()> {
         end.ns.link_up(end.ifname)?;
     }
     Ok(())
+}
+
+/// A new namespace (named from `prefix`) holding a veth pair `a` <-> `b`, both up,
+/// with no addresses: a wire for drivers to send frames over.
+pub fn bare_veth_ns(prefix: &str, a: &str, b: &str) -> io::Result<NetNs> {
+    let ns = NetNs::new(prefix)?;
+    veth_pair(
+        &VethEnd {
+            ns: &ns,
+            ifname: a,
+            addrs: &[],
+        },
+        &VethEnd {
+            ns: &ns,
+            ifname: b,
+            addrs: &[],
+        },
+    )?;
+    Ok(ns)
 }
 
 /// A background process started in a namespace; killed and reaped on drop.

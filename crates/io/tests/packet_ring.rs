@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use io::netns::{NetNs, VethEnd, is_root, skip_test, veth_pair};
+use io::netns::{NetNs, bare_veth_ns, root_or_skip};
 use io::{Interest, PacketPort, PollFd, poll};
 
 /// A local experimental EtherType, which no protocol in the kernel answers.
@@ -14,31 +14,9 @@ const COUNT: usize = 1000;
 const BATCH: usize = 32;
 const WAIT: Duration = Duration::from_secs(10);
 
-fn root(test: &str) -> bool {
-    if !is_root() {
-        skip_test(test, "needs root");
-        return false;
-    }
-    true
-}
-
 /// A namespace holding a veth pair `pa` <-> `pb`, both up, with no addresses.
 fn veth_ns() -> NetNs {
-    let ns = NetNs::new("lr-io-pkt").unwrap();
-    veth_pair(
-        &VethEnd {
-            ns: &ns,
-            ifname: "pa",
-            addrs: &[],
-        },
-        &VethEnd {
-            ns: &ns,
-            ifname: "pb",
-            addrs: &[],
-        },
-    )
-    .unwrap();
-    ns
+    bare_veth_ns("lr-io-pkt", "pa", "pb").unwrap()
 }
 
 /// Frame `seq`: Ethernet header, the sequence number, then a pattern; 60 to 1514 bytes.
@@ -81,7 +59,7 @@ fn drain(port: &mut PacketPort, wait: Duration, got: &mut Vec<Vec<u8>>) {
 
 #[test]
 fn frames_cross_a_veth_in_order() {
-    if !root("frames_cross_a_veth_in_order") {
+    if !root_or_skip("frames_cross_a_veth_in_order") {
         return;
     }
     let ns = veth_ns();
@@ -132,7 +110,7 @@ fn frames_cross_a_veth_in_order() {
 
 #[test]
 fn oversized_frame_is_counted_not_sent() {
-    if !root("oversized_frame_is_counted_not_sent") {
+    if !root_or_skip("oversized_frame_is_counted_not_sent") {
         return;
     }
     let ns = veth_ns();
@@ -162,7 +140,7 @@ fn oversized_frame_is_counted_not_sent() {
 
 #[test]
 fn full_tx_ring_counts_the_rest() {
-    if !root("full_tx_ring_counts_the_rest") {
+    if !root_or_skip("full_tx_ring_counts_the_rest") {
         return;
     }
     let ns = veth_ns();
@@ -185,7 +163,7 @@ fn full_tx_ring_counts_the_rest() {
 
 #[test]
 fn missing_interface_is_named() {
-    if !root("missing_interface_is_named") {
+    if !root_or_skip("missing_interface_is_named") {
         return;
     }
     let ns = NetNs::new("lr-io-pkt").unwrap();

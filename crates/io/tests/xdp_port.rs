@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use io::netns::{NetNs, VethEnd, is_root, skip_test, veth_pair};
+use io::netns::{NetNs, bare_veth_ns, root_or_skip};
 use io::xdp::{FRAME_SIZE, XDP_PACKET_HEADROOM};
 use io::{Interest, PacketPort, PollFd, XdpMode, XdpOptions, XdpPort, poll};
 
@@ -24,30 +24,9 @@ const TX_OFFSET: u16 = 128;
 const BATCH: usize = 32;
 const WAIT: Duration = Duration::from_secs(10);
 
-fn root(test: &str) -> bool {
-    if !is_root() {
-        skip_test(test, "needs root");
-        return false;
-    }
-    true
-}
-
 /// A namespace holding a veth pair `xa` <-> `xb`, both up, with no addresses.
 fn veth_ns() -> NetNs {
-    let ns = NetNs::new("lr-io-xdp").unwrap();
-    veth_pair(
-        &VethEnd {
-            ns: &ns,
-            ifname: XDP_IF,
-            addrs: &[],
-        },
-        &VethEnd {
-            ns: &ns,
-            ifname: PEER_IF,
-            addrs: &[],
-        },
-    )
-    .unwrap();
+    let ns = bare_veth_ns("lr-io-xdp", XDP_IF, PEER_IF).unwrap();
     // No IPv6 on either end: the kernel's own neighbour discovery and router
     // solicitations would reach the port, and before it has buffers count as drops.
     for ifname in [XDP_IF, PEER_IF] {
@@ -329,14 +308,14 @@ fn run_send_test(skb_mode: bool) {
 
 #[test]
 fn frames_sent_arrive_at_the_peer_native() {
-    if root("frames_sent_arrive_at_the_peer_native") {
+    if root_or_skip("frames_sent_arrive_at_the_peer_native") {
         run_send_test(false);
     }
 }
 
 #[test]
 fn frames_sent_arrive_at_the_peer_generic() {
-    if root("frames_sent_arrive_at_the_peer_generic") {
+    if root_or_skip("frames_sent_arrive_at_the_peer_generic") {
         run_send_test(true);
     }
 }
@@ -458,21 +437,21 @@ fn run_receive_test(skb_mode: bool) {
 
 #[test]
 fn peer_frames_are_received_by_ethertype_native() {
-    if root("peer_frames_are_received_by_ethertype_native") {
+    if root_or_skip("peer_frames_are_received_by_ethertype_native") {
         run_receive_test(false);
     }
 }
 
 #[test]
 fn peer_frames_are_received_by_ethertype_generic() {
-    if root("peer_frames_are_received_by_ethertype_generic") {
+    if root_or_skip("peer_frames_are_received_by_ethertype_generic") {
         run_receive_test(true);
     }
 }
 
 #[test]
 fn received_data_starts_after_both_headrooms() {
-    if !root("received_data_starts_after_both_headrooms") {
+    if !root_or_skip("received_data_starts_after_both_headrooms") {
         return;
     }
     let ns = veth_ns();
@@ -520,7 +499,7 @@ fn received_data_starts_after_both_headrooms() {
 
 #[test]
 fn drop_detaches_the_program() {
-    if !root("drop_detaches_the_program") {
+    if !root_or_skip("drop_detaches_the_program") {
         return;
     }
     let ns = veth_ns();
@@ -542,7 +521,7 @@ fn drop_detaches_the_program() {
 
 #[test]
 fn failed_open_leaves_no_program() {
-    if !root("failed_open_leaves_no_program") {
+    if !root_or_skip("failed_open_leaves_no_program") {
         return;
     }
     let ns = veth_ns();
