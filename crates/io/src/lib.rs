@@ -27,7 +27,7 @@ pub use poll::{Interest, PollFd, poll};
 pub use tun::{TunDevice, is_gone};
 pub use udp::{GsoSendBatch, MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
 pub use waker::Waker;
-pub use xdp::{XdpMode, XdpOptions, XdpPort};
+pub use xdp::{XdpAttachment, XdpMode, XdpOptions, XdpPort};
 
 use std::io;
 

@@ -173,3 +173,58 @@ fn missing_interface_is_named() {
     let msg = err.to_string();
     assert!(msg.contains("\"nosuch0\" not found"), "{msg}");
 }
+
+#[test]
+fn a_fanout_group_sees_each_frame_once() {
+    if !root_or_skip("a_fanout_group_sees_each_frame_once") {
+        return;
+    }
+    let ns = veth_ns();
+    let got = ns
+        .run(|| {
+            let mut tx = PacketPort::open("pa", 256).unwrap();
+            let mut group = [(); 2].map(|_| PacketPort::open("pb", 2048).unwrap());
+            for p in &group {
+                p.join_fanout(0x4c52).unwrap();
+            }
+            let frames: Vec<Vec<u8>> = (0..COUNT).map(frame).collect();
+            let mut sent = 0;
+            let deadline = Instant::now() + WAIT;
+            let mut got = Vec::new();
+            for _ in 0..10_000 {
+                if (sent == COUNT && got.len() >= COUNT) || Instant::now() >= deadline {
+                    break;
+                }
+                let end = (sent + BATCH).min(COUNT);
+                let batch: Vec<&[u8]> = frames[sent..end].iter().map(Vec::as_slice).collect();
+                sent += tx.send_batch(&batch);
+                for p in &mut group {
+                    drain(p, Duration::from_millis(1), &mut got);
+                }
+            }
+            got
+        })
+        .unwrap();
+    let mut seqs: Vec<u32> = got
+        .iter()
+        .map(|f| u32::from_be_bytes([f[14], f[15], f[16], f[17]]))
+        .collect();
+    seqs.sort_unstable();
+    let all: Vec<u32> = (0..COUNT as u32).collect();
+    assert_eq!(seqs, all, "each frame once across the group");
+
+    // A socket of another interface cannot join the group.
+    let err = ns
+        .run(|| {
+            let a = PacketPort::open("pb", 64).unwrap();
+            a.join_fanout(0x4c53).unwrap();
+            let b = PacketPort::open("pa", 64).unwrap();
+            b.join_fanout(0x4c53).unwrap_err()
+        })
+        .unwrap();
+    assert!(
+        err.to_string()
+            .starts_with("joining fanout group 19539 on pa: "),
+        "{err}"
+    );
+}

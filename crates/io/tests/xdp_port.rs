@@ -567,3 +567,96 @@ fn failed_open_leaves_no_program() {
         .unwrap();
     assert!(err.to_string().contains("\"nosuch0\" not found"), "{err}");
 }
+
+/// A namespace holding a veth pair `xa` <-> `xb` with two queues each way, up, no
+/// addresses, no IPv6.
+fn two_queue_veth_ns() -> NetNs {
+    let ns = NetNs::new("lr-io-xdpq").unwrap();
+    let q = ["numtxqueues", "2", "numrxqueues", "2"];
+    let mut args = vec!["ip", "link", "add", XDP_IF];
+    args.extend(q);
+    args.extend(["type", "veth", "peer", "name", PEER_IF]);
+    args.extend(q);
+    ns.exec_checked(&args).unwrap();
+    for ifname in [XDP_IF, PEER_IF] {
+        let key = format!("net.ipv6.conf.{ifname}.disable_ipv6=1");
+        ns.exec_checked(&["sysctl", "-q", "-w", &key]).unwrap();
+        ns.link_up(ifname).unwrap();
+    }
+    ns
+}
+
+/// `ipv4_udp` from source port `port`: another flow for the sender's queue choice.
+fn ipv4_udp_from(port: u16) -> Vec<u8> {
+    let mut f = ipv4_udp();
+    f[34..36].copy_from_slice(&port.to_be_bytes());
+    f
+}
+
+#[test]
+fn one_program_serves_a_port_per_queue() {
+    if !root_or_skip("one_program_serves_a_port_per_queue") {
+        return;
+    }
+    let ns = two_queue_veth_ns();
+    let (a, b) = (Umem::new(1024), Umem::new(1024));
+    let opts = XdpOptions {
+        ring_size: 512,
+        ..XdpOptions::default()
+    };
+    const FLOWS: u16 = 200;
+    let per_queue = ns
+        .run(|| {
+            let attachment = io::XdpAttachment::attach(XDP_IF, false).unwrap();
+            assert_eq!(attachment.mode(), XdpMode::Native, "veth takes native XDP");
+            let mut ports = [(0, &a), (1, &b)].map(|(queue, umem)| {
+                // SAFETY: each Umem outlives its port (dropped at the end of this
+                // closure, before the Umems), and its buffers are touched only while
+                // the test holds them.
+                unsafe { XdpPort::open_on(&attachment, queue, umem.base(), umem.len, &opts) }
+                    .unwrap()
+            });
+            drop(attachment); // the ports keep the program
+            for p in &mut ports {
+                let bufs: Vec<u32> = (0..512).collect();
+                assert_eq!(p.fill(&bufs), 512);
+            }
+            let mut peer = PacketPort::open(PEER_IF, 256).unwrap();
+            let frames: Vec<Vec<u8>> = (0..FLOWS).map(|i| ipv4_udp_from(10_000 + i)).collect();
+            let sent: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            let mut n = 0;
+            for chunk in sent.chunks(BATCH) {
+                n += peer.send_batch(chunk);
+            }
+            assert_eq!(n, sent.len());
+            let mut got = [0usize; 2];
+            let mut out = [(0u32, 0u16, 0u16); BATCH];
+            let deadline = Instant::now() + WAIT;
+            for _ in 0..10_000 {
+                if got.iter().sum::<usize>() >= sent.len() || Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                for (q, p) in ports.iter_mut().enumerate() {
+                    let umem = if q == 0 { &a } else { &b };
+                    let n = p.recv(&mut out);
+                    got[q] += out[..n]
+                        .iter()
+                        .filter(|&&(buf, off, len)| umem.read(buf, off, len)[6..12] == PEER_MAC)
+                        .count();
+                }
+            }
+            assert!(xdp_attached(&ns), "the ports hold the program");
+            drop(ports);
+            got
+        })
+        .unwrap();
+    assert_eq!(
+        per_queue.iter().sum::<usize>(),
+        usize::from(FLOWS),
+        "every frame received once, on one queue or the other: {per_queue:?}"
+    );
+    // 200 flows hashed over two queues: both get some.
+    assert!(per_queue.iter().all(|&n| n > 0), "{per_queue:?}");
+    assert!(!xdp_attached(&ns), "program left after the last port went");
+}

@@ -167,6 +167,22 @@ impl PacketPort {
             .map_err(|e| context(e, format_args!("promiscuous mode on {}", self.ifname)))
     }
 
+    /// Joins fanout group `group` of the interface: the kernel then hands each frame
+    /// it receives to one socket of the group, the same one for every frame of a
+    /// flow (by its hash), so several workers share the interface without seeing a
+    /// frame twice and a flow's frames stay in order on one of them. Every socket of
+    /// a group must be bound to the same interface; `group` is unique per interface
+    /// among the processes of the namespace.
+    pub fn join_fanout(&self, group: u16) -> io::Result<()> {
+        let arg = libc::c_int::from(group) | ((libc::PACKET_FANOUT_HASH as libc::c_int) << 16);
+        setsockopt(&self.fd, libc::PACKET_FANOUT, &arg).map_err(|e| {
+            context(
+                e,
+                format_args!("joining fanout group {group} on {}", self.ifname),
+            )
+        })
+    }
+
     /// The interface this port is bound to.
     pub fn ifname(&self) -> &str {
         &self.ifname

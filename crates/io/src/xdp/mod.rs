@@ -32,6 +32,7 @@ mod umem;
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::sync::Arc;
 
 use crate::context;
 use program::Program;
@@ -96,13 +97,45 @@ impl XdpOptions {
     }
 }
 
+/// The XDP program attached to one interface, for the ports on its queues to share
+/// (see [`XdpPort::open_on`]). Dropping it and every port opened on it detaches the
+/// program.
+#[derive(Debug)]
+pub struct XdpAttachment {
+    program: Arc<Program>,
+    ifname: String,
+}
+
+impl XdpAttachment {
+    /// Attaches the program to `ifname` (in the calling thread's network namespace):
+    /// native mode unless `skb_mode`, generic mode where native is refused.
+    pub fn attach(ifname: &str, skb_mode: bool) -> io::Result<XdpAttachment> {
+        let ifindex = crate::packet::if_index(ifname)?;
+        let program = Program::attach(ifname, ifindex, skb_mode)?;
+        Ok(XdpAttachment {
+            program: Arc::new(program),
+            ifname: ifname.to_owned(),
+        })
+    }
+
+    /// How the program runs: native, or generic where the driver refused native.
+    pub fn mode(&self) -> XdpMode {
+        self.program.mode()
+    }
+
+    /// The interface the program is attached to.
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+}
+
 /// An AF_XDP socket bound to one queue of one interface, on the caller's memory, with
 /// the XDP program that feeds it attached.
 #[derive(Debug)]
 pub struct XdpPort {
     // Field order is drop order: the socket and UMEM go before the program is detached.
     xsk: Xsk,
-    program: Program,
+    program: Arc<Program>,
     region: Region,
     ifname: String,
     queue: u32,
@@ -143,13 +176,38 @@ impl XdpPort {
         umem_len: usize,
         opts: &XdpOptions,
     ) -> io::Result<XdpPort> {
+        opts.check().map_err(|why| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("{ifname}: {why}"))
+        })?;
+        let attachment = XdpAttachment::attach(ifname, opts.skb_mode)?;
+        // SAFETY: the caller's promises, passed on.
+        unsafe { XdpPort::open_on(&attachment, queue, umem, umem_len, opts) }
+    }
+
+    /// Opens a port on queue `queue` of the interface `attachment` holds the program
+    /// on: as [`open`](XdpPort::open), but the program is shared. Several ports, one
+    /// per queue and each with its own memory, serve one interface this way (one
+    /// worker per queue); the program stays attached until the last of them and the
+    /// attachment are dropped. `opts.skb_mode` is the attachment's business and
+    /// ignored here.
+    ///
+    /// # Safety
+    ///
+    /// As for [`open`](XdpPort::open), for this port's memory.
+    pub unsafe fn open_on(
+        attachment: &XdpAttachment,
+        queue: u32,
+        umem: *mut u8,
+        umem_len: usize,
+        opts: &XdpOptions,
+    ) -> io::Result<XdpPort> {
+        let ifname = attachment.ifname.as_str();
         let invalid =
             |why: String| io::Error::new(io::ErrorKind::InvalidInput, format!("{ifname}: {why}"));
         let region = Region::new(umem, umem_len, umem::page_size()).map_err(invalid)?;
         opts.check().map_err(invalid)?;
-        let ifindex = crate::packet::if_index(ifname)?;
+        let program = attachment.program.clone();
 
-        let program = Program::attach(ifname, ifindex, opts.skb_mode)?;
         // SAFETY: the region is valid and lent to the socket for its life, as the
         // caller promised for the port's.
         let (mut xsk, zc_bound) = unsafe { Xsk::open(ifname, queue, region, opts)? };
