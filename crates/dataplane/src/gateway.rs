@@ -220,9 +220,11 @@ impl GatewayGraph {
     }
 
     /// Runs the graph, the neighbor table's events and the WireGuard device's
-    /// actions until nothing is left.
+    /// actions until nothing is left; with other workers, learns what they heard of
+    /// neighbors first and tells them what this run heard at the end.
     pub fn run(&mut self, now: Instant) {
         self.cx.now = now;
+        self.cx.ip.take_news(now);
         WgActions::begin(&mut self.cx);
         loop {
             self.graph.run(&mut self.cx);
@@ -232,6 +234,7 @@ impl GatewayGraph {
                 if more {
                     continue;
                 }
+                self.cx.ip.send_news();
                 return;
             }
             let events = std::mem::take(&mut self.cx.ip.events);

@@ -2,9 +2,13 @@
 //! worker context; empty in host mode, where the kernel does all of this.
 
 use crate::fib::Fib;
+use crate::fib::PortId;
 use crate::interfaces::Interfaces;
-use crate::neighbor::{NeighborEvent, NeighborTable};
+use crate::neighbor::{Heard, Mac, NeighborEvent, NeighborTable};
+use crate::neighbor_share::{NeighborShare, News};
+use std::net::IpAddr;
 use std::net::Ipv6Addr;
+use std::time::Instant;
 
 /// Neighbor entries per worker: enough for a LAN of a few thousand hosts.
 pub const NEIGHBOR_CAPACITY: usize = 4096;
@@ -18,6 +22,10 @@ pub struct IpLayer {
     /// Fragments after the first of packets `ip4-fragment` cut, in order, for the
     /// graph to send on after the pass (their port says where: none is the tunnel).
     pub(crate) fragments: Vec<crate::arena::Handle>,
+    /// Where neighbors heard here go to the other workers, and theirs come from
+    /// (none with one worker).
+    share: Option<NeighborShare>,
+    news: Vec<News>,
 }
 
 impl Default for IpLayer {
@@ -28,6 +36,8 @@ impl Default for IpLayer {
             neighbors: NeighborTable::new(NEIGHBOR_CAPACITY),
             events: Vec::new(),
             fragments: Vec::new(),
+            share: None,
+            news: Vec::new(),
         }
     }
 }
@@ -51,6 +61,45 @@ impl IpLayer {
 
     pub fn neighbors(&self) -> &NeighborTable {
         &self.neighbors
+    }
+
+    /// Shares this worker's neighbors with the other workers at the mesh's other
+    /// ends (see `neighbor_share`).
+    pub fn share_neighbors(&mut self, share: NeighborShare) {
+        self.share = Some(share);
+    }
+
+    /// Neighbor news not passed on to the other workers, in all.
+    pub fn neighbor_news_lost(&self) -> u64 {
+        self.share.as_ref().map_or(0, NeighborShare::lost)
+    }
+
+    /// `ip` on `port` is at `mac`, as a message on the wire said: into the table (see
+    /// [`NeighborTable::learn`]) and into the news for the other workers.
+    pub(crate) fn learn(&mut self, neighbor: (PortId, IpAddr, Mac), heard: Heard, now: Instant) {
+        self.neighbors.learn(neighbor, heard, now, &mut self.events);
+        if let Some(share) = &mut self.share {
+            share.heard((neighbor, heard));
+        }
+    }
+
+    /// Learns what the other workers heard since the last run.
+    pub(crate) fn take_news(&mut self, now: Instant) {
+        let Some(share) = &mut self.share else {
+            return;
+        };
+        share.received(&mut self.news);
+        for &(neighbor, heard) in &self.news {
+            self.neighbors.learn(neighbor, heard, now, &mut self.events);
+        }
+        self.news.clear();
+    }
+
+    /// Passes what this run heard on to the other workers.
+    pub(crate) fn send_news(&mut self) {
+        if let Some(share) = &mut self.share {
+            share.send();
+        }
     }
 
     /// Whether a packet to the IPv6 multicast group `group` is for the gateway: the

@@ -17,6 +17,7 @@ pub mod inflight;
 pub mod interfaces;
 pub mod ip_layer;
 pub mod neighbor;
+pub mod neighbor_share;
 pub mod nodes;
 pub mod wg;
 mod wg_actions;

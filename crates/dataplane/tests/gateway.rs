@@ -469,3 +469,35 @@ fn a_packet_without_df_too_big_for_the_port_is_fragmented() {
     assert_eq!(b.drops("ip-rewrite", "too-big"), 0);
     assert_eq!(b.available(), BUFFERS);
 }
+
+#[test]
+fn a_next_hop_answered_on_another_workers_queue_releases_the_waiting_packet() {
+    let mut workers = [gateway(), gateway()];
+    for (b, share) in workers.iter_mut().zip(dataplane::neighbor_share::mesh(2)) {
+        b.gw.context_mut().ip_mut().share_neighbors(share);
+    }
+    let [w0, w1] = &mut workers;
+    let (lan, wan) = (w1.lan, w1.wan);
+    // Worker 1 routes a packet and asks for the next hop.
+    let packet = udp4([198, 19, 0, 10], [198, 18, 99, 1], 64);
+    w1.send(lan, &ether(LAN_MAC, HOST_MAC, 0x0800, &packet));
+    assert_eq!(w1.sent(wan).len(), 1, "the ARP request");
+    // The answer arrives on worker 0's queue: worker 0 has no entry and makes none,
+    // but passes the news on.
+    router_answers_arp(w0);
+    assert!(w0.sent(wan).is_empty());
+    assert!(w0.gw.context().ip().neighbors().is_empty());
+    // Worker 1's next run learns it and sends the packet.
+    w1.gw.run(w1.now);
+    let out = w1.sent(wan);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (&out[0][..6], &out[0][6..12]),
+        (&ROUTER_MAC[..], &WAN_MAC[..])
+    );
+    assert_eq!(w1.available(), BUFFERS);
+    // News heard from another worker is not passed on again (no echo).
+    w0.gw.run(w0.now);
+    assert!(w0.gw.context().ip().neighbors().is_empty());
+    assert_eq!(w0.gw.context().ip().neighbor_news_lost(), 0);
+}

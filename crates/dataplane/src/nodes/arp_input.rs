@@ -67,13 +67,9 @@ impl PerPacket for ArpInput {
         };
         // An address probe (RFC 5227) has sender 0.0.0.0: nothing to learn.
         if !request.sender_ip.is_unspecified() {
-            let (now, ip) = (cx.now, &mut cx.ip);
-            ip.neighbors.learn(
-                (port, sender, request.sender_mac.0),
-                heard,
-                now,
-                &mut ip.events,
-            );
+            let now = cx.now;
+            cx.ip
+                .learn((port, sender, request.sender_mac.0), heard, now);
         }
         if !for_us {
             return Err(ArpInputError::NotForUs);

@@ -198,13 +198,8 @@ impl IpLocal {
                 Heard::InPassing
             };
             if let Some(mac) = nd.target_link_addr() {
-                let (now, ip) = (cx.now, &mut cx.ip);
-                ip.neighbors.learn(
-                    (port, IpAddr::V6(target), mac.0),
-                    heard,
-                    now,
-                    &mut ip.events,
-                );
+                let now = cx.now;
+                cx.ip.learn((port, IpAddr::V6(target), mac.0), heard, now);
             }
             c.consumed += 1;
             return Ok(FREE);
@@ -218,13 +213,9 @@ impl IpLocal {
         // yet (duplicate address detection).
         let (to_ip, to_mac) = match (src.is_unspecified(), sender_mac) {
             (false, Some(mac)) => {
-                let (now, ip) = (cx.now, &mut cx.ip);
-                ip.neighbors.learn(
-                    (port, IpAddr::V6(src), mac.0),
-                    Heard::ToUs,
-                    now,
-                    &mut ip.events,
-                );
+                let now = cx.now;
+                cx.ip
+                    .learn((port, IpAddr::V6(src), mac.0), Heard::ToUs, now);
                 (src, mac)
             }
             _ => {
