@@ -22,7 +22,7 @@ pub mod udp;
 pub mod waker;
 pub mod xdp;
 
-pub use packet::PacketPort;
+pub use packet::{Fanout, PacketPort};
 pub use poll::{Interest, PollFd, poll};
 pub use tun::{TunDevice, is_gone};
 pub use udp::{GsoSendBatch, MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};

@@ -64,6 +64,26 @@ pub fn mtu(ifname: &str) -> io::Result<u32> {
     Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
 }
 
+/// The interface's receive queues, as sysfs counts them (`/sys/class/net/IF/queues`,
+/// which shows the calling process's network namespace as of its sysfs mount).
+pub fn rx_queues(ifname: &str) -> io::Result<u32> {
+    if ifname.is_empty() || ifname.contains('/') || ifname == "." || ifname == ".." {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{ifname:?} is not an interface name"),
+        ));
+    }
+    let dir = std::fs::read_dir(format!("/sys/class/net/{ifname}/queues"))
+        .map_err(|e| crate::context(e, format_args!("{ifname}: reading its queues")))?;
+    let mut n = 0;
+    for entry in dir {
+        if entry?.file_name().to_string_lossy().starts_with("rx-") {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +99,14 @@ mod tests {
         assert!(
             gone.to_string()
                 .starts_with("lr-no-such-if: reading its MTU"),
+            "{gone}"
+        );
+        assert!(rx_queues("lo").unwrap() >= 1);
+        assert!(rx_queues("../lo").is_err());
+        let gone = rx_queues("lr-no-such-if").unwrap_err();
+        assert!(
+            gone.to_string()
+                .starts_with("lr-no-such-if: reading its queues"),
             "{gone}"
         );
     }

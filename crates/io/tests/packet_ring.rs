@@ -185,7 +185,7 @@ fn a_fanout_group_sees_each_frame_once() {
             let mut tx = PacketPort::open("pa", 256).unwrap();
             let mut group = [(); 2].map(|_| PacketPort::open("pb", 2048).unwrap());
             for p in &group {
-                p.join_fanout(0x4c52).unwrap();
+                p.join_fanout(0x4c52, io::Fanout::Hash).unwrap();
             }
             let frames: Vec<Vec<u8>> = (0..COUNT).map(frame).collect();
             let mut sent = 0;
@@ -217,9 +217,9 @@ fn a_fanout_group_sees_each_frame_once() {
     let err = ns
         .run(|| {
             let a = PacketPort::open("pb", 64).unwrap();
-            a.join_fanout(0x4c53).unwrap();
+            a.join_fanout(0x4c53, io::Fanout::Hash).unwrap();
             let b = PacketPort::open("pa", 64).unwrap();
-            b.join_fanout(0x4c53).unwrap_err()
+            b.join_fanout(0x4c53, io::Fanout::Hash).unwrap_err()
         })
         .unwrap();
     assert!(

@@ -54,6 +54,17 @@ unsafe impl Send for PacketPort {}
 // SAFETY: `&self` methods touch only the fd (socket options) and atomics, never the rings.
 unsafe impl Sync for PacketPort {}
 
+/// How a fanout group shares an interface's frames (see
+/// [`PacketPort::join_fanout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fanout {
+    /// By the flow's hash: each flow to one socket, whatever queue it came on.
+    Hash,
+    /// By the receive queue the frame came on (modulo the group's size): socket `i`
+    /// serves queue `i`, as an AF_XDP socket per queue would.
+    Queue,
+}
+
 impl PacketPort {
     /// Opens a port on `ifname` (in the calling thread's network namespace) with rings
     /// of at least `frames` slots each (rounded up to whole blocks; at most 65,536).
@@ -168,13 +179,16 @@ impl PacketPort {
     }
 
     /// Joins fanout group `group` of the interface: the kernel then hands each frame
-    /// it receives to one socket of the group, the same one for every frame of a
-    /// flow (by its hash), so several workers share the interface without seeing a
-    /// frame twice and a flow's frames stay in order on one of them. Every socket of
-    /// a group must be bound to the same interface; `group` is unique per interface
-    /// among the processes of the namespace.
-    pub fn join_fanout(&self, group: u16) -> io::Result<()> {
-        let arg = libc::c_int::from(group) | ((libc::PACKET_FANOUT_HASH as libc::c_int) << 16);
+    /// it receives to one socket of the group, chosen as `how` says, so several
+    /// workers share the interface without seeing a frame twice. Every socket of a
+    /// group must be bound to the same interface and join it the same way; `group`
+    /// is unique per interface among the processes of the namespace.
+    pub fn join_fanout(&self, group: u16, how: Fanout) -> io::Result<()> {
+        let mode = match how {
+            Fanout::Hash => libc::PACKET_FANOUT_HASH,
+            Fanout::Queue => libc::PACKET_FANOUT_QM,
+        };
+        let arg = libc::c_int::from(group) | ((mode as libc::c_int) << 16);
         setsockopt(&self.fd, libc::PACKET_FANOUT, &arg).map_err(|e| {
             context(
                 e,
