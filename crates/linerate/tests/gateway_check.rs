@@ -58,7 +58,7 @@ fn the_example_checks_and_is_summarized() {
     assert_eq!(stderr, "");
     for line in [
         "gateway.toml: valid",
-        "workers: 1 (core 1)",
+        "workers: 2 (core 1, core 2)",
         "control: /run/linerate/gw-a.sock",
         "metrics: 198.18.0.1:9586",
         "buffers: 8192 per worker",

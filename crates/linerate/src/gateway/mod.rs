@@ -1,10 +1,14 @@
 //! Gateway mode: `linerate gateway -c FILE`. The configuration (`gateway_config`)
-//! becomes a gateway graph with its ports and routes and a WireGuard interface
-//! (`start`); one worker moves frames between the ports' drivers (`ports`) and the
-//! graph (`worker`); the control socket answers `linerate show` (`report`), the
-//! WireGuard interface's UAPI socket answers `wg`, an optional listener serves
-//! Prometheus (`metrics`), and SIGHUP applies what changed in the file (`reload`).
+//! becomes one gateway graph per worker with its ports and routes, and a WireGuard
+//! interface (`start`). Every worker moves frames between its own queue of each
+//! port (`ports`) and its own graph (`lane`); the first owns the WireGuard device
+//! and the control (`worker`), the others follow it (`follower`). The control socket
+//! answers `linerate show` (`report`), the WireGuard interface's UAPI socket answers
+//! `wg`, an optional listener serves Prometheus (`metrics`), and SIGHUP applies what
+//! changed in the file (`reload`).
 
+mod follower;
+mod lane;
 mod metrics;
 mod ports;
 mod reload;

@@ -12,7 +12,7 @@
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
 use dataplane::{HEADROOM, Handle};
-use io::{PacketPort, XdpMode, XdpOptions, XdpPort};
+use io::{Fanout, PacketPort, XdpAttachment, XdpMode, XdpOptions, XdpPort};
 use std::os::fd::RawFd;
 
 /// Frames one receive takes at most: a frame of the graph.
@@ -116,25 +116,28 @@ pub struct Port {
 }
 
 impl Port {
-    /// An AF_PACKET port on `ifname`, promiscuous (it routes for every address).
-    pub fn open_packet(id: PortId, name: &str, ifname: &str) -> Result<Port, String> {
+    /// An AF_PACKET port on `ifname`, promiscuous (it routes for every address);
+    /// with `fanout`, one socket of that fanout group (one per worker).
+    pub fn open_packet(
+        id: PortId,
+        name: &str,
+        ifname: &str,
+        fanout: Option<(u16, Fanout)>,
+    ) -> Result<Port, String> {
         let p = PacketPort::open(ifname, PACKET_RING_FRAMES)
             .map_err(|e| format!("port {name}: opening {ifname} with AF_PACKET: {e}"))?;
         p.set_promiscuous(true)
             .map_err(|e| format!("port {name}: promiscuous mode on {ifname}: {e}"))?;
+        if let Some((group, how)) = fanout {
+            p.join_fanout(group, how)
+                .map_err(|e| format!("port {name}: {e}"))?;
+        }
         Ok(Port::new(id, name, ifname, Driver::Packet(p)))
     }
 
-    /// An AF_XDP port on queue 0 of `ifname`, on the graph's arena. Refuses an MTU
-    /// whose frames would not fit a buffer after the kernel's headroom.
-    pub fn open_xdp(
-        id: PortId,
-        name: &str,
-        ifname: &str,
-        mtu: u16,
-        zero_copy: bool,
-        gw: &mut GatewayGraph,
-    ) -> Result<Port, String> {
+    /// The frames an AF_XDP port on `mtu` needs room for, or why they do not fit a
+    /// buffer after the kernel's headroom.
+    pub fn check_xdp_mtu(name: &str, mtu: u16) -> Result<(), String> {
         let room = dataplane::FRAME_SIZE - XDP_DATA_OFFSET - dataplane::arena::TAILROOM;
         let frame = usize::from(mtu) + wire::ethernet::HEADER_LEN;
         if frame > room {
@@ -143,6 +146,21 @@ impl Port {
                 room - wire::ethernet::HEADER_LEN
             ));
         }
+        Ok(())
+    }
+
+    /// An AF_XDP port on queue `queue` of the interface `program` is attached to, on
+    /// the graph's arena (see [`Port::check_xdp_mtu`] for the MTU); it receives once
+    /// [`primed`](Port::prime).
+    pub fn open_xdp(
+        id: PortId,
+        name: &str,
+        program: &XdpAttachment,
+        queue: u32,
+        zero_copy: bool,
+        gw: &mut GatewayGraph,
+    ) -> Result<Port, String> {
+        let ifname = program.ifname();
         let opts = XdpOptions {
             ring_size: XDP_RING,
             zero_copy,
@@ -151,15 +169,17 @@ impl Port {
         };
         let (mem, len) = gw.context_mut().arena_mut().umem();
         // SAFETY: the arena's memory is page-aligned, a whole number of 2048-byte
-        // buffers, and outlives the port (the worker drops its ports before its
-        // graph: see Worker's field order). The kernel only writes buffers this
+        // buffers, and outlives the port (a worker drops its ports before its
+        // graph: see Lane's field order). The kernel only writes buffers this
         // driver lent it (allocated from the arena and not freed until they come
         // back), which nothing else touches meanwhile. Every AF_XDP port of the
         // worker registers the same block as its own UMEM; the kernel pins the
         // pages once per registration, and each port lends only its own buffers,
-        // so no buffer is ever with two sockets at once.
-        let xsk = unsafe { XdpPort::open(ifname, 0, mem, len, &opts) }
-            .map_err(|e| format!("port {name}: opening {ifname} with AF_XDP: {e}"))?;
+        // so no buffer is ever with two sockets at once. Other workers' ports are
+        // on their own arenas.
+        let xsk = unsafe { XdpPort::open_on(program, queue, mem, len, &opts) }.map_err(|e| {
+            format!("port {name}: opening queue {queue} of {ifname} with AF_XDP: {e}")
+        })?;
         let mode = match xsk.mode() {
             XdpMode::Native => "native",
             XdpMode::Skb => "generic",
@@ -169,8 +189,8 @@ impl Port {
         } else {
             "copy mode"
         };
-        eprintln!("linerate: port {name}: AF_XDP on {ifname}, {mode} XDP, {copy}");
-        let mut driver = XdpDriver {
+        eprintln!("linerate: port {name}: AF_XDP on {ifname} queue {queue}, {mode} XDP, {copy}");
+        let driver = XdpDriver {
             xsk,
             filled: 0,
             rx: [(0, 0, 0); RX_BATCH],
@@ -178,8 +198,17 @@ impl Port {
             out: Vec::new(),
             done: [0; RX_BATCH],
         };
-        driver.refill(gw);
         Ok(Port::new(id, name, ifname, Driver::Xdp(Box::new(driver))))
+    }
+
+    /// Lends an AF_XDP port's kernel its first buffers to receive into. (Apart from
+    /// opening, so that a port dropped because another failed to open has taken
+    /// nothing from its arena: buffers lent to the kernel come back only through
+    /// the port.)
+    pub fn prime(&mut self, gw: &mut GatewayGraph) {
+        if let Driver::Xdp(x) = &mut self.driver {
+            x.refill(gw);
+        }
     }
 
     fn new(id: PortId, name: &str, ifname: &str, driver: Driver) -> Port {

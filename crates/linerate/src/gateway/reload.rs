@@ -81,6 +81,23 @@ impl Changes {
         self.changes.is_empty()
     }
 
+    /// What a follower applies to its own graph: the routes and the tunnel's port
+    /// and MTU (the peers and keys are the owner's device's; the followers use its
+    /// sessions).
+    pub fn for_followers(&self) -> Changes {
+        let changes = self
+            .changes
+            .iter()
+            .filter_map(|c| match *c {
+                Change::Tunnel { listen_port, mtu } => Some(Change::Tunnel { listen_port, mtu }),
+                Change::RemoveRoute(p) => Some(Change::RemoveRoute(p)),
+                Change::Route(p, t) => Some(Change::Route(p, t)),
+                Change::PrivateKey(_) | Change::RemovePeer(_) | Change::Peer(_) => None,
+            })
+            .collect();
+        Changes { changes }
+    }
+
     /// Carries the changes out on the worker's graph; what was done, one line each.
     pub fn apply(self, gw: &mut GatewayGraph, now: Instant) -> String {
         let mut out = String::new();

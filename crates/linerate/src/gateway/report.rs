@@ -1,16 +1,31 @@
-//! What a running gateway tells about itself, as text made on the worker from its
-//! own state: `linerate show interfaces | runtime | fib | neighbors`, and the
-//! Prometheus metrics. (`show counters` and `show errors` use the counter report
-//! host mode has too.)
+//! What a running gateway tells about itself, as text made on the owner's worker
+//! from its own state and the other workers' snapshots: `linerate show interfaces |
+//! runtime | fib | neighbors`, and the Prometheus metrics. Ports and nodes are
+//! counted by every worker and added up here; `runtime` shows each worker apart, as
+//! VPP does. (`show counters` and `show errors` use the counter report host mode
+//! has too.)
 
-use super::worker::Worker;
+use super::lane::{LaneSnapshot, PortSnapshot};
 use base64::Engine as _;
+use dataplane::NodeCounters;
 use dataplane::fib::{PortId, RouteTarget};
+use dataplane::gateway::GatewayGraph;
+use dataplane::neighbor::NeighborInfo;
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
+/// What a report is made from.
+pub struct Shown<'a> {
+    /// The owner's graph: its device, FIB and neighbor table (the routes are the
+    /// same on every worker; each keeps its own neighbors, told of the others').
+    pub gw: &'a GatewayGraph,
+    pub tunnel_name: Option<&'a str>,
+    /// Every worker's counters, the owner's first.
+    pub lanes: Vec<LaneSnapshot>,
+}
+
 /// The text for `what`, or `None` for a name not served.
-pub fn show(w: &Worker, what: &str) -> Option<String> {
+pub fn show(w: &Shown<'_>, what: &str) -> Option<String> {
     Some(match what {
         "interfaces" => interfaces(w),
         "runtime" => runtime(w),
@@ -21,10 +36,53 @@ pub fn show(w: &Worker, what: &str) -> Option<String> {
     })
 }
 
-fn port_name(w: &Worker, id: PortId) -> String {
-    w.ports
-        .iter()
-        .find(|p| p.id == id)
+impl Shown<'_> {
+    /// Each port with its counters added up over the workers, in port order.
+    fn ports(&self) -> Vec<PortSnapshot> {
+        let mut out: Vec<PortSnapshot> = Vec::new();
+        for p in self.lanes.iter().flat_map(|l| &l.ports) {
+            let Some(sum) = out.iter_mut().find(|s| s.id == p.id) else {
+                out.push(p.clone());
+                continue;
+            };
+            let (a, b) = (&mut sum.counters, &p.counters);
+            a.rx_packets += b.rx_packets;
+            a.rx_bytes += b.rx_bytes;
+            a.tx_packets += b.tx_packets;
+            a.tx_bytes += b.tx_bytes;
+            a.rx_no_buffer += b.rx_no_buffer;
+            a.tx_dropped += b.tx_dropped;
+            for &(name, v) in &p.driver_counters {
+                match sum.driver_counters.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, total)) => *total += v,
+                    None => sum.driver_counters.push((name, v)),
+                }
+            }
+        }
+        out.sort_by_key(|p| p.id.0);
+        out
+    }
+
+    /// Each node with its counters added up over the workers, in graph order.
+    fn nodes(&self) -> Vec<(&'static str, NodeCounters)> {
+        let mut lanes = self.lanes.iter();
+        let Some(first) = lanes.next() else {
+            return Vec::new();
+        };
+        let mut out = first.nodes.clone();
+        for lane in lanes {
+            for ((_, sum), (_, c)) in out.iter_mut().zip(&lane.nodes) {
+                sum.add(c);
+            }
+        }
+        out
+    }
+}
+
+fn port_name(w: &Shown<'_>, id: PortId) -> String {
+    w.lanes
+        .first()
+        .and_then(|l| l.ports.iter().find(|p| p.id == id))
         .map_or_else(|| format!("port{}", id.0), |p| p.name.clone())
 }
 
@@ -35,21 +93,23 @@ fn mac(m: &[u8; 6]) -> String {
         .join(":")
 }
 
-fn interfaces(w: &Worker) -> String {
+fn interfaces(w: &Shown<'_>) -> String {
     let mut out = String::new();
     let ip = w.gw.context().ip();
-    for p in &w.ports {
+    let workers = w.lanes.len();
+    for p in w.ports() {
         let Some(iface) = ip.interfaces().get(p.id) else {
             continue;
         };
-        let c = p.counters();
+        let c = p.counters;
         let addrs: Vec<String> = iface.addrs.iter().map(|a| a.to_string()).collect();
         let _ = writeln!(
             out,
-            "{} ({}, {}) mac {} mtu {}\n  addresses {}\n  rx {} packets {} bytes, no buffer {}\n  tx {} packets {} bytes, dropped {}",
+            "{} ({}, {}, {workers} worker{}) mac {} mtu {}\n  addresses {}\n  rx {} packets {} bytes, no buffer {}\n  tx {} packets {} bytes, dropped {}",
             p.name,
             p.ifname,
-            p.driver_name(),
+            p.driver,
+            if workers == 1 { "" } else { "s" },
             mac(&iface.mac),
             iface.mtu,
             if addrs.is_empty() {
@@ -65,13 +125,13 @@ fn interfaces(w: &Worker) -> String {
             c.tx_dropped,
         );
         let driver: Vec<String> = p
-            .driver_counters()
-            .into_iter()
+            .driver_counters
+            .iter()
             .map(|(n, v)| format!("{n} {v}"))
             .collect();
         let _ = writeln!(out, "  driver {}", driver.join(", "));
     }
-    if let Some(name) = &w.tunnel_name {
+    if let Some(name) = w.tunnel_name {
         let cx = w.gw.context();
         let dev = cx.wg_device();
         let _ = writeln!(
@@ -85,39 +145,46 @@ fn interfaces(w: &Worker) -> String {
     out
 }
 
-/// VPP's `show runtime`: per node, calls, vectors (packets), vectors per call and
-/// clocks per vector, for the one worker.
-fn runtime(w: &Worker) -> String {
+/// VPP's `show runtime`: per worker and node, calls, vectors (packets), vectors
+/// per call and clocks per vector.
+fn runtime(w: &Shown<'_>) -> String {
     let mut out = String::new();
-    let secs = w.uptime().as_secs_f64();
-    let _ = writeln!(out, "worker 0: up {secs:.1} s");
-    let _ = writeln!(
-        out,
-        "{:<18} {:>12} {:>14} {:>12} {:>12} {:>12}",
-        "Name", "Calls", "Vectors", "Vectors/Call", "Clocks", "Drops"
-    );
-    for (name, c) in w.gw.counters() {
-        if c.calls == 0 {
-            continue;
-        }
-        let per_call = c.packets as f64 / c.calls as f64;
-        let clocks = if c.packets > 0 {
-            c.clocks as f64 / c.packets as f64
+    for lane in &w.lanes {
+        let role = if lane.index == 0 {
+            " (owns the WireGuard device)"
         } else {
-            0.0
+            ""
         };
+        let secs = lane.uptime.as_secs_f64();
+        let _ = writeln!(out, "worker {}{role}: up {secs:.1} s", lane.index);
         let _ = writeln!(
             out,
-            "{name:<18} {:>12} {:>14} {per_call:>12.2} {clocks:>12.1} {:>12}",
-            c.calls,
-            c.packets,
-            c.dropped()
+            "{:<18} {:>12} {:>14} {:>12} {:>12} {:>12}",
+            "Name", "Calls", "Vectors", "Vectors/Call", "Clocks", "Drops"
         );
+        for (name, c) in &lane.nodes {
+            if c.calls == 0 {
+                continue;
+            }
+            let per_call = c.packets as f64 / c.calls as f64;
+            let clocks = if c.packets > 0 {
+                c.clocks as f64 / c.packets as f64
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                out,
+                "{name:<18} {:>12} {:>14} {per_call:>12.2} {clocks:>12.1} {:>12}",
+                c.calls,
+                c.packets,
+                c.dropped()
+            );
+        }
     }
     out
 }
 
-fn fib(w: &Worker) -> String {
+fn fib(w: &Shown<'_>) -> String {
     let mut out = String::new();
     for (prefix, target) in w.gw.context().ip().fib().routes() {
         let to = match target {
@@ -126,7 +193,7 @@ fn fib(w: &Worker) -> String {
             }
             RouteTarget::Attached { port } => format!("attached port {}", port_name(w, port)),
             RouteTarget::Tunnel(_) => {
-                format!("tunnel {}", w.tunnel_name.as_deref().unwrap_or("(none)"))
+                format!("tunnel {}", w.tunnel_name.unwrap_or("(none)"))
             }
             other => other.to_string(),
         };
@@ -135,13 +202,46 @@ fn fib(w: &Worker) -> String {
     out
 }
 
-fn neighbors(w: &Worker) -> String {
+/// Each worker keeps its own table (told of what the others hear): one row per
+/// neighbor, in the best state any worker has it in, with the workers that hold it
+/// when not all do.
+fn neighbors(w: &Shown<'_>) -> String {
+    let rank = |state: &str| match state {
+        "reachable" => 3,
+        "probing" => 2,
+        "stale" => 1,
+        _ => 0,
+    };
+    let mut rows: Vec<(NeighborInfo, Vec<usize>)> = Vec::new();
+    for lane in &w.lanes {
+        for n in &lane.neighbors {
+            match rows
+                .iter_mut()
+                .find(|(r, _)| (r.port, r.ip) == (n.port, n.ip))
+            {
+                Some((best, holders)) => {
+                    holders.push(lane.index);
+                    if rank(n.state) > rank(best.state) {
+                        *best = *n;
+                    }
+                }
+                None => rows.push((*n, vec![lane.index])),
+            }
+        }
+    }
+    rows.sort_by_key(|(n, _)| (n.port, n.ip));
     let mut out = String::new();
-    for n in w.gw.context().ip().neighbors().entries() {
+    for (n, holders) in rows {
         let m = n.mac.as_ref().map_or_else(|| "-".into(), mac);
+        let held = if holders.len() == w.lanes.len() {
+            String::new()
+        } else {
+            let list: Vec<String> = holders.iter().map(usize::to_string).collect();
+            format!(" (worker {})", list.join(","))
+        };
         let _ = writeln!(
             out,
-            "{:<8} {:<40} {m:<17} {}",
+            "{:<8} {:<40} {m:<17} {}{held}",
             port_name(w, n.port),
             n.ip,
             n.state
@@ -159,7 +259,7 @@ fn label(s: &str) -> String {
 
 /// The Prometheus text exposition: ports, nodes, and WireGuard peers under the names
 /// the usual WireGuard exporters use, so existing dashboards work.
-fn metrics(w: &Worker) -> String {
+fn metrics(w: &Shown<'_>) -> String {
     let mut out = String::new();
     let mut family = |name: &str, kind: &str, help: &str, rows: Vec<(String, u64)>| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -167,10 +267,12 @@ fn metrics(w: &Worker) -> String {
             let _ = writeln!(out, "{name}{{{labels}}} {v}");
         }
     };
+    let port_totals = w.ports();
+    let node_totals = w.nodes();
     let ports = |f: fn(&super::ports::PortCounters) -> u64| -> Vec<(String, u64)> {
-        w.ports
+        port_totals
             .iter()
-            .map(|p| (format!("port=\"{}\"", label(&p.name)), f(&p.counters())))
+            .map(|p| (format!("port=\"{}\"", label(&p.name)), f(&p.counters)))
             .collect()
     };
     family(
@@ -201,16 +303,16 @@ fn metrics(w: &Worker) -> String {
         "linerate_port_drops_total",
         "counter",
         "Frames the port's driver dropped, by reason.",
-        w.ports
+        port_totals
             .iter()
             .flat_map(|p| {
-                let c = p.counters();
+                let c = p.counters;
                 [
                     ("rx_no_buffer", c.rx_no_buffer),
                     ("tx_dropped", c.tx_dropped),
                 ]
                 .into_iter()
-                .chain(p.driver_counters())
+                .chain(p.driver_counters.iter().copied())
                 .map(move |(r, v)| (format!("port=\"{}\",reason=\"{r}\"", label(&p.name)), v))
             })
             .collect(),
@@ -219,7 +321,8 @@ fn metrics(w: &Worker) -> String {
         "linerate_node_packets_total",
         "counter",
         "Packets each graph node processed.",
-        w.gw.counters()
+        node_totals
+            .iter()
             .map(|(n, c)| (format!("node=\"{n}\""), c.packets))
             .collect(),
     );
@@ -227,14 +330,15 @@ fn metrics(w: &Worker) -> String {
         "linerate_node_drops_total",
         "counter",
         "Packets each graph node dropped, by reason.",
-        w.gw.counters()
+        node_totals
+            .iter()
             .flat_map(|(n, c)| {
                 c.drops()
                     .map(move |(e, v)| (format!("node=\"{n}\",reason=\"{}\"", e.name), v))
             })
             .collect(),
     );
-    if let Some(name) = &w.tunnel_name {
+    if let Some(name) = w.tunnel_name {
         let dev = w.gw.context().wg_device();
         let peers: Vec<_> = dev
             .peer_ids()

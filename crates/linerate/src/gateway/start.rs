@@ -5,6 +5,8 @@
 //! missing; nothing is left behind when start-up fails half way (the drivers detach
 //! what they attached as they are dropped).
 
+use super::follower;
+use super::lane::Lane;
 use super::metrics;
 use super::ports::Port;
 use super::reload::Changes;
@@ -71,7 +73,7 @@ pub fn peer_settings(dev: &mut Device, id: PeerId, p: &PeerConfig, now: Instant)
 }
 
 /// Pins the calling thread to `core`.
-fn pin_to(core: usize) -> Result<(), String> {
+pub fn pin_to(core: usize) -> Result<(), String> {
     // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (core < CPU_SETSIZE,
     // checked), and sched_setaffinity reads it.
     unsafe {
@@ -90,10 +92,13 @@ fn pin_to(core: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The gateway's graph as configured: device, ports (by their interfaces' Ethernet
-/// addresses), routes.
-fn build_graph(config: &GatewayConfig, now: Instant) -> Result<GatewayGraph, String> {
-    let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
+/// The WireGuard device as configured: its key and peers (none without a
+/// WireGuard interface).
+fn owner_device(
+    config: &GatewayConfig,
+    keys: &Arc<KeyRegistry>,
+    now: Instant,
+) -> Result<Device, String> {
     let mut device = Device::new(keys.clone(), now, SystemTime::now());
     if let Some(wg) = config.wireguard.first() {
         device.set_private_key(Some(PrivateKey::from_bytes(*wg.private_key)));
@@ -108,10 +113,18 @@ fn build_graph(config: &GatewayConfig, now: Instant) -> Result<GatewayGraph, Str
             peer_settings(&mut device, id, p, now);
         }
     }
-    let (engines, choices) = crate::engines::configured_set(&keys, None, CALIBRATION_TIME)?;
-    for line in choices {
-        eprintln!("linerate: engine for {line}");
-    }
+    Ok(device)
+}
+
+/// One worker's graph as configured: its own arena, `engines` and `device` (the
+/// owner's, or an empty one a follower leaves alone), the ports (by their
+/// interfaces' Ethernet addresses) and the routes.
+fn build_graph(
+    config: &GatewayConfig,
+    engines: crypto::EngineSet,
+    device: Device,
+    now: Instant,
+) -> Result<GatewayGraph, String> {
     let mut gw = GatewayGraph::new(Arena::new(config.buffers), engines, device, now);
     if let Some(wg) = config.wireguard.first() {
         gw.set_wireguard(wg.listen_port, wg.mtu.into());
@@ -140,60 +153,159 @@ fn build_graph(config: &GatewayConfig, now: Instant) -> Result<GatewayGraph, Str
     Ok(gw)
 }
 
-/// Opens each port's driver; AF_XDP falls back to AF_PACKET where XDP cannot attach.
-fn open_ports(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<Vec<Port>, String> {
-    let mut ports = Vec::new();
-    for (i, p) in config.ports.iter().enumerate() {
-        let id = PortId(i as u16);
-        let port = match p.driver {
-            Driver::AfPacket => Port::open_packet(id, &p.name, &p.interface)?,
-            Driver::AfXdp => {
-                match Port::open_xdp(id, &p.name, &p.interface, p.mtu, p.zero_copy, gw) {
-                    Ok(port) => port,
-                    Err(e) => {
-                        eprintln!("linerate: {e}; falling back to AF_PACKET");
-                        Port::open_packet(id, &p.name, &p.interface)?
-                    }
-                }
-            }
-        };
-        eprintln!(
-            "linerate: port {} on {} ({})",
+/// Every worker's graph: the owner's (first) holds the device; each other follows
+/// it, with its own arena and engines, and hears the neighbors the others hear.
+fn build_graphs(
+    config: &GatewayConfig,
+    owner_waker: &Arc<Waker>,
+    now: Instant,
+) -> Result<Vec<GatewayGraph>, String> {
+    let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
+    let (engines, choices) = crate::engines::configured_set(&keys, None, CALIBRATION_TIME)?;
+    for line in choices {
+        eprintln!("linerate: engine for {line}");
+    }
+    let mut device = owner_device(config, &keys, now)?;
+    device.publish();
+    let cell = device.view_cell();
+    let mut graphs = vec![build_graph(config, engines, device, now)?];
+    for _ in 1..config.workers.len() {
+        let (mut link, inbox) = dataplane::wg_follow::link(cell.clone());
+        let owner = owner_waker.clone();
+        link.set_nudge(move || {
+            let _ = owner.wake();
+        });
+        graphs[0].context_mut().lead_wg_follower(inbox);
+        let set = crate::engines::replica(&keys, graphs[0].context().engines())?;
+        let own = Device::new(keys.clone(), now, SystemTime::now());
+        let mut g = build_graph(config, set, own, now)?;
+        g.context_mut().follow_wg_device(link);
+        graphs.push(g);
+    }
+    if graphs.len() > 1 {
+        let mesh = dataplane::neighbor_share::mesh(graphs.len());
+        for (g, share) in graphs.iter_mut().zip(mesh) {
+            g.context_mut().ip_mut().share_neighbors(share);
+        }
+    }
+    Ok(graphs)
+}
+
+/// An AF_XDP socket on queue `w` of the port's interface for each worker `w`, all
+/// under one XDP program; or why not (nothing is left attached or taken then).
+fn open_xdp_queues(
+    id: PortId,
+    p: &gateway_config::PortConfig,
+    graphs: &mut [GatewayGraph],
+) -> Result<Vec<Port>, String> {
+    Port::check_xdp_mtu(&p.name, p.mtu)?;
+    let workers = graphs.len();
+    match io::netdev::rx_queues(&p.interface) {
+        Ok(q) if (q as usize) < workers => {
+            return Err(format!(
+                "port {}: {} has {q} receive queue{} for {workers} workers (one each: `ethtool -L {} combined {workers}`, or numrxqueues for veth)",
+                p.name,
+                p.interface,
+                if q == 1 { "" } else { "s" },
+                p.interface
+            ));
+        }
+        Ok(q) if q as usize > workers => eprintln!(
+            "linerate: warning: port {}: {} has {q} receive queues and the gateway {workers} worker{}: frames the interface puts on queue {workers} or later go to the kernel, not the gateway (`ethtool -L {} combined {workers}`)",
             p.name,
             p.interface,
-            port.driver_name()
-        );
-        ports.push(port);
+            if workers == 1 { "" } else { "s" },
+            p.interface
+        ),
+        _ => {}
+    }
+    let program = io::XdpAttachment::attach(&p.interface, false)
+        .map_err(|e| format!("port {}: {e}", p.name))?;
+    let mut ports = Vec::with_capacity(workers);
+    for (w, gw) in graphs.iter_mut().enumerate() {
+        ports.push(Port::open_xdp(
+            id,
+            &p.name,
+            &program,
+            w as u32,
+            p.zero_copy,
+            gw,
+        )?);
     }
     Ok(ports)
 }
 
+/// Opens each port's driver, one queue (AF_XDP) or fanout member (AF_PACKET) per
+/// worker; AF_XDP falls back to AF_PACKET where XDP cannot serve the port. The
+/// result has one list of ports per worker, in config order.
+fn open_ports(
+    config: &GatewayConfig,
+    graphs: &mut [GatewayGraph],
+) -> Result<Vec<Vec<Port>>, String> {
+    let workers = graphs.len();
+    let mut per_worker: Vec<Vec<Port>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, p) in config.ports.iter().enumerate() {
+        let id = PortId(i as u16);
+        let xdp = match p.driver {
+            Driver::AfPacket => None,
+            Driver::AfXdp => match open_xdp_queues(id, p, graphs) {
+                Ok(ports) => Some(ports),
+                Err(e) => {
+                    eprintln!("linerate: {e}; falling back to AF_PACKET");
+                    None
+                }
+            },
+        };
+        let ports = match xdp {
+            Some(ports) => ports,
+            None => {
+                // One fanout group per port and process. Worker `w` serves queue `w`
+                // where the interface has a queue per worker, as with AF_XDP (and a
+                // NIC spreads flows over its queues); with fewer, the kernel hands
+                // each flow to one worker by its hash.
+                let how = match io::netdev::rx_queues(&p.interface) {
+                    Ok(q) if q as usize >= workers => io::Fanout::Queue,
+                    _ => io::Fanout::Hash,
+                };
+                let group = (workers > 1)
+                    .then(|| ((std::process::id() as u16).wrapping_add(i as u16), how));
+                (0..workers)
+                    .map(|_| Port::open_packet(id, &p.name, &p.interface, group))
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+        };
+        eprintln!(
+            "linerate: port {} on {} ({}, {workers} worker{})",
+            p.name,
+            p.interface,
+            ports[0].driver_name(),
+            if workers == 1 { "" } else { "s" }
+        );
+        for (w, port) in ports.into_iter().enumerate() {
+            per_worker[w].push(port);
+        }
+    }
+    for (ports, gw) in per_worker.iter_mut().zip(graphs.iter_mut()) {
+        for port in ports {
+            port.prime(gw);
+        }
+    }
+    Ok(per_worker)
+}
+
 /// `linerate gateway -c FILE`: runs until SIGINT or SIGTERM; SIGHUP reloads FILE.
 pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
-    if config.workers.len() > 1 {
-        return Err(format!(
-            "{}: cores: {} workers asked for; a gateway runs one worker for now (one tunnel's state is not yet shared between workers)",
-            path.display(),
-            config.workers.len()
-        ));
-    }
-    if config.wireguard.len() > 1 {
-        return Err(format!(
-            "{}: {} WireGuard interfaces; a gateway serves one for now",
-            path.display(),
-            config.wireguard.len()
-        ));
-    }
     if let Some(Some(core)) = config.workers.first() {
         pin_to(*core)?;
     }
     let now = Instant::now();
-    let mut gw = build_graph(&config, now)?;
-    let ports = open_ports(&config, &mut gw)?;
+    let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
+    let mut graphs = build_graphs(&config, &waker, now)?;
+    let mut ports = open_ports(&config, &mut graphs)?;
+    let cores = config.workers.clone();
 
     let stop = Arc::new(AtomicBool::new(false));
     let reload = Arc::new(AtomicBool::new(false));
-    let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())
             .map_err(|e| format!("signal handler: {e}"))?;
@@ -233,8 +345,42 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
             .spawn(move || reloader(&path, config, &reload, &stop, &gw_tx, &waker))
             .map_err(|e| format!("starting the reload thread: {e}"))?;
     }
-    let mut worker = Worker::new(gw, ports, tunnel_name, req_rx, gw_rx, waker, stop.clone());
-    eprintln!("linerate: gateway up ({} ports)", worker.ports.len());
+    let mut lanes = graphs
+        .into_iter()
+        .zip(ports.drain(..))
+        .enumerate()
+        .map(|(i, (gw, ports))| Lane::new(i, gw, ports));
+    let owner = lanes.next().expect("one worker at least");
+    let mut followers = Vec::new();
+    for (lane, core) in lanes.zip(cores.iter().skip(1)) {
+        let follower_waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
+        let spawned = follower::spawn(lane, *core, follower_waker, stop.clone(), waker.clone());
+        match spawned {
+            Ok(f) => followers.push(f),
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                for f in &mut followers {
+                    f.join();
+                }
+                return Err(e);
+            }
+        }
+    }
+    let ports = owner.ports.len();
+    let workers = 1 + followers.len();
+    let mut worker = Worker::new(
+        owner,
+        followers,
+        tunnel_name,
+        req_rx,
+        gw_rx,
+        waker,
+        stop.clone(),
+    );
+    eprintln!(
+        "linerate: gateway up ({ports} ports, {workers} worker{})",
+        if workers == 1 { "" } else { "s" }
+    );
     let result = worker.run();
     stop.store(true, Ordering::Relaxed);
     eprintln!("linerate: gateway stopping");

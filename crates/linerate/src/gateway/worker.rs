@@ -1,28 +1,26 @@
-//! The data-path thread of a gateway: it owns the ports and the gateway graph and is
-//! the only thread that touches them. Each turn it reads a bounded number of batches
-//! from every port that has frames, runs the graph and the timers, and sends what
-//! the graph queued. Requests from the control and UAPI sockets arrive over a
-//! channel with an eventfd wake-up and are carried out between batches, a bounded
-//! step at a time; a reload arrives the same way.
+//! The gateway's first worker, the owner: it runs its own lane (its queue of each
+//! port and its graph, see `lane`) like every worker, and owns what is one per
+//! gateway: the WireGuard device, which the other workers follow (`follower`), and
+//! the control. Requests from the control and UAPI sockets arrive over a channel
+//! with an eventfd wake-up and are carried out between batches, a bounded step at a
+//! time; a reload arrives the same way. What they change for every worker (routes,
+//! the tunnel's port and MTU) goes to the followers over their channels, and what
+//! they ask of every worker (counters) comes back the same way.
 
-use super::ports::Port;
+use super::follower::{FollowerHandle, LaneControl};
+use super::lane::{Lane, LaneSnapshot, NEIGHBOR_TICK};
 use super::reload::Changes;
-use super::report;
+use super::report::{self, Shown};
 use crate::counter_report::CounterReport;
 use crate::uapi::{EINVAL, Job, SocketSettings};
 use crate::worker::{Control, ControlRequest};
-use dataplane::gateway::GatewayGraph;
-use io::{Interest, PollFd, Waker};
+use io::Waker;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, Instant};
 
-/// Batches read from one port per turn before the others get theirs.
-const BATCHES_PER_TURN: usize = 8;
-/// How often the neighbor table's timers run (probes are a second apart).
-const NEIGHBOR_TICK: Duration = Duration::from_millis(10);
 /// Longest time one step of a control request may hold the packets back.
 const CONTROL_STEP: Duration = Duration::from_micros(300);
 
@@ -64,10 +62,10 @@ pub enum GatewayControl {
 }
 
 pub struct Worker {
-    /// Declared (so dropped) before the graph: an AF_XDP port's UMEM is the graph's
-    /// arena, which must outlive the socket.
-    pub ports: Vec<Port>,
-    pub gw: GatewayGraph,
+    /// This worker's queues and graph; its graph holds the WireGuard device.
+    pub lane: Lane,
+    /// The other workers.
+    pub followers: Vec<FollowerHandle>,
     /// The WireGuard interface's name, for reports.
     pub tunnel_name: Option<String>,
     pub requests: Receiver<ControlRequest>,
@@ -76,24 +74,23 @@ pub struct Worker {
     pub stop: Arc<AtomicBool>,
     jobs: VecDeque<(Job, SyncSender<String>)>,
     socket: TunnelSocket,
-    started: Instant,
 }
 
 impl Worker {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        gw: GatewayGraph,
-        ports: Vec<Port>,
+        lane: Lane,
+        followers: Vec<FollowerHandle>,
         tunnel_name: Option<String>,
         requests: Receiver<ControlRequest>,
         gateway_requests: Receiver<(GatewayControl, SyncSender<String>)>,
         waker: Arc<Waker>,
         stop: Arc<AtomicBool>,
     ) -> Worker {
-        let port = gw.context().wg_listen_port();
+        let port = lane.gw.context().wg_listen_port();
         Worker {
-            gw,
-            ports,
+            lane,
+            followers,
             tunnel_name,
             requests,
             gateway_requests,
@@ -101,72 +98,56 @@ impl Worker {
             stop,
             jobs: VecDeque::new(),
             socket: TunnelSocket { port, fwmark: 0 },
-            started: Instant::now(),
         }
     }
 
-    /// Runs until a signal sets `stop`; an error only when polling fails.
+    /// Runs the owner's loop until a signal (or a follower's failure) sets `stop`,
+    /// then stops the followers and waits for them; an error when polling fails.
     pub fn run(&mut self) -> Result<(), String> {
-        let mut last_tick = Instant::now();
-        let mut fds: Vec<PollFd> = Vec::with_capacity(self.ports.len() + 1);
+        let result = self.run_loop();
+        self.stop.store(true, Ordering::Relaxed);
+        for f in &mut self.followers {
+            f.join();
+        }
+        result
+    }
+
+    fn run_loop(&mut self) -> Result<(), String> {
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let now = Instant::now();
             let sleep = if self.jobs.is_empty() {
-                self.gw.context().wg_timers_due_in(now, NEIGHBOR_TICK)
+                let cx = self.lane.gw.context();
+                cx.wg_timers_due_in(Instant::now(), NEIGHBOR_TICK)
             } else {
-                Duration::ZERO
+                Duration::ZERO // a request is half done: look at packets, then go on
             };
-            fds.clear();
-            fds.extend(
-                self.ports
-                    .iter()
-                    .map(|p| PollFd::new(p.fd(), Interest::READABLE)),
-            );
-            fds.push(PollFd::new(self.waker.as_raw_fd(), Interest::READABLE));
-            io::poll(&mut fds, Some(sleep)).map_err(|e| format!("poll: {e}"))?;
-            let now = Instant::now();
-            for (i, port) in self.ports.iter_mut().enumerate() {
-                if !fds[i].readable() {
-                    continue;
-                }
-                for _ in 0..BATCHES_PER_TURN {
-                    let n = port.receive(&mut self.gw);
-                    // Run each batch at once so buffers go round instead of piling up.
-                    self.gw.run(now);
-                    if n < super::ports::RX_BATCH {
-                        break;
-                    }
-                }
-            }
-            if fds[self.ports.len()].readable() {
+            if self.lane.receive(&self.waker, sleep)? {
                 self.waker.drain();
+                // (A follower's nudge wakes the loop too: its report is taken in
+                // with the graph's run.)
                 self.take_requests();
             }
             self.control_step();
-            if now.saturating_duration_since(last_tick) >= NEIGHBOR_TICK {
-                last_tick = now;
-                self.gw.tick(now);
-            }
-            self.gw.run(now);
-            for port in &mut self.ports {
-                port.transmit(&mut self.gw);
-            }
+            self.lane.finish();
         }
     }
 
     fn take_requests(&mut self) {
-        while let Ok(req) = self.requests.try_recv() {
+        let requests: Vec<ControlRequest> = self.requests.try_iter().collect();
+        if !requests.is_empty() {
+            self.take_in_reports();
+        }
+        for req in requests {
             let reply = match req.what {
                 Control::Counters => self.counter_report().to_text() + "errno=0\n\n",
-                Control::Show(what) => match report::show(self, &what) {
+                Control::Show(what) => match report::show(&self.shown(), &what) {
                     Some(text) => format!("{text}errno=0\n\n"),
                     None => crate::uapi::errno(EINVAL),
                 },
                 Control::Uapi(r) => {
-                    let job = Job::new(r, self.gw.context().wg_device());
+                    let job = Job::new(r, self.lane.gw.context().wg_device());
                     self.jobs.push_back((job, req.reply));
                     continue;
                 }
@@ -175,10 +156,44 @@ impl Worker {
         }
         while let Ok((what, reply)) = self.gateway_requests.try_recv() {
             let text = match what {
-                GatewayControl::Reload(changes) => changes.apply(&mut self.gw, Instant::now()),
+                GatewayControl::Reload(changes) => self.reload(*changes),
             };
             let _ = reply.send(text);
         }
+    }
+
+    /// Applies a reload: everything on this worker, the routes and tunnel settings
+    /// on every follower too.
+    fn reload(&mut self, changes: Changes) -> String {
+        let mut text = String::new();
+        for f in &self.followers {
+            if f.reload(changes.for_followers()).is_none() {
+                text.push_str(&format!(
+                    "worker {} did not answer: its routes may lag\n",
+                    f.index
+                ));
+            }
+        }
+        text.insert_str(0, &changes.apply(&mut self.lane.gw, Instant::now()));
+        text
+    }
+
+    /// Takes in every follower's report of its traffic so far, so that an answer to
+    /// a request counts it.
+    fn take_in_reports(&mut self) {
+        if self.followers.is_empty() {
+            return;
+        }
+        self.lane.gw.run(Instant::now());
+        for f in &self.followers {
+            if !f.report() {
+                eprintln!(
+                    "linerate: worker {} did not send its report in time",
+                    f.index
+                );
+            }
+        }
+        self.lane.gw.run(Instant::now());
     }
 
     /// One bounded step of the oldest UAPI request; its reply goes out when done.
@@ -188,53 +203,63 @@ impl Worker {
         };
         let now = Instant::now();
         // The port as it is now (a reload may have changed it since the last job).
-        self.socket.port = self.gw.context().wg_listen_port();
+        let before = self.lane.gw.context().wg_listen_port();
+        self.socket.port = before;
         let done = job.step(
-            self.gw.context_mut().wg_device_mut(),
+            self.lane.gw.context_mut().wg_device_mut(),
             &mut self.socket,
             now,
             now + CONTROL_STEP,
         );
-        let mtu = self.gw.context().wg_mtu();
-        self.gw.set_wireguard(self.socket.port, mtu);
+        let mtu = self.lane.gw.context().wg_mtu();
+        if self.socket.port != before {
+            self.lane.gw.set_wireguard(self.socket.port, mtu);
+            for f in &self.followers {
+                f.send(LaneControl::Tunnel {
+                    listen_port: self.socket.port,
+                    mtu,
+                });
+            }
+        }
         if let Some(reply) = done
             && let Some((_, to)) = self.jobs.pop_front()
         {
             let _ = to.send(reply);
         }
         // A set may have asked for handshakes or keepalives.
-        self.gw.run(now);
+        self.lane.gw.run(now);
     }
 
-    /// Every node's counters, each port's and the asynchronous engines'.
-    pub fn counter_report(&self) -> CounterReport {
-        let mut r = CounterReport::from_graph(self.gw.counters());
-        for p in &self.ports {
-            let c = p.counters();
-            for (name, v) in [
-                ("rx_packets", c.rx_packets),
-                ("rx_bytes", c.rx_bytes),
-                ("tx_packets", c.tx_packets),
-                ("tx_bytes", c.tx_bytes),
-                ("rx_no_buffer", c.rx_no_buffer),
-                ("tx_dropped", c.tx_dropped),
-            ] {
-                r.add_other(&format!("port.{}.{name}", p.name), v);
-            }
-            for (name, v) in p.driver_counters() {
-                r.add_other(&format!("port.{}.{name}", p.name), v);
+    /// Every worker's snapshot, this one's first (a follower that does not answer
+    /// in time is left out, and said so on stderr).
+    fn snapshots(&self) -> Vec<LaneSnapshot> {
+        let mut out = vec![self.lane.snapshot()];
+        for f in &self.followers {
+            match f.snapshot() {
+                Some(s) => out.push(s),
+                None => eprintln!("linerate: worker {} did not answer in time", f.index),
             }
         }
-        let arena = self.gw.context().arena();
-        let held: usize = self.ports.iter().map(Port::buffers_held).sum();
-        r.add_other("buffers.total", arena.capacity() as u64);
-        r.add_other("buffers.free", arena.available() as u64);
-        r.add_other("buffers.driver", held as u64);
-        r.add_inflight(self.gw.context().inflight_counters());
-        r
+        out
     }
 
-    pub fn uptime(&self) -> Duration {
-        self.started.elapsed()
+    fn shown(&self) -> Shown<'_> {
+        Shown {
+            gw: &self.lane.gw,
+            tunnel_name: self.tunnel_name.as_deref(),
+            lanes: self.snapshots(),
+        }
+    }
+
+    /// Every worker's counters added up.
+    pub fn counter_report(&self) -> CounterReport {
+        let mut r = self.lane.counter_report();
+        for f in &self.followers {
+            match f.snapshot() {
+                Some(s) => r.add(&s.counters),
+                None => r.add_other("workers.unanswered", 1),
+            }
+        }
+        r
     }
 }

@@ -562,7 +562,7 @@ fn example() -> (TempDir, Result<GatewayConfig, ConfigErrors>) {
 fn the_example_validates() {
     let (dir, config) = example();
     let c = config.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(c.workers, [Some(1)]);
+    assert_eq!(c.workers, [Some(1), Some(2)]);
     assert_eq!(c.control, Path::new("/run/linerate/gw-a.sock"));
     assert_eq!(c.metrics, Some("198.18.0.1:9586".parse().unwrap()));
     assert_eq!(c.buffers, 8192);

@@ -1,0 +1,158 @@
+//! A gateway worker other than the WireGuard device's owner: its own queue of each
+//! port and its own graph following the owner's device (one tunnel on every worker,
+//! see `dataplane::wg_follow`). What the owner changes for every worker (routes and
+//! the tunnel's port and MTU on a reload or a `wg set`) and asks of them (what they
+//! counted, their report of the tunnel's traffic) comes over a channel with an
+//! eventfd wake-up, never through a lock.
+
+use super::lane::{Lane, LaneSnapshot, NEIGHBOR_TICK};
+use super::reload::Changes;
+use io::Waker;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long the owner waits for a follower's answer.
+const ANSWER_WAIT: Duration = Duration::from_secs(1);
+
+/// What the owner sends a follower.
+pub enum LaneControl {
+    /// What it counted, please.
+    Snapshot(SyncSender<LaneSnapshot>),
+    /// Send the owner what this worker's traffic told so far, then answer.
+    Report(SyncSender<()>),
+    /// A reload's routes and tunnel settings (the peers are the owner's).
+    Reload(Changes, SyncSender<String>),
+    /// The tunnel's UDP port and inner MTU, after a `wg set`.
+    Tunnel { listen_port: u16, mtu: usize },
+}
+
+/// The owner's hold on a follower.
+pub struct FollowerHandle {
+    pub index: usize,
+    control: Sender<LaneControl>,
+    waker: Arc<Waker>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FollowerHandle {
+    /// Sends `c` and wakes the follower; false when it is gone.
+    pub fn send(&self, c: LaneControl) -> bool {
+        let sent = self.control.send(c).is_ok();
+        let _ = self.waker.wake();
+        sent
+    }
+
+    /// Asks with `make` and waits for the answer (`None` if none came in time).
+    fn ask<T>(&self, make: impl FnOnce(SyncSender<T>) -> LaneControl) -> Option<T> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        if !self.send(make(tx)) {
+            return None;
+        }
+        rx.recv_timeout(ANSWER_WAIT).ok()
+    }
+
+    pub fn snapshot(&self) -> Option<LaneSnapshot> {
+        self.ask(LaneControl::Snapshot)
+    }
+
+    /// Has the follower send its report of its traffic so far; false if it did not
+    /// answer in time.
+    pub fn report(&self) -> bool {
+        self.ask(LaneControl::Report).is_some()
+    }
+
+    /// Applies a reload's changes there; what was done, or `None` if no answer came.
+    pub fn reload(&self, changes: Changes) -> Option<String> {
+        self.ask(|tx| LaneControl::Reload(changes, tx))
+    }
+
+    /// Waits for the follower to end (after the stop flag was set).
+    pub fn join(&mut self) {
+        let _ = self.waker.wake();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts `lane` as a follower on its own thread (pinned to `core` if given), woken
+/// by `waker`. Setting `stop` ends it; so does an error, which it reports and passes
+/// on by setting `stop` and waking the owner (`owner`).
+pub fn spawn(
+    lane: Lane,
+    core: Option<usize>,
+    waker: Arc<Waker>,
+    stop: Arc<AtomicBool>,
+    owner: Arc<Waker>,
+) -> Result<FollowerHandle, String> {
+    let index = lane.index;
+    let (tx, rx) = mpsc::channel();
+    let thread_waker = waker.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("worker-{index}"))
+        .spawn(move || {
+            let why = match core.map_or(Ok(()), super::start::pin_to) {
+                Ok(()) => run(lane, &rx, &thread_waker, &stop),
+                Err(e) => Some(e),
+            };
+            if let Some(why) = why {
+                eprintln!("linerate: worker {index}: {why}; stopping");
+            }
+            stop.store(true, Ordering::Relaxed);
+            let _ = owner.wake();
+        })
+        .map_err(|e| format!("starting worker {index}: {e}"))?;
+    Ok(FollowerHandle {
+        index,
+        control: tx,
+        waker,
+        thread: Some(thread),
+    })
+}
+
+/// The follower's loop; returns why it stopped when that is not the stop flag.
+fn run(
+    mut lane: Lane,
+    control: &Receiver<LaneControl>,
+    waker: &Waker,
+    stop: &AtomicBool,
+) -> Option<String> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        match lane.receive(waker, NEIGHBOR_TICK) {
+            Ok(true) => {
+                waker.drain();
+                while let Ok(c) = control.try_recv() {
+                    obey(&mut lane, c);
+                }
+            }
+            Ok(false) => {}
+            Err(e) => return Some(e),
+        }
+        // Also when idle: the device's new view is picked up and the report sent.
+        lane.finish();
+    }
+}
+
+fn obey(lane: &mut Lane, c: LaneControl) {
+    match c {
+        LaneControl::Snapshot(reply) => {
+            let _ = reply.send(lane.snapshot());
+        }
+        LaneControl::Report(reply) => {
+            lane.gw.run(Instant::now());
+            let _ = reply.send(());
+        }
+        LaneControl::Reload(changes, reply) => {
+            let text = changes.apply(&mut lane.gw, Instant::now());
+            lane.transmit();
+            let _ = reply.send(text);
+        }
+        LaneControl::Tunnel { listen_port, mtu } => lane.gw.set_wireguard(listen_port, mtu),
+    }
+}

@@ -1,0 +1,167 @@
+//! What every gateway worker runs, the owner of the WireGuard device and its
+//! followers alike: its own queue of each port, its own graph (arena, engines, FIB,
+//! neighbor table), and the turn that moves frames between them. A turn waits for
+//! frames on the ports (or the worker's wake-up), reads a bounded number of batches
+//! from each port that has some, running the graph after each so buffers go round,
+//! then runs the timers and sends what the graph queued.
+
+use super::ports::{Port, PortCounters, RX_BATCH};
+use crate::counter_report::CounterReport;
+use dataplane::NodeCounters;
+use dataplane::fib::PortId;
+use dataplane::gateway::GatewayGraph;
+use dataplane::neighbor::NeighborInfo;
+use io::{Interest, PollFd, Waker};
+use std::time::{Duration, Instant};
+
+/// Batches read from one port per turn before the others get theirs.
+const BATCHES_PER_TURN: usize = 8;
+/// How often the neighbor table's timers run (probes are a second apart).
+pub const NEIGHBOR_TICK: Duration = Duration::from_millis(10);
+
+pub struct Lane {
+    /// The worker's number: 0 is the owner of the WireGuard device.
+    pub index: usize,
+    /// Declared (so dropped) before the graph: an AF_XDP port's UMEM is the graph's
+    /// arena, which must outlive the socket.
+    pub ports: Vec<Port>,
+    pub gw: GatewayGraph,
+    started: Instant,
+    last_tick: Instant,
+    fds: Vec<PollFd>,
+}
+
+/// One port as one worker saw it.
+#[derive(Clone, Debug)]
+pub struct PortSnapshot {
+    pub id: PortId,
+    pub name: String,
+    pub ifname: String,
+    pub driver: &'static str,
+    pub counters: PortCounters,
+    pub driver_counters: Vec<(&'static str, u64)>,
+}
+
+/// What one worker has done, for `show` and the metrics, taken on its own thread.
+#[derive(Clone, Debug)]
+pub struct LaneSnapshot {
+    pub index: usize,
+    pub uptime: Duration,
+    pub nodes: Vec<(&'static str, NodeCounters)>,
+    pub ports: Vec<PortSnapshot>,
+    pub neighbors: Vec<NeighborInfo>,
+    pub counters: CounterReport,
+}
+
+impl Lane {
+    pub fn new(index: usize, gw: GatewayGraph, ports: Vec<Port>) -> Lane {
+        let now = Instant::now();
+        Lane {
+            index,
+            ports,
+            gw,
+            started: now,
+            last_tick: now,
+            fds: Vec::new(),
+        }
+    }
+
+    /// Waits up to `sleep` for frames or `waker`, and reads what came into the
+    /// graph. True when `waker` fired (it is not drained here).
+    pub fn receive(&mut self, waker: &Waker, sleep: Duration) -> Result<bool, String> {
+        self.fds.clear();
+        self.fds.extend(
+            self.ports
+                .iter()
+                .map(|p| PollFd::new(p.fd(), Interest::READABLE)),
+        );
+        self.fds
+            .push(PollFd::new(waker.as_raw_fd(), Interest::READABLE));
+        io::poll(&mut self.fds, Some(sleep)).map_err(|e| format!("poll: {e}"))?;
+        let now = Instant::now();
+        for (i, port) in self.ports.iter_mut().enumerate() {
+            if !self.fds[i].readable() {
+                continue;
+            }
+            for _ in 0..BATCHES_PER_TURN {
+                let n = port.receive(&mut self.gw);
+                // Run each batch at once so buffers go round instead of piling up.
+                self.gw.run(now);
+                if n < RX_BATCH {
+                    break;
+                }
+            }
+        }
+        Ok(self.fds[self.ports.len()].readable())
+    }
+
+    /// Ends a turn: the timers when due, the graph, and what it queued sent.
+    pub fn finish(&mut self) {
+        let now = Instant::now();
+        if now.saturating_duration_since(self.last_tick) >= NEIGHBOR_TICK {
+            self.last_tick = now;
+            self.gw.tick(now);
+        }
+        self.gw.run(now);
+        self.transmit();
+    }
+
+    /// Sends what the graph queued on every port.
+    pub fn transmit(&mut self) {
+        for port in &mut self.ports {
+            port.transmit(&mut self.gw);
+        }
+    }
+
+    /// This worker's node counters, its ports' and the asynchronous engines'.
+    pub fn counter_report(&self) -> CounterReport {
+        let mut r = CounterReport::from_graph(self.gw.counters());
+        for p in &self.ports {
+            let c = p.counters();
+            for (name, v) in [
+                ("rx_packets", c.rx_packets),
+                ("rx_bytes", c.rx_bytes),
+                ("tx_packets", c.tx_packets),
+                ("tx_bytes", c.tx_bytes),
+                ("rx_no_buffer", c.rx_no_buffer),
+                ("tx_dropped", c.tx_dropped),
+            ] {
+                r.add_other(&format!("port.{}.{name}", p.name), v);
+            }
+            for (name, v) in p.driver_counters() {
+                r.add_other(&format!("port.{}.{name}", p.name), v);
+            }
+        }
+        let cx = self.gw.context();
+        let arena = cx.arena();
+        let held: usize = self.ports.iter().map(Port::buffers_held).sum();
+        r.add_other("buffers.total", arena.capacity() as u64);
+        r.add_other("buffers.free", arena.available() as u64);
+        r.add_other("buffers.driver", held as u64);
+        r.add_other("neighbors.news_lost", cx.ip().neighbor_news_lost());
+        r.add_inflight(cx.inflight_counters());
+        r
+    }
+
+    pub fn snapshot(&self) -> LaneSnapshot {
+        LaneSnapshot {
+            index: self.index,
+            uptime: self.started.elapsed(),
+            nodes: self.gw.counters().map(|(n, c)| (n, c.clone())).collect(),
+            ports: self
+                .ports
+                .iter()
+                .map(|p| PortSnapshot {
+                    id: p.id,
+                    name: p.name.clone(),
+                    ifname: p.ifname.clone(),
+                    driver: p.driver_name(),
+                    counters: p.counters(),
+                    driver_counters: p.driver_counters(),
+                })
+                .collect(),
+            neighbors: self.gw.context().ip().neighbors().entries(),
+            counters: self.counter_report(),
+        }
+    }
+}
