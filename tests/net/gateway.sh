@@ -15,6 +15,7 @@
 #
 #   LINERATE           the binary (default target/release/linerate)
 #   GW_DRIVER          the ports' driver (default af_xdp; af_packet)
+#   GW_WORKERS         workers per gateway (default 1), one per core from 0
 #   SCENARIO_TIMEOUT   seconds one scenario may take (default 240)
 #
 # Prints a table and, last, "N passed, M failed"; exits non-zero if any failed.
@@ -25,16 +26,26 @@ cd "$(dirname "$0")/../.."
 
 LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
+GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
 SCENARIOS=(ping tcp ttl_and_pmtu neighbors bad_input reload interop_a_initiates
-  interop_b_initiates metrics)
+  interop_b_initiates metrics workers)
 
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
 
 # ---------------------------------------------------------------------------
 # Scenarios
+
+# runtime_packets SIDE WORKER NODE: packets NODE handled on that worker of that
+# gateway, from `show runtime` (0 when the node has not run there).
+runtime_packets() {
+  gw_show "$1" runtime | awk -v w="$2" -v n="$3" '
+    /^worker / { cur = $2; sub(/:$/, "", cur) }
+    cur == w && $1 == n { print $3; found = 1 }
+    END { if (!found) print 0 }'
+}
 
 scenario_ping() {
   both_up
@@ -237,6 +248,34 @@ interop() {
   make_payload 20
   assert "20 MiB wireguard-go -> host a, sha256 matches" xfer "$NS_GB" "$NS_HA" "$H4_A"
 }
+# Every worker of each gateway carries part of one tunnel: 64 UDP flows from host
+# a (each from its own port) hash over gateway a's LAN queues, and every worker
+# encrypts some; gateway a's workers send on their own WAN queues, so gateway b's
+# workers each decrypt some. (64 flows all on one of two queues: 1 in 2^63.)
+scenario_workers() {
+  both_up
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  assert "gateway a runs $GW_WORKERS worker(s)" \
+    grep -q ", $GW_WORKERS worker" <<<"$(gw_show a interfaces)"
+  local i w
+  for ((i = 0; i < 64; i++)); do
+    in_ns "$NS_HA" bash -c "echo flow-$i >/dev/udp/$H4_B/9" 2>/dev/null || true
+  done
+  sleep 0.5
+  for ((w = 0; w < GW_WORKERS; w++)); do
+    assert "gateway a's worker $w encrypted part of the flows" \
+      test "$(runtime_packets a "$w" wg-encrypt)" -gt 0
+    assert "gateway b's worker $w decrypted part of them" \
+      test "$(runtime_packets b "$w" wg-decrypt)" -gt 0
+  done
+  log "    gateway a, wg-encrypt per worker: $(for ((w = 0; w < GW_WORKERS; w++)); do printf '%s ' "$(runtime_packets a "$w" wg-encrypt)"; done)"
+  assert "host b received the flows (counted by the kernel)" \
+    test "$(in_ns "$NS_HB" nstat -az -j 2>/dev/null | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); print(sum(v.get("UdpInDatagrams",0)+v.get("UdpNoPorts",0) for v in d.values()))')" -ge 64
+  sleep 0.5
+  assert "no buffer leaked on gateway a" buffers_all_back a
+  assert "no buffer leaked on gateway b" buffers_all_back b
+}
+
 scenario_interop_a_initiates() { interop a; }
 scenario_interop_b_initiates() { interop b; }
 
@@ -291,7 +330,7 @@ passed=0 failed=0
 for s in "${selected[@]}"; do
   rc=0 t0=$SECONDS
   log ""
-  log "== gateway $s ($GW_DRIVER)"
+  log "== gateway $s ($GW_DRIVER, $GW_WORKERS worker(s))"
   timeout -k 10 "$SCENARIO_TIMEOUT" "$BASH" "$0" __run "$s" &
   child=$!
   wait "$child" || rc=$?
@@ -304,7 +343,7 @@ for s in "${selected[@]}"; do
   fi
   log "== gateway $s: ${result[$s]}"
 done
-printf '\ngateway mode (%s ports)\n\n' "$GW_DRIVER"
+printf '\ngateway mode (%s ports, %s worker(s) each)\n\n' "$GW_DRIVER" "$GW_WORKERS"
 for s in "${selected[@]}"; do printf '%-22s  %s\n' "$s" "${result[$s]}"; done
 printf '\n%d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

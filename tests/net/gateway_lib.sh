@@ -6,8 +6,9 @@
 #   198.19.1.10    198.18.2.1    198.18.2.2     198.19.3.10
 #
 # topology makes the namespaces, links and keys; gw_config and gw_start make
-# and start a linerate gateway on each side. Set LINERATE (the binary) and
-# GW_DRIVER (af_xdp or af_packet) first.
+# and start a linerate gateway on each side. Set LINERATE (the binary),
+# GW_DRIVER (af_xdp or af_packet) and GW_WORKERS (workers per gateway, pinned
+# to cores 0 up; every link gets that many queues each way) first.
 
 H4_A=198.19.1.10 H4_B=198.19.3.10
 H6_A=2001:2:0:1::10 H6_B=2001:2:0:3::10
@@ -32,9 +33,10 @@ topology() {
     ip netns add "$ns"; LR_NAMESPACES+=("$ns")
     ip -n "$ns" link set lo up
   done
-  ip link add eth0 netns "$NS_HA" type veth peer name lan netns "$NS_GA"
-  ip link add wan netns "$NS_GA" type veth peer name wan netns "$NS_GB"
-  ip link add lan netns "$NS_GB" type veth peer name eth0 netns "$NS_HB"
+  local q=(numtxqueues "${GW_WORKERS:-1}" numrxqueues "${GW_WORKERS:-1}")
+  ip link add eth0 netns "$NS_HA" "${q[@]}" type veth peer name lan netns "$NS_GA" "${q[@]}"
+  ip link add wan netns "$NS_GA" "${q[@]}" type veth peer name wan netns "$NS_GB" "${q[@]}"
+  ip link add lan netns "$NS_GB" "${q[@]}" type veth peer name eth0 netns "$NS_HB" "${q[@]}"
   host_side "$NS_HA" "$H4_A" "$H6_A" "$G4_A" "$G6_A"
   host_side "$NS_HB" "$H4_B" "$H6_B" "$G4_B" "$G6_B"
   for ns in "$NS_GA" "$NS_GB"; do gateway_side "$ns" lan wan; done
@@ -65,6 +67,14 @@ gateway_side() {
     in_ns "$ns" sysctl -qw "net.ipv6.conf.$p.disable_ipv6=1"
     ip -n "$ns" link set "$p" up
     in_ns "$ns" ethtool -K "$p" tx off >/dev/null
+    # Transmit queue q for core q (XPS), as NIC drivers set it up: a worker's
+    # AF_PACKET frames leave on its own queue (an AF_XDP socket's do anyway), so
+    # the far gateway's workers share the tunnel's traffic as the near one's do.
+    # (A single-queue device takes no XPS map.)
+    local q
+    for ((q = 0; ${GW_WORKERS:-1} > 1 && q < GW_WORKERS; q++)); do
+      in_ns "$ns" sh -c "printf '%x' $((1 << q)) >/sys/class/net/$p/queues/tx-$q/xps_cpus"
+    done
   done
 }
 
@@ -76,10 +86,17 @@ gw_config() {
   else
     lan4=$G4_B lan6=$G6_B wan4=$W4_B net4=198.19.1.0/24 net6=2001:2:0:1::/64 peer=$PUB_A wgname=$WG_B
   fi
+  local cores="" c
+  if [ "${GW_WORKERS:-1}" -gt 1 ]; then
+    cores="cores = [0"
+    for ((c = 1; c < GW_WORKERS; c++)); do cores+=", $c"; done
+    cores+="]"
+  fi
   cat >"$LR_TMP/gw-$side.toml" <<EOF
 [gateway]
 control = "$LR_TMP/gw-$side.sock"
 buffers = 4096
+$cores
 
 [[port]]
 name = "lan"
