@@ -23,7 +23,7 @@ pub enum Error {
     /// little-endian type word.
     UnknownType(u32),
     /// A WireGuard message of a known type whose three reserved bytes are not
-    /// zero.
+    /// zero, or a VXLAN header with a flag other than I, or a reserved bit, set.
     ReservedNotZero,
     /// An IP version nibble that does not match the view (or, for
     /// [`IpPacket`](crate::IpPacket), is neither 4 nor 6).

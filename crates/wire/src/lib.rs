@@ -21,6 +21,7 @@
 //! - [`icmpv6`]: ICMPv6, echo and error messages, and neighbor
 //!   solicitations and advertisements.
 //! - [`udp`] and [`tcp`], with their checksums over either pseudo-header.
+//! - [`vxlan`]: the VXLAN header.
 //! - [`wireguard`]: the four WireGuard messages.
 //! - [`checksum`]: the Internet checksum.
 //!
@@ -47,6 +48,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod tcp;
 pub mod udp;
+pub mod vxlan;
 pub mod wireguard;
 
 pub use error::{Error, Result};
