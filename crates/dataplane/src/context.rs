@@ -142,6 +142,7 @@ impl WgTunnel {
 /// Every kind of tunnel the worker serves.
 pub(crate) struct Tunnels {
     pub(crate) wg: WgTunnel,
+    pub(crate) vxlan: crate::vxlan::VxlanTunnels,
 }
 
 pub struct Context {
@@ -156,6 +157,8 @@ pub struct Context {
     pub(crate) inflight: InFlight,
     /// Ports, routes and neighbors (a gateway's; empty in host mode).
     pub(crate) ip: IpLayer,
+    /// Cross-connects (a gateway's; empty in host mode).
+    pub(crate) l2: crate::l2::L2Layer,
     /// This worker's side of the board that spreads full frames over the workers
     /// (none: every frame runs here).
     pub(crate) spread: Option<Spreader>,
@@ -193,9 +196,11 @@ impl Context {
                     staged: 0,
                     max_staged: buffers / MAX_STAGED_SHARE,
                 },
+                vxlan: Default::default(),
             },
             inflight: InFlight::new(buffers),
             ip: IpLayer::default(),
+            l2: Default::default(),
             spread: None,
         }
     }
@@ -274,6 +279,15 @@ impl Context {
         let port = PortId(self.arena.meta(h).port);
         let mac = self.ip.interfaces.get(port)?.mac;
         Some((port, MacAddr(mac)))
+    }
+
+    /// The gateway's VXLAN tunnels.
+    pub fn vxlans(&self) -> &crate::vxlan::VxlanTunnels {
+        &self.tunnels.vxlan
+    }
+
+    pub fn l2(&self) -> &crate::l2::L2Layer {
+        &self.l2
     }
 
     pub fn ip(&self) -> &IpLayer {

@@ -13,6 +13,15 @@
 //!                 └── wg-decrypt ◀─ wg-input ◀─ udp ◀──────└▶ ip-local (echo, ND)
 //! ```
 //!
+//! Layer 2: a cross-connected port's frames, whole, and VXLAN's (the outer packets
+//! are routed as above, into the WireGuard tunnel or out of a port):
+//!
+//! ```text
+//!   port rx ─▶ ethernet-input ─▶ l2-xconnect ─┬▶ port-output
+//!                                             └▶ vxlan-encap ─▶ ip-lookup
+//!   ip-local (UDP to a VXLAN port) ─▶ vxlan-decap ─▶ l2-xconnect
+//! ```
+//!
 //! Between runs of the graph, the neighbor table's events are carried out here:
 //! solicitations become ARP requests or neighbor solicitations on their port,
 //! packets that waited for a next hop get their Ethernet header and go out, and
@@ -26,13 +35,15 @@ use crate::counters::NodeCounters;
 use crate::fib::{FibError, PortId, RouteTarget};
 use crate::graph::{Graph, NodeId, Rebind};
 use crate::interfaces::{Interface, InterfaceError};
+use crate::l2::{L2Interface, XconnectError};
 use crate::neighbor::{NeighborDrop, NeighborEvent};
 use crate::nodes::ip_rewrite::{ip_ethertype, push_ethernet};
 use crate::nodes::{
     ArpInput, EthernetInput, IcmpError, Ip4Fragment, Ip4Input, Ip6Input, IpLocal, IpLookup,
-    IpRewrite, IpRewriteError, Output, PortOutput, TunnelInput, UdpEncap, WgDecrypt, WgEncrypt,
-    WgInput,
+    IpRewrite, IpRewriteError, L2Xconnect, Output, PortOutput, TunnelInput, UdpEncap, VxlanDecap,
+    VxlanEncap, WgDecrypt, WgEncrypt, WgInput,
 };
+use crate::vxlan::{VxlanError, VxlanId, VxlanTunnel};
 use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
 use lpm::Prefix;
@@ -49,7 +60,7 @@ pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
 
 /// Every node of the gateway graph that drops packets, with its reasons: what `show
 /// errors` explains a gateway's counters with. (A test checks it against the graph.)
-pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 17] = [
+pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 20] = [
     (EthernetInput::NAME, crate::nodes::EthernetInputError::TABLE),
     (ArpInput::NAME, crate::nodes::ArpInputError::TABLE),
     (TunnelInput::NAME, crate::nodes::TunnelInputError::TABLE),
@@ -66,6 +77,9 @@ pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 17] = [
     (Ip4Fragment::NAME, crate::nodes::Ip4FragmentError::TABLE),
     (IpRewrite::NAME, crate::nodes::IpRewriteError::TABLE),
     (IcmpError::NAME, crate::nodes::IcmpErrorError::TABLE),
+    (L2Xconnect::NAME, crate::nodes::L2XconnectError::TABLE),
+    (VxlanEncap::NAME, crate::nodes::VxlanEncapError::TABLE),
+    (VxlanDecap::NAME, crate::nodes::VxlanDecapError::TABLE),
     (PortOutput::NAME, crate::nodes::PortOutputError::TABLE),
 ];
 
@@ -118,6 +132,8 @@ impl GatewayGraph {
         let graph: Graph<Context> = Graph::with_rebinds(
             vec![
                 Box::new(EthernetInput),
+                Box::new(L2Xconnect),
+                Box::new(VxlanEncap),
                 Box::new(ArpInput),
                 Box::new(TunnelInput),
                 Box::new(Ip4Input),
@@ -125,6 +141,7 @@ impl GatewayGraph {
                 Box::new(IpLookup),
                 Box::new(IpLocal),
                 Box::new(WgInput),
+                Box::new(VxlanDecap),
                 Box::new(WgDecrypt::node()),
                 Box::new(WgDecrypt::post()),
                 Box::new(WgEncrypt::node()),
@@ -196,6 +213,16 @@ impl GatewayGraph {
 
     pub fn add_route(&mut self, prefix: Prefix, target: RouteTarget) -> Result<(), FibError> {
         self.cx.ip.fib.add(prefix, target).map(|_| ())
+    }
+
+    /// Adds a VXLAN tunnel (its frames go nowhere until a cross-connect names it).
+    pub fn add_vxlan(&mut self, tunnel: VxlanTunnel) -> Result<VxlanId, VxlanError> {
+        self.cx.tunnels.vxlan.add(tunnel)
+    }
+
+    /// Frames received on `rx` leave by `tx` from now on, as they are.
+    pub fn add_xconnect(&mut self, rx: L2Interface, tx: L2Interface) -> Result<(), XconnectError> {
+        self.cx.l2.connect(rx, tx)
     }
 
     /// Frames received on `port`.

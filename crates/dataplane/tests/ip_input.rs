@@ -64,6 +64,7 @@ fn setup() -> (Graph<Context>, Context) {
         sink(EthernetInput::ARP),
         sink(Ip4Input::LOOKUP),
         sink(Ip6Input::LOCAL),
+        sink(dataplane::nodes::L2Xconnect::NAME),
     ]);
     (graph, cx)
 }

@@ -1,4 +1,5 @@
-//! `ethernet-input`: frames from a port's driver to the node of their protocol. A
+//! `ethernet-input`: frames from a port's driver to the node of their protocol, or,
+//! from a cross-connected port, all of them whole to `l2-xconnect`. A
 //! frame must be addressed to the port, to broadcast or to a multicast group (the IP
 //! nodes decide which groups they take); its Ethernet header is stepped over, so the
 //! next node sees the ARP packet or the IP packet. The port is in the packet's
@@ -27,6 +28,7 @@ enum Next {
     Arp = 0,
     Ip4 = 1,
     Ip6 = 2,
+    Xconnect = 3,
 }
 
 pub struct EthernetInput;
@@ -44,6 +46,7 @@ impl PerPacket for EthernetInput {
             Self::ARP,
             crate::nodes::Ip4Input::NAME,
             crate::nodes::Ip6Input::NAME,
+            crate::nodes::L2Xconnect::NAME,
         ],
         errors: EthernetInputError::TABLE,
     };
@@ -54,7 +57,14 @@ impl PerPacket for EthernetInput {
         h: Handle,
         _: &mut NodeCounters,
     ) -> Result<u16, EthernetInputError> {
-        let (_, ours) = cx.port_of(h).ok_or(EthernetInputError::UnknownPort)?;
+        let (port, ours) = cx.port_of(h).ok_or(EthernetInputError::UnknownPort)?;
+        if cx.l2.port_target(port).is_some() {
+            // A cross-connected port: every frame goes on whole, whatever it holds.
+            if cx.arena.data(h).len() < ethernet::HEADER_LEN {
+                return Err(EthernetInputError::Runt);
+            }
+            return Ok(Next::Xconnect as u16);
+        }
         let (edge, header) = classify(cx.arena.data(h), ours)?;
         let m = cx.arena.meta_mut(h);
         m.offset += header as u16;

@@ -4,7 +4,8 @@
 //! of the port it came in on is answered with an advertisement straight onto that
 //! port (hop limit 255 must reach the neighbor unchanged), its sender kept as a
 //! neighbor; an advertisement completes or refreshes a neighbor. A UDP datagram to
-//! the WireGuard listen port goes to `wg-input` without its IP and UDP headers, its
+//! a VXLAN tunnel's port goes to `vxlan-decap`, one to
+//! the WireGuard listen port goes to `wg-input`, without its IP and UDP headers, its
 //! source in the metadata (as a socket would give it). Anything else for the gateway
 //! is dropped and counted.
 
@@ -37,6 +38,7 @@ enum Next {
     Lookup = 0,
     Output = 1,
     Tunnel = 2,
+    Vxlan = 3,
 }
 
 /// The hop limit (TTL) of the gateway's own packets.
@@ -76,6 +78,7 @@ impl PerPacket for IpLocal {
             crate::nodes::IpLookup::NAME,
             crate::nodes::PortOutput::NAME,
             crate::nodes::WgInput::NAME,
+            crate::nodes::VxlanDecap::NAME,
         ],
         errors: IpLocalError::TABLE,
     };
@@ -137,15 +140,20 @@ fn udp(
         return Err(IpLocalError::BadUdpChecksum);
     }
     let listen = cx.tunnels.wg.listen_port;
-    if listen == 0 || u.dst_port() != listen {
+    let (next, addr) = if listen != 0 && u.dst_port() == listen {
+        (Next::Tunnel, SocketAddr::new(src, u.src_port()))
+    } else if cx.tunnels.vxlan.listens_on(u.dst_port()) {
+        // VXLAN's source port is a flow hash: what tells tunnels apart is the
+        // port the datagram was sent to.
+        (Next::Vxlan, SocketAddr::new(src, u.dst_port()))
+    } else {
         return Err(IpLocalError::Unserved);
-    }
-    let from = SocketAddr::new(src, u.src_port());
+    };
     let m = cx.arena.meta_mut(h);
     m.offset += (ip_len + udp::HEADER_LEN) as u16;
     m.len = (len - udp::HEADER_LEN) as u16;
-    m.addr = from;
-    Ok(Next::Tunnel as u16)
+    m.addr = addr;
+    Ok(next as u16)
 }
 
 impl IpLocal {

@@ -1,5 +1,5 @@
 //! The graph's nodes, one file each: the WireGuard nodes, the gateway's IP nodes,
-//! the exits; `aead` is the shape the crypto nodes share.
+//! its L2 and VXLAN nodes, the exits; `aead` is the shape the crypto nodes share.
 
 mod aead;
 mod arp_input;
@@ -11,11 +11,14 @@ mod ip6_input;
 mod ip_local;
 mod ip_lookup;
 pub(crate) mod ip_rewrite;
+mod l2_xconnect;
 mod output;
 mod per_packet;
 mod port_output;
 mod tunnel_input;
 mod udp_encap;
+mod vxlan_decap;
+mod vxlan_encap;
 mod wg_decrypt;
 mod wg_encrypt;
 mod wg_input;
@@ -30,11 +33,14 @@ pub use ip_rewrite::{IpRewrite, IpRewriteError};
 pub use ip4_fragment::{Ip4Fragment, Ip4FragmentError};
 pub use ip4_input::{Ip4Input, Ip4InputError};
 pub use ip6_input::{Ip6Input, Ip6InputError};
+pub use l2_xconnect::{L2Xconnect, L2XconnectError};
 pub use output::Output;
 pub use per_packet::PerPacket;
 pub use port_output::{PortOutput, PortOutputError};
 pub use tunnel_input::{NO_PORT, TunnelInput, TunnelInputError};
 pub use udp_encap::{UdpEncap, UdpEncapError};
+pub use vxlan_decap::{VxlanDecap, VxlanDecapError};
+pub use vxlan_encap::{VxlanEncap, VxlanEncapError, source_port as vxlan_source_port};
 pub use wg_decrypt::{DecryptError, WgDecrypt};
 pub use wg_encrypt::{EncryptError, WgEncrypt};
 pub use wg_input::{InputError, WgInput};

@@ -98,7 +98,7 @@ impl PerPacket for UdpEncap {
 /// Writes the IP header (`ip_len` bytes) and the UDP header in front of the payload
 /// that fills the rest of `buf`. The addresses are of one family (the source was
 /// chosen for the destination).
-fn write_headers(buf: &mut [u8], ip_len: usize, from: SocketAddr, to: SocketAddr) {
+pub(crate) fn write_headers(buf: &mut [u8], ip_len: usize, from: SocketAddr, to: SocketAddr) {
     let total = buf.len();
     let udp_len = (total - ip_len) as u16;
     let (head, datagram) = buf.split_at_mut(ip_len);

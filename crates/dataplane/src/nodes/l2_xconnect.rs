@@ -1,0 +1,87 @@
+//! `l2-xconnect`: a frame received on a cross-connected interface goes to the one
+//! its cross-connect names (see `l2`), as it is: out of a port (`port-output`) or
+//! into a VXLAN tunnel (`vxlan-encap`). Where it came from is in its metadata: a
+//! port (from `ethernet-input`) or, with `peer` set, a VXLAN tunnel (from
+//! `vxlan-decap`).
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::fib::PortId;
+use crate::graph::NodeInfo;
+use crate::l2::L2Interface;
+use crate::nodes::{NO_PORT, PerPacket, PortOutput, VxlanEncap};
+use crate::vxlan::VxlanId;
+use wire::ethernet;
+
+crate::node_errors! {
+    /// Why l2-xconnect drops a frame.
+    pub enum L2XconnectError {
+        NoXconnect => "no-xconnect", "From an interface with no cross-connect.";
+        NoPort => "no-port", "For a port that is not configured.";
+        TooBig => "too-big", "Larger than the port it leaves by carries (its MTU, an Ethernet header and any VLAN tag).";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Port = 0,
+    Vxlan = 1,
+}
+
+/// Bytes a frame may have past the port's MTU: the Ethernet header and one tag.
+const TAGGED_HEADER: usize = ethernet::HEADER_LEN + 4;
+
+pub struct L2Xconnect;
+
+impl L2Xconnect {
+    pub const NAME: &'static str = "l2-xconnect";
+}
+
+impl PerPacket for L2Xconnect {
+    type Error = L2XconnectError;
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[PortOutput::NAME, VxlanEncap::NAME],
+        errors: L2XconnectError::TABLE,
+    };
+
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, L2XconnectError> {
+        let m = *cx.arena.meta(h);
+        let rx = if m.peer == u32::MAX {
+            L2Interface::Port(PortId(m.port))
+        } else {
+            L2Interface::Vxlan(VxlanId(m.peer as u16))
+        };
+        match cx.l2.target(rx).ok_or(L2XconnectError::NoXconnect)? {
+            L2Interface::Port(p) => {
+                let port = cx.ip.interfaces.get(p).ok_or(L2XconnectError::NoPort)?;
+                let tagged = usize::from(m.len) > ethernet::HEADER_LEN
+                    && cx.arena.data(h)[12..14] == [0x81, 0x00];
+                let header = if tagged {
+                    TAGGED_HEADER
+                } else {
+                    ethernet::HEADER_LEN
+                };
+                if usize::from(m.len) > usize::from(port.mtu) + header {
+                    return Err(L2XconnectError::TooBig);
+                }
+                let m = cx.arena.meta_mut(h);
+                m.port = p.0;
+                m.peer = u32::MAX;
+                Ok(Next::Port as u16)
+            }
+            L2Interface::Vxlan(v) => {
+                let m = cx.arena.meta_mut(h);
+                m.peer = u32::from(v.0);
+                m.port = NO_PORT;
+                Ok(Next::Vxlan as u16)
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! `vxlan-encap`: an Ethernet frame into its VXLAN tunnel (the tunnel's number is in
+//! the `peer` metadata, from `l2-xconnect`): the VXLAN header, then the outer UDP
+//! and IP headers in the headroom, from the tunnel's local address to its remote,
+//! and on to `ip-lookup`, which routes the outer packet like the gateway's own:
+//! into the WireGuard tunnel or out of a port.
+//!
+//! The outer header is what Linux's vxlan device sends by default: UDP source port
+//! from a hash of the inner frame's flow (so a flow keeps one path and one queue at
+//! the far end, RFC 7348 section 5), in the dynamic range; DF set on IPv4 (VXLAN
+//! must not be fragmented, RFC 7348 section 4.3; a frame too large for the path is
+//! dropped and counted here instead), no UDP checksum over IPv4, the checksum IPv6
+//! requires.
+
+use crate::arena::Handle;
+use crate::context::Context;
+use crate::counters::NodeCounters;
+use crate::graph::NodeInfo;
+use crate::nodes::udp_encap::write_headers;
+use crate::nodes::{IpLookup, NO_PORT, PerPacket};
+use crate::vxlan::VxlanId;
+use std::net::SocketAddr;
+use wire::{ethernet, ip, ipv4, ipv6, udp, vxlan};
+
+crate::node_errors! {
+    /// Why vxlan-encap drops a frame.
+    pub enum VxlanEncapError {
+        NoTunnel => "no-tunnel", "For a VXLAN tunnel that is not configured.";
+        TooBig => "too-big", "An inner frame larger than the tunnel's path carries without fragmenting.";
+        NoHeadroom => "no-headroom", "No room in front of the frame for the outer headers.";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Lookup = 0,
+}
+
+pub struct VxlanEncap;
+
+impl VxlanEncap {
+    pub const NAME: &'static str = "vxlan-encap";
+}
+
+impl PerPacket for VxlanEncap {
+    type Error = VxlanEncapError;
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[IpLookup::NAME],
+        errors: VxlanEncapError::TABLE,
+    };
+
+    fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        _: &mut NodeCounters,
+    ) -> Result<u16, VxlanEncapError> {
+        let m = *cx.arena.meta(h);
+        let id = VxlanId(u16::try_from(m.peer).map_err(|_| VxlanEncapError::NoTunnel)?);
+        let t = cx.tunnels.vxlan.get(id).ok_or(VxlanEncapError::NoTunnel)?;
+        let (start, len) = (usize::from(m.offset), usize::from(m.len));
+        if len > t.max_frame {
+            return Err(VxlanEncapError::TooBig);
+        }
+        let ip_len = if t.remote.is_ipv4() {
+            ipv4::HEADER_LEN
+        } else {
+            ipv6::HEADER_LEN
+        };
+        let outer = ip_len + udp::HEADER_LEN + vxlan::HEADER_LEN;
+        let at = start
+            .checked_sub(outer)
+            .ok_or(VxlanEncapError::NoHeadroom)?;
+        let sport = source_port(cx.arena.data(h));
+        let from = SocketAddr::new(t.local, sport);
+        let to = SocketAddr::new(t.remote, t.udp_port);
+        let vni = t.vni;
+        let buf = &mut cx.arena.buffer_mut(h)[at..start + len];
+        // Cannot fail: `outer` bytes lie in front of the frame.
+        let _ = vxlan::emit(&mut buf[ip_len + udp::HEADER_LEN..], vni);
+        write_headers(buf, ip_len, from, to);
+        let m = cx.arena.meta_mut(h);
+        m.offset = at as u16;
+        m.len = (len + outer) as u16;
+        m.peer = u32::MAX;
+        m.port = NO_PORT;
+        Ok(Next::Lookup as u16)
+    }
+}
+
+/// The outer UDP source port for `frame`: 49152 up (the dynamic range), by a hash
+/// of what stays the same across a flow's frames: the addresses and EtherType, and
+/// for IPv4 and IPv6 the inner addresses, protocol and (TCP, UDP, not a later
+/// fragment) ports. TTLs, lengths and checksums are left out: they change within a
+/// flow, which must keep one port.
+pub fn source_port(frame: &[u8]) -> u16 {
+    let mut h = Fnv::default();
+    let Some(header) = frame.get(..ethernet::HEADER_LEN) else {
+        return 49152;
+    };
+    h.write(&header[..12]);
+    let (mut kind, mut rest) = ([header[12], header[13]], &frame[ethernet::HEADER_LEN..]);
+    if kind == [0x81, 0x00] && rest.len() >= 4 {
+        h.write(&rest[..4]); // the tag (its VLAN) and the real EtherType
+        kind = [rest[2], rest[3]];
+        rest = &rest[4..];
+    }
+    h.write(&kind);
+    let ports_at = match kind {
+        [0x08, 0x00] if rest.len() >= ipv4::HEADER_LEN => {
+            h.write(&rest[12..20]);
+            h.write(&rest[9..10]);
+            let ihl = usize::from(rest[0] & 0x0f) * 4;
+            let later_fragment = u16::from_be_bytes([rest[6], rest[7]]) & 0x1fff != 0;
+            (!later_fragment).then_some((rest[9], ihl))
+        }
+        [0x86, 0xdd] if rest.len() >= ipv6::HEADER_LEN => {
+            h.write(&rest[8..40]);
+            h.write(&rest[6..7]);
+            Some((rest[6], ipv6::HEADER_LEN))
+        }
+        _ => None,
+    };
+    if let Some((proto, at)) = ports_at
+        && (proto == ip::protocol::TCP || proto == ip::protocol::UDP)
+        && let Some(ports) = rest.get(at..at + 4)
+    {
+        h.write(ports);
+    }
+    49152 | (h.finish() as u16 & 0x3fff)
+}
+
+/// FNV-1a, 32 bits: cheap, and good enough to spread flows over paths.
+struct Fnv(u32);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0x811c_9dc5)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+
+    fn finish(&self) -> u32 {
+        // Fold the high half in: the port keeps only 14 bits.
+        self.0 ^ (self.0 >> 16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipv4_udp(sport: u16, ttl: u8, id: u16) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        let mut ip = vec![
+            0x45, 0, 0, 32, 0, 0, 0x40, 0, ttl, 17, 0, 0, 198, 19, 0, 1, 198, 19, 0, 2,
+        ];
+        ip[4..6].copy_from_slice(&id.to_be_bytes());
+        f.extend(ip);
+        f.extend(sport.to_be_bytes());
+        f.extend([0, 9, 0, 12, 0, 0, 1, 2, 3, 4]);
+        f
+    }
+
+    #[test]
+    fn a_flow_keeps_its_port_and_flows_spread() {
+        let p = source_port(&ipv4_udp(1000, 64, 1));
+        assert!(p >= 49152);
+        assert_eq!(
+            p,
+            source_port(&ipv4_udp(1000, 12, 999)),
+            "TTL and id left out"
+        );
+        let ports: std::collections::HashSet<u16> = (0..64)
+            .map(|i| source_port(&ipv4_udp(1000 + i, 64, 1)))
+            .collect();
+        assert!(ports.len() > 48, "64 flows on {} ports", ports.len());
+        // Anything short or unknown still gets a port.
+        assert_eq!(source_port(&[1, 2, 3]), 49152);
+        assert!(source_port(&[0u8; 60]) >= 49152);
+    }
+}
