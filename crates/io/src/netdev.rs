@@ -84,6 +84,54 @@ pub fn rx_queues(ifname: &str) -> io::Result<u32> {
     Ok(n)
 }
 
+/// Promiscuous mode on an interface for as long as this value lives: a packet
+/// socket that receives nothing (protocol 0) holding the kernel's promiscuous
+/// membership, which the kernel counts with everyone else's and drops when the
+/// socket closes, even if the process dies. For an interface taken whole (a
+/// cross-connected port) whose frames reach the gateway without a socket that
+/// asks for them all (AF_XDP).
+#[derive(Debug)]
+pub struct Promiscuous {
+    _fd: OwnedFd,
+}
+
+impl Promiscuous {
+    /// Turns it on for `ifname` (in the calling thread's network namespace); `ip -d
+    /// link` counts it under `promiscuity`.
+    pub fn on(ifname: &str) -> io::Result<Promiscuous> {
+        let ifindex = crate::packet::if_index(ifname)?;
+        // SAFETY: plain socket(2); the fd is owned from here on.
+        let fd =
+            cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })
+                .map_err(|e| {
+                context(
+                    e,
+                    format_args!("{ifname}: a packet socket for promiscuous mode"),
+                )
+            })?;
+        // SAFETY: fd was just returned by socket(2) and is owned by nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mreq = libc::packet_mreq {
+            mr_ifindex: ifindex,
+            mr_type: libc::PACKET_MR_PROMISC as u16,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        // SAFETY: `mreq` is a packet_mreq and the length passed is its size.
+        let ret = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                (&raw const mreq).cast(),
+                std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
+            )
+        };
+        cvt(ret).map_err(|e| context(e, format_args!("{ifname}: promiscuous mode")))?;
+        Ok(Promiscuous { _fd: fd })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -228,3 +228,40 @@ fn a_fanout_group_sees_each_frame_once() {
         "{err}"
     );
 }
+
+#[test]
+fn a_vlan_tag_the_kernel_takes_out_is_put_back() {
+    if !root_or_skip("a_vlan_tag_the_kernel_takes_out_is_put_back") {
+        return;
+    }
+    let ns = veth_ns();
+    let mut tagged = Vec::new();
+    tagged.extend_from_slice(&DST_MAC);
+    tagged.extend_from_slice(&SRC_MAC);
+    tagged.extend_from_slice(&[0x81, 0x00, 0x20, 0x64]); // priority 1, VLAN 100
+    tagged.extend_from_slice(&ETHERTYPE);
+    tagged.extend((0..50u8).collect::<Vec<_>>());
+    let got = ns
+        .run(|| {
+            let mut tx = PacketPort::open("pa", 64).unwrap();
+            let mut rx = PacketPort::open("pb", 64).unwrap();
+            assert_eq!(tx.send_batch(&[&tagged]), 1);
+            let mut storage = [0u8; 2048];
+            let mut lens = [0usize; 1];
+            let deadline = Instant::now() + WAIT;
+            for _ in 0..1000 {
+                let mut fds = [PollFd::new(rx.as_raw_fd(), Interest::READABLE)];
+                poll(&mut fds, Some(Duration::from_millis(10))).unwrap();
+                let mut bufs = [&mut storage[..]];
+                if rx.recv_batch(&mut bufs, &mut lens) == 1 && storage[6..12] == SRC_MAC {
+                    return Some(storage[..lens[0]].to_vec());
+                }
+                if Instant::now() >= deadline {
+                    break;
+                }
+            }
+            None
+        })
+        .unwrap();
+    assert_eq!(got.as_deref(), Some(&tagged[..]), "the frame as it was on the wire");
+}

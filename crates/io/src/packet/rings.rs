@@ -31,27 +31,55 @@ impl PacketPort {
             let hdr = self.slot(false, i).cast::<libc::tpacket2_hdr>();
             // SAFETY: the slot is ours (TP_STATUS_USER, loaded with Acquire, so the
             // kernel's writes to it are visible) until its status is stored back below.
-            let (len, snap, mac) = unsafe {
+            let (len, snap, mac, tci, tpid) = unsafe {
                 (
                     (&raw const (*hdr).tp_len).read() as usize,
                     (&raw const (*hdr).tp_snaplen).read() as usize,
                     (&raw const (*hdr).tp_mac).read() as usize,
+                    (&raw const (*hdr).tp_vlan_tci).read(),
+                    (&raw const (*hdr).tp_vlan_tpid).read(),
                 )
             };
+            // The kernel takes a VLAN tag out of the frame on receive (into the
+            // header); it goes back in, so the frame is the one on the wire.
+            let tag = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                    tpid
+                } else {
+                    0x8100
+                };
+                let mut t = [0u8; 4];
+                t[..2].copy_from_slice(&tpid.to_be_bytes());
+                t[2..].copy_from_slice(&tci.to_be_bytes());
+                t
+            });
+            let extra = if tag.is_some() { 4 } else { 0 };
             let buf = &mut *bufs[n];
-            if snap < len || len > buf.len() || mac + snap > super::FRAME_SIZE {
+            if snap < len
+                || len + extra > buf.len()
+                || mac + snap > super::FRAME_SIZE
+                || (tag.is_some() && len < 12)
+            {
                 self.rx_truncated += 1;
             } else {
-                // SAFETY: `mac + snap` lies within the slot (checked above); the slot is
-                // ours, and `buf` is a distinct Rust buffer of at least `len` bytes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        self.slot(false, i).add(mac),
-                        buf.as_mut_ptr(),
-                        len,
-                    );
+                let src = self.slot(false, i).wrapping_add(mac);
+                let dst = buf.as_mut_ptr();
+                if let Some(t) = tag {
+                    // SAFETY: `mac + snap` lies within the slot (checked above) and
+                    // len >= 12; the slot is ours, and `buf` is a distinct Rust buffer
+                    // of at least `len + 4` bytes: the address bytes, the tag, the rest.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(src, dst, 12);
+                        std::ptr::copy_nonoverlapping(t.as_ptr(), dst.add(12), 4);
+                        std::ptr::copy_nonoverlapping(src.add(12), dst.add(16), len - 12);
+                    }
+                } else {
+                    // SAFETY: `mac + snap` lies within the slot (checked above); the
+                    // slot is ours, and `buf` is a distinct Rust buffer of at least
+                    // `len` bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
                 }
-                lens[n] = len;
+                lens[n] = len + extra;
                 n += 1;
             }
             self.status(false, i)

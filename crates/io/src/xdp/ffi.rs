@@ -104,6 +104,12 @@ unsafe extern "C" {
         name: *const c_char,
     ) -> c_int;
     pub(super) fn bpf_object__close(obj: *mut BpfObject);
+    pub(super) fn bpf_map_update_elem(
+        fd: c_int,
+        key: *const c_void,
+        value: *const c_void,
+        flags: u64,
+    ) -> c_int;
 }
 
 /// The error behind a libxdp/libbpf return value that is a negative errno.

@@ -127,6 +127,20 @@ impl XdpAttachment {
     pub fn ifname(&self) -> &str {
         &self.ifname
     }
+
+    /// Has the program send every frame to the sockets, whatever its EtherType (an
+    /// interface taken whole), or (false, the default) only ARP, IPv4 and IPv6.
+    pub fn take_all(&self, on: bool) -> io::Result<()> {
+        self.program.set_take_all(on).map_err(|e| {
+            context(
+                e,
+                format_args!(
+                    "{}: setting the XDP program to take every frame",
+                    self.ifname
+                ),
+            )
+        })
+    }
 }
 
 /// An AF_XDP socket bound to one queue of one interface, on the caller's memory, with

@@ -28,6 +28,7 @@ static OBJECT: &Aligned<[u8]> =
 /// The program's section and its map, as named in `redirect.bpf.c`.
 const SECTION: &CStr = c"xdp";
 const MAP: &CStr = c"xsks";
+const SETTINGS: &CStr = c"settings";
 /// The object's name inside libbpf (and in `bpftool prog` listings).
 const OBJECT_NAME: &CStr = c"linerate_xsk";
 
@@ -131,12 +132,31 @@ impl Program {
 
     /// The XSKMAP the program redirects through (owned by the object).
     pub(super) fn map_fd(&self) -> io::Result<RawFd> {
-        // SAFETY: `obj` is live and loaded (attach loads it); MAP is NUL-terminated.
-        let fd = unsafe { ffi::bpf_object__find_map_fd_by_name(self.obj.as_ptr(), MAP.as_ptr()) };
+        self.map_fd_of(MAP)
+    }
+
+    fn map_fd_of(&self, name: &CStr) -> io::Result<RawFd> {
+        // SAFETY: `obj` is live and loaded (attach loads it); `name` is NUL-terminated.
+        let fd = unsafe { ffi::bpf_object__find_map_fd_by_name(self.obj.as_ptr(), name.as_ptr()) };
         if fd < 0 {
             return Err(ffi::neg_errno(fd));
         }
         Ok(fd)
+    }
+
+    /// Has the program redirect every frame (true) or only ARP, IPv4 and IPv6.
+    pub(super) fn set_take_all(&self, on: bool) -> io::Result<()> {
+        let fd = self.map_fd_of(SETTINGS)?;
+        let (key, value) = (0u32, u32::from(on));
+        // SAFETY: `fd` is the object's array map of u32 keys and values; both
+        // pointers are to live u32s. BPF_ANY is 0.
+        let ret = unsafe {
+            ffi::bpf_map_update_elem(fd, (&raw const key).cast(), (&raw const value).cast(), 0)
+        };
+        if ret != 0 {
+            return Err(ffi::neg_errno(ret));
+        }
+        Ok(())
     }
 
     /// Detaches the program, from the namespace it was attached in.

@@ -4,6 +4,8 @@
 // to the AF_XDP socket bound to the queue they arrived on; everything else (LLDP,
 // VLAN-tagged frames, other EtherTypes) goes on to the kernel as if no program were
 // attached. A queue with no socket in the map passes its frames to the kernel too.
+// An interface the gateway takes whole (a cross-connected port, `settings[0]` set)
+// has every frame redirected, whatever it holds.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -18,12 +20,25 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
+// settings[0]: non-zero to redirect every frame (see above).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} settings SEC(".maps");
+
 SEC("xdp")
 int linerate_xsk(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
+	__u32 zero = 0;
+	__u32 *take_all = bpf_map_lookup_elem(&settings, &zero);
+
+	if (take_all && *take_all)
+		return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 
 	if ((void *)(eth + 1) > end)
 		return XDP_PASS;
