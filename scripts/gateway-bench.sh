@@ -19,7 +19,12 @@
 #
 #   scripts/gateway-bench.sh [--seconds S] [--repeat N] [--json FILE]
 #                            [--impls "gateway host ..."] [--sizes "64 1420 imix"]
-#                            [--memory-seconds S] [--pin]
+#                            [--memory-seconds S] [--pin] [--workers N]
+#
+# --workers N (default 1): every link gets N queues each way, the generator
+# sends from (and the sink counts on) all of them, a linerate gateway runs N
+# workers (cores 0 to N-1) and linerate in host mode --workers N; wireguard-go
+# uses what cores it finds either way. (--pin applies to one worker only.)
 #
 # With --repeat N (default 1) the implementations take turns N times and each
 # figure is the median of its N runs (this machine is shared: runs spread).
@@ -42,6 +47,7 @@ SIZES="64 1420 imix"
 MEMORY_SECONDS=0
 REPEAT=1
 PIN=0
+WORKERS=1
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) SECONDS_PER_RUN=$2; shift 2 ;;
@@ -51,11 +57,16 @@ while [ $# -gt 0 ]; do
     --memory-seconds) MEMORY_SECONDS=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
     --pin) PIN=1; shift ;;
+    --workers) WORKERS=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || die "the benchmark needs root (namespaces, XDP)"
+case $WORKERS in '' | *[!0-9]* | 0) die "--workers $WORKERS: a number of workers, 1 or more" ;; esac
+[ "$WORKERS" -le "$(nproc)" ] || die "--workers $WORKERS: this machine has $(nproc) cores"
+[ "$WORKERS" -eq 1 ] || PIN=0
+export GW_WORKERS=$WORKERS
 LINERATE=${LINERATE:-target/release/linerate}
 [ -x "$LINERATE" ] || die "$LINERATE is not built (make build)"
 LINERATE=$(cd "$(dirname "$LINERATE")" && pwd)/$(basename "$LINERATE")
@@ -83,7 +94,7 @@ kernel_gateway() {
   LR_SOCKETS+=("$ifname")
   case $impl in
     wireguard-go) WG_PROCESS_FOREGROUND=1 ip netns exec "$ns" taskset -c "$PLANE_CORE" wireguard-go -f "$ifname" >>"$LR_TMP/$ifname.log" 2>&1 & ;;
-    host) ip netns exec "$ns" taskset -c "$PLANE_CORE" "$LINERATE" -f "$ifname" >>"$LR_TMP/$ifname.log" 2>&1 & ;;
+    host) ip netns exec "$ns" taskset -c "$PLANE_CORE" "$LINERATE" -f --workers "$WORKERS" "$ifname" >>"$LR_TMP/$ifname.log" 2>&1 & ;;
   esac
   wait_until 15 "$impl's socket on gw-$side" test -S "$WG_SOCK_DIR/$ifname.sock"
   wait_until 5 "$impl's interface on gw-$side" ip -n "$ns" link show "$ifname"
@@ -105,11 +116,11 @@ one_run() {
   # Refresh the neighbors (the sink's kernel cannot answer ARP while it counts).
   ping_ok "$NS_HA" "$H4_B" 2 10 || log "    (ping before the run failed)"
   mac=$(ip -n "$NS_GA" -o link show lan | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
-  ip netns exec "$NS_HB" taskset -c "$GEN_CORE" "$LINERATE" bench traffic count --interface eth0 --port "$UDP_PORT" \
+  ip netns exec "$NS_HB" taskset -c "$GEN_CORE" "$LINERATE" bench traffic count --interface eth0 --queues "$WORKERS" --port "$UDP_PORT" \
     --seconds "$(awk -v s="$SECONDS_PER_RUN" 'BEGIN { print s + 2 }')" >"$LR_TMP/count.out" 2>"$LR_TMP/count.err" &
   local cpid=$!
   sleep 0.5
-  out=$(ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --dst-mac "$mac" \
+  out=$(ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --queues "$WORKERS" --dst-mac "$mac" \
     --src "$H4_A" --dst "$H4_B" --port "$UDP_PORT" --size "$size" --seconds "$SECONDS_PER_RUN" 2>"$LR_TMP/send.err") ||
     { cat "$LR_TMP/send.err" >&2; return 1; }
   wait "$cpid" || { cat "$LR_TMP/count.err" >&2; return 1; }
@@ -161,7 +172,7 @@ memory_run() {
   pid=$(pid_in "$NS_GA")
   mac=$(ip -n "$NS_GA" -o link show lan | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
   ping_ok "$NS_HA" "$H4_B" 2 10 || true
-  ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --dst-mac "$mac" \
+  ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --queues "$WORKERS" --dst-mac "$mac" \
     --src "$H4_A" --dst "$H4_B" --size 64 --seconds "$MEMORY_SECONDS" >/dev/null 2>&1 &
   local spid=$!
   : >"$MEMORY"
@@ -203,7 +214,7 @@ awk '{ k = $1 " " $2; n[k]++; v[k, n[k]] = $0; order[k] = order[k] ? order[k] : 
     }
   }' "$ALL" >"$ROWS"
 
-printf '\ngateway-bench on %s, %s s per size, median of %s round(s), veth (AF_XDP copy mode), 1 worker per gateway\n' "$MACHINE" "$SECONDS_PER_RUN" "$REPEAT"
+printf '\ngateway-bench on %s, %s s per size, median of %s round(s), veth (AF_XDP copy mode), %s worker(s) per gateway\n' "$MACHINE" "$SECONDS_PER_RUN" "$REPEAT" "$WORKERS"
 printf 'generator and sink on cores %s, the data planes on cores %s\n\n' "$GEN_CORE" "$PLANE_CORE"
 printf '%-22s %-6s %10s %10s %8s %12s\n' impl size Mpps Gbit/s loss "offered Mpps"
 while read -r impl size mpps gbps loss offered; do
@@ -225,8 +236,9 @@ if [ -s "$MEMORY" ]; then
     END { printf "\ngw-a resident memory over the 64-byte run: %d KiB at start, %d KiB at the end, %d KiB at most (VmHWM %d KiB)\n", first, last, max, hwm }' "$MEMORY"
 fi
 if [ -n "$JSON" ]; then
-  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" "$ALL" "$REPEAT" "$GEN_CORE" "$PLANE_CORE" >"$JSON" <<'EOF'
+  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" "$ALL" "$REPEAT" "$GEN_CORE" "$PLANE_CORE" "$WORKERS" >"$JSON" <<'EOF'
 import json, sys
+workers = int(sys.argv[9])
 rows, memory, machine, secs, every, repeat = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 
 def read(path):
@@ -241,7 +253,9 @@ def read(path):
 results = read(rows)
 out = {"machine": machine, "seconds_per_size": secs, "rounds": repeat,
        "pinning": {"generator_and_sink": sys.argv[7], "data_planes": sys.argv[8]}, "every_run": read(every),
-       "setup": "veth pairs in network namespaces, AF_XDP copy mode, one worker per gateway; "
+       "workers": workers,
+       "setup": f"veth pairs in network namespaces with {workers} queue(s) each way, AF_XDP copy mode, "
+                f"{workers} worker(s) per linerate gateway and host mode; "
                 "sizes are IP packet sizes; generator and sink are linerate bench traffic, "
                 "pinned as the pinning field says",
        "results": results, "note": "results: the median run of each impl and size (by Mpps)"}

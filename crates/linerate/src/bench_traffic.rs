@@ -114,18 +114,36 @@ fn sizes(spec: &str) -> Result<Vec<usize>, String> {
     Ok(vec![n])
 }
 
-fn open(ifname: &str, mem: &mut Umem) -> Result<XdpPort, String> {
-    let opts = XdpOptions {
-        ring_size: 2048,
-        zero_copy: true,
-        skb_mode: false,
-        headroom: 0,
-    };
-    // SAFETY: the memory is page-aligned, BUFFERS whole frames, and outlives the
-    // port (dropped first by the callers); buffers lent to the kernel are not
-    // touched until they come back; no other socket registers it.
-    unsafe { XdpPort::open(ifname, 0, mem.ptr, BUFFERS * FRAME, &opts) }
-        .map_err(|e| format!("{ifname}: {e}"))
+/// One AF_XDP socket per queue, 0 up, each on its own memory, under one program.
+/// (Field order: the sockets go before the memory they use.)
+struct Queues {
+    ports: Vec<XdpPort>,
+    mems: Vec<Umem>,
+}
+
+impl Queues {
+    fn open(ifname: &str, queues: u32) -> Result<Queues, String> {
+        let opts = XdpOptions {
+            ring_size: 2048,
+            zero_copy: true,
+            skb_mode: false,
+            headroom: 0,
+        };
+        let program =
+            io::XdpAttachment::attach(ifname, false).map_err(|e| format!("{ifname}: {e}"))?;
+        let mems: Vec<Umem> = (0..queues).map(|_| Umem::new()).collect();
+        let mut ports = Vec::with_capacity(mems.len());
+        for (q, mem) in mems.iter().enumerate() {
+            // SAFETY: the memory is page-aligned, BUFFERS whole frames, and outlives
+            // the port (Queues drops its ports first); buffers lent to the kernel
+            // are not touched until they come back; no other socket registers it.
+            let port =
+                unsafe { XdpPort::open_on(&program, q as u32, mem.ptr, BUFFERS * FRAME, &opts) }
+                    .map_err(|e| format!("{ifname}: queue {q}: {e}"))?;
+            ports.push(port);
+        }
+        Ok(Queues { ports, mems })
+    }
 }
 
 pub fn send(a: &TrafficSend) -> Result<(), String> {
@@ -137,93 +155,121 @@ pub fn send(a: &TrafficSend) -> Result<(), String> {
         dst: a.dst,
         dport: a.port,
     };
-    let mut mem = Umem::new();
-    let mut lens = vec![0u16; BUFFERS];
-    for (i, len) in lens.iter_mut().enumerate() {
-        let ip_len = sizes[i % sizes.len()];
-        let sport = 10000 + (i % usize::from(a.flows.max(1))) as u16;
-        *len = frame(&mut mem.buffer(i)[START..], &t, sport, ip_len) as u16;
+    let mut queues = Queues::open(&a.interface, a.queues)?;
+    let nq = queues.ports.len();
+    // Flow f leaves from queue f % nq: each queue's buffers carry its own flows.
+    let flows = usize::from(a.flows.max(1));
+    let mut lens = vec![vec![0u16; BUFFERS]; nq];
+    for (q, (mem, lens)) in queues.mems.iter_mut().zip(&mut lens).enumerate() {
+        let own: Vec<usize> = (0..flows).filter(|f| f % nq == q).collect();
+        let own = if own.is_empty() { vec![q] } else { own };
+        for (i, len) in lens.iter_mut().enumerate() {
+            let ip_len = sizes[i % sizes.len()];
+            let sport = 10000 + own[i % own.len()] as u16;
+            *len = frame(&mut mem.buffer(i)[START..], &t, sport, ip_len) as u16;
+        }
     }
-    let mut port = open(&a.interface, &mut mem)?;
-    let mut free: Vec<u32> = (0..BUFFERS as u32).rev().collect();
+    let mut free: Vec<Vec<u32>> = (0..nq)
+        .map(|_| (0..BUFFERS as u32).rev().collect())
+        .collect();
     let mut batch = Vec::with_capacity(BATCH);
     let mut done = [0u32; BATCH];
     let (mut packets, mut bytes) = (0u64, 0u64);
     let limit = a.count.unwrap_or(u64::MAX);
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(a.seconds);
-    while packets < limit && Instant::now() < end {
-        loop {
-            let n = port.complete(&mut done);
-            free.extend_from_slice(&done[..n]);
-            if n < BATCH {
-                break;
+    'run: while Instant::now() < end {
+        for (q, port) in queues.ports.iter_mut().enumerate() {
+            if packets >= limit {
+                break 'run;
             }
-        }
-        batch.clear();
-        while batch.len() < BATCH && (packets + batch.len() as u64) < limit {
-            match free.pop() {
-                Some(b) => batch.push((b, START as u16, lens[b as usize])),
-                None => break,
+            let free = &mut free[q];
+            loop {
+                let n = port.complete(&mut done);
+                free.extend_from_slice(&done[..n]);
+                if n < BATCH {
+                    break;
+                }
             }
+            batch.clear();
+            while batch.len() < BATCH && (packets + batch.len() as u64) < limit {
+                match free.pop() {
+                    Some(b) => batch.push((b, START as u16, lens[q][b as usize])),
+                    None => break,
+                }
+            }
+            let sent = port.send(&batch);
+            for &(_, _, len) in &batch[..sent] {
+                packets += 1;
+                bytes += u64::from(len) - 14; // IP bytes, as the sink counts
+            }
+            free.extend(batch[sent..].iter().map(|t| t.0));
         }
-        let sent = port.send(&batch);
-        for &(_, _, len) in &batch[..sent] {
-            packets += 1;
-            bytes += u64::from(len) - 14; // IP bytes, as the sink counts
-        }
-        free.extend(batch[sent..].iter().map(|t| t.0));
     }
     let secs = start.elapsed().as_secs_f64();
     // Let the last frames go before the memory does.
     let settle = Instant::now() + Duration::from_millis(200);
-    while port.tx_in_flight() > 0 && Instant::now() < settle {
-        port.complete(&mut done);
+    for port in &mut queues.ports {
+        while port.tx_in_flight() > 0 && Instant::now() < settle {
+            port.complete(&mut done);
+        }
     }
-    drop(port);
+    drop(queues);
     println!("sent packets={packets} bytes={bytes} seconds={secs:.3}");
     Ok(())
 }
 
 pub fn count(a: &TrafficCount) -> Result<(), String> {
-    let mut mem = Umem::new();
-    let mut port = open(&a.interface, &mut mem)?;
+    let mut queues = Queues::open(&a.interface, a.queues)?;
     let all: Vec<u32> = (0..BUFFERS as u32).collect();
-    let filled = port.fill(&all[..BUFFERS / 2]);
-    let mut spare: Vec<u32> = all[filled..].to_vec();
+    let mut spare: Vec<Vec<u32>> = Vec::new();
+    for port in &mut queues.ports {
+        let filled = port.fill(&all[..BUFFERS / 2]);
+        spare.push(all[filled..].to_vec());
+    }
     let mut rx = [(0u32, 0u16, 0u16); BATCH];
     let (mut packets, mut bytes, mut first, mut last) = (0u64, 0u64, None, Instant::now());
     let end = Instant::now() + Duration::from_secs_f64(a.seconds);
-    let fd = port.as_raw_fd();
+    let mut fds: Vec<io::PollFd> = Vec::new();
     while Instant::now() < end {
-        let mut fds = [io::PollFd::new(fd, io::Interest::READABLE)];
+        fds.clear();
+        fds.extend(
+            queues
+                .ports
+                .iter()
+                .map(|p| io::PollFd::new(p.as_raw_fd(), io::Interest::READABLE)),
+        );
         let _ = io::poll(&mut fds, Some(Duration::from_millis(10)));
-        loop {
-            let n = port.recv(&mut rx);
-            for &(b, off, len) in &rx[..n] {
-                let f =
-                    &mem.buffer(b as usize)[usize::from(off)..usize::from(off) + usize::from(len)];
-                let udp_to_port = f.len() >= 42
-                    && f[12..14] == [0x08, 0x00]
-                    && f[23] == wire::ip::protocol::UDP
-                    && u16::from_be_bytes([f[36], f[37]]) == a.port;
-                if udp_to_port {
-                    packets += 1;
-                    bytes += u64::from(len) - 14;
-                    first.get_or_insert_with(Instant::now);
-                    last = Instant::now();
+        for (q, port) in queues.ports.iter_mut().enumerate() {
+            let mem = &mut queues.mems[q];
+            let spare = &mut spare[q];
+            loop {
+                let n = port.recv(&mut rx);
+                for &(b, off, len) in &rx[..n] {
+                    let f = &mem.buffer(b as usize)
+                        [usize::from(off)..usize::from(off) + usize::from(len)];
+                    let udp_to_port = f.len() >= 42
+                        && f[12..14] == [0x08, 0x00]
+                        && f[23] == wire::ip::protocol::UDP
+                        && u16::from_be_bytes([f[36], f[37]]) == a.port;
+                    if udp_to_port {
+                        packets += 1;
+                        bytes += u64::from(len) - 14;
+                        first.get_or_insert_with(Instant::now);
+                        last = Instant::now();
+                    }
+                    spare.push(b);
                 }
-                spare.push(b);
-            }
-            let took = port.fill(&spare);
-            spare.drain(..took);
-            if n < BATCH {
-                break;
+                let took = port.fill(spare);
+                spare.drain(..took);
+                if n < BATCH {
+                    break;
+                }
             }
         }
     }
     let secs = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
-    drop(port);
+    drop(queues);
     println!("received packets={packets} bytes={bytes} seconds={secs:.3}");
     Ok(())
 }

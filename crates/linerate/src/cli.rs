@@ -234,6 +234,10 @@ pub struct TrafficSend {
     /// Stop after this many packets
     #[arg(long)]
     pub count: Option<u64>,
+    /// Send from this many queues of the interface (queue 0 up), the flows dealt
+    /// out over them: a receiving gateway's workers each get a queue's share
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub queues: u32,
 }
 
 /// `linerate bench traffic count`: counts the IPv4/UDP packets to one port that
@@ -249,6 +253,10 @@ pub struct TrafficCount {
     /// Seconds to count for
     #[arg(long, default_value_t = 2.0, value_parser = seconds_in(0.01, 600.0))]
     pub seconds: f64,
+    /// Count on this many queues of the interface (queue 0 up): frames on a queue
+    /// not listened to go to the kernel, uncounted
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub queues: u32,
 }
 
 #[derive(Subcommand, Debug)]
