@@ -113,6 +113,9 @@ pub struct Port {
     counters: PortCounters,
     handles: Vec<Handle>,
     lens: [usize; RX_BATCH],
+    /// An interface taken whole over AF_XDP: promiscuous while the port lives (an
+    /// AF_PACKET port's own socket asks for that).
+    promiscuous: Option<io::netdev::Promiscuous>,
 }
 
 impl Port {
@@ -220,7 +223,13 @@ impl Port {
             counters: PortCounters::default(),
             handles: Vec::with_capacity(RX_BATCH),
             lens: [0; RX_BATCH],
+            promiscuous: None,
         }
+    }
+
+    /// Keeps the interface promiscuous for as long as this port lives.
+    pub fn hold_promiscuous(&mut self, hold: io::netdev::Promiscuous) {
+        self.promiscuous = Some(hold);
     }
 
     /// The fd to poll for received frames.

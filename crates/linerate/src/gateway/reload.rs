@@ -2,8 +2,9 @@
 //! applied to the running worker without touching what did not. A peer whose public
 //! key stays keeps its sessions (only the settings that changed are set again); a
 //! removed peer and its sessions go; routes are added, replaced and removed one by
-//! one. Ports change only with a restart: a file that changes them is refused as a
-//! whole, and so is a file with any error, and the gateway runs on as it was.
+//! one. Ports, VXLAN tunnels, cross-connects and the WireGuard interface's addresses
+//! change only with a restart: a file that changes them is refused as a whole, and
+//! so is a file with any error, and the gateway runs on as it was.
 
 use super::start::{fib_target, key_of, peer_settings};
 use crate::gateway_config::{GatewayConfig, PeerConfig, Prefix, WgConfig};
@@ -47,6 +48,22 @@ impl Changes {
         if old.control != new.control || old.metrics != new.metrics {
             return Err(
                 "the control socket or metrics address changed: restart to move them".into(),
+            );
+        }
+        if old.vxlans != new.vxlans || old.xconnects != new.xconnects {
+            return Err(
+                "VXLAN tunnels or cross-connects changed: they change only with a restart".into(),
+            );
+        }
+        let addresses = |c: &GatewayConfig| {
+            c.wireguard
+                .iter()
+                .map(|w| w.addresses.clone())
+                .collect::<Vec<_>>()
+        };
+        if addresses(old) != addresses(new) {
+            return Err(
+                "a WireGuard interface's addresses changed: they change only with a restart".into(),
             );
         }
         let names = |c: &GatewayConfig| {

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use dataplane::NodeCounters;
 use dataplane::fib::{PortId, RouteTarget};
 use dataplane::gateway::GatewayGraph;
+use dataplane::l2::L2Interface;
 use dataplane::neighbor::NeighborInfo;
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -141,6 +142,24 @@ fn interfaces(w: &Shown<'_>) -> String {
             cx.wg_mtu(),
             dev.peer_ids().len()
         );
+    }
+    let cx = w.gw.context();
+    for (_, t) in cx.vxlans().iter() {
+        let _ = writeln!(
+            out,
+            "{} (vxlan) vni {} {} -> {} udp port {}, frames up to {} bytes",
+            t.name, t.vni, t.local, t.remote, t.udp_port, t.max_frame
+        );
+    }
+    let l2_name = |i: L2Interface| match i {
+        L2Interface::Port(p) => port_name(w, p),
+        L2Interface::Vxlan(v) => cx
+            .vxlans()
+            .get(v)
+            .map_or_else(|| format!("vxlan{}", v.0), |t| t.name.clone()),
+    };
+    for (rx, tx) in cx.l2().xconnects() {
+        let _ = writeln!(out, "xconnect {} -> {}", l2_name(rx), l2_name(tx));
     }
     out
 }

@@ -146,11 +146,64 @@ fn build_graph(
         })
         .map_err(|e| format!("port {}: {e}", p.name))?;
     }
+    // The WireGuard interface's own addresses: each local, its network into the
+    // tunnel (a [[route]] for the same prefix, added after, has the last word).
+    for &(addr, len) in config.wireguard.iter().flat_map(|w| &w.addresses) {
+        let net = lpm::Prefix { addr, len }.network();
+        let host = lpm::Prefix {
+            addr,
+            len: if addr.is_ipv4() { 32 } else { 128 },
+        };
+        gw.add_route(net, dataplane::fib::RouteTarget::Tunnel(WG_TUNNEL))
+            .and_then(|()| gw.add_route(host, dataplane::fib::RouteTarget::Local))
+            .map_err(|e| format!("address {addr}/{len}: {e}"))?;
+    }
     for r in &config.routes {
         gw.add_route(r.prefix, fib_target(r.target))
             .map_err(|e| format!("route {}: {e}", r.prefix))?;
     }
+    add_l2(config, &mut gw)?;
     Ok(gw)
+}
+
+/// The VXLAN tunnels and the cross-connects. A tunnel's largest frame is what its
+/// configured inner MTU allows (with a VLAN tag) and its path carries: the route
+/// to its remote in the FIB just built.
+fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
+    use dataplane::l2::L2Interface;
+    /// An inner frame's Ethernet header with one VLAN tag.
+    const TAGGED_HEADER: usize = 18;
+    let wg_mtu = gw.context().wg_mtu();
+    for v in &config.vxlans {
+        let ip = gw.context().ip();
+        let path = dataplane::vxlan::max_frame_to(
+            ip.fib(),
+            |p| ip.interfaces().get(p).map(|i| i.mtu),
+            wg_mtu,
+            v.remote,
+        )
+        .ok_or_else(|| format!("vxlan {}: no route to {}", v.name, v.remote))?;
+        gw.add_vxlan(dataplane::vxlan::VxlanTunnel {
+            name: v.name.clone(),
+            vni: v.vni,
+            local: v.local,
+            remote: v.remote,
+            udp_port: v.udp_port,
+            max_frame: path.min(usize::from(v.mtu) + TAGGED_HEADER),
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    let side = |e: gateway_config::L2Endpoint| match e {
+        gateway_config::L2Endpoint::Port(i) => L2Interface::Port(PortId(i as u16)),
+        gateway_config::L2Endpoint::Vxlan(i) => {
+            L2Interface::Vxlan(dataplane::vxlan::VxlanId(i as u16))
+        }
+    };
+    for x in &config.xconnects {
+        gw.add_xconnect(side(x.from), side(x.to))
+            .map_err(|e| format!("xconnect: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Every worker's graph: the owner's (first) holds the device; each other follows
@@ -221,6 +274,14 @@ fn open_xdp_queues(
     }
     let program = io::XdpAttachment::attach(&p.interface, false)
         .map_err(|e| format!("port {}: {e}", p.name))?;
+    // A port without addresses is cross-connected: every frame is the gateway's,
+    // whatever it holds and whoever it is for.
+    let whole = p.addresses.is_empty();
+    if whole {
+        program
+            .take_all(true)
+            .map_err(|e| format!("port {}: {e}", p.name))?;
+    }
     let mut ports = Vec::with_capacity(workers);
     for (w, gw) in graphs.iter_mut().enumerate() {
         ports.push(Port::open_xdp(
@@ -231,6 +292,11 @@ fn open_xdp_queues(
             p.zero_copy,
             gw,
         )?);
+    }
+    if whole {
+        let hold = io::netdev::Promiscuous::on(&p.interface)
+            .map_err(|e| format!("port {}: {e}", p.name))?;
+        ports[0].hold_promiscuous(hold);
     }
     Ok(ports)
 }

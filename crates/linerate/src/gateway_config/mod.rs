@@ -9,6 +9,7 @@
 //! - `raw`: the file as written, each table deserialized on its own with its spans;
 //! - `validate`: the whole file, `[gateway]` and the ports, names across tables;
 //! - `wireguard`, `routes`: those tables and the checks between them and the rest;
+//! - `l2`: `[[vxlan]]` and `[[xconnect]]`, and the path MTU of each tunnel;
 //! - `values`: names, addresses, prefixes and socket addresses as written;
 //! - `keyfile`: key files and base64 keys;
 //! - `error`: the error and its `FILE:LINE: KEY:` form;
@@ -16,6 +17,7 @@
 
 mod error;
 mod keyfile;
+mod l2;
 mod raw;
 mod routes;
 mod summary;
@@ -52,6 +54,9 @@ pub struct GatewayConfig {
     pub ports: Vec<PortConfig>,
     pub wireguard: Vec<WgConfig>,
     pub routes: Vec<RouteConfig>,
+    pub vxlans: Vec<VxlanConfig>,
+    /// Each RX interface once.
+    pub xconnects: Vec<XconnectConfig>,
 }
 
 /// How a port reaches its interface.
@@ -78,7 +83,8 @@ pub struct PortConfig {
     pub interface: String,
     pub driver: Driver,
     /// The gateway's own addresses on this port, each with its network's prefix
-    /// length; at least one.
+    /// length; none exactly when the port is cross-connected (an L2 port, taken
+    /// whole).
     pub addresses: Vec<(IpAddr, u8)>,
     pub mtu: u16,
     /// AF_XDP only: ask for zero copy (the driver falls back to copy).
@@ -98,7 +104,41 @@ pub struct WgConfig {
     pub listen_port: u16,
     /// The inner MTU.
     pub mtu: u16,
+    /// The gateway's own addresses inside the tunnel (each a local address, its
+    /// network routed into the tunnel), for what the gateway itself sends through
+    /// it, VXLAN above all.
+    pub addresses: Vec<(IpAddr, u8)>,
     pub peers: Vec<PeerConfig>,
+}
+
+/// A VXLAN tunnel of the gateway.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VxlanConfig {
+    pub name: String,
+    pub vni: u32,
+    /// One of the gateway's addresses (a port's or a WireGuard interface's).
+    pub local: IpAddr,
+    /// Of local's family, not the gateway's.
+    pub remote: IpAddr,
+    pub udp_port: u16,
+    /// The largest inner frame's Ethernet payload (untagged); it fits the path.
+    pub mtu: u16,
+    /// The most `mtu` could be on this path.
+    pub max_mtu: u16,
+}
+
+/// An interface a cross-connect joins, by its index in the file's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum L2Endpoint {
+    Port(usize),
+    Vxlan(usize),
+}
+
+/// Frames received on `from` leave by `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XconnectConfig {
+    pub from: L2Endpoint,
+    pub to: L2Endpoint,
 }
 
 #[derive(Clone)]

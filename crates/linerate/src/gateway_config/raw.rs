@@ -3,8 +3,8 @@
 //! `i64` and enumerations strings, so that a range or spelling error is validation's,
 //! with its own message, instead of serde's.
 //!
-//! Each `[gateway]`, `[[port]]`, `[[wireguard]]`, `[[wireguard.peer]]` and `[[route]]`
-//! table is deserialized on its own (see `split`), so that a structural error in one
+//! Each `[gateway]`, `[[port]]`, `[[wireguard]]`, `[[wireguard.peer]]`, `[[route]]`,
+//! `[[vxlan]]` and `[[xconnect]]` table is deserialized on its own (see `split`), so that a structural error in one
 //! (an unknown key, a missing one, a wrong type) does not hide the errors of the others.
 
 use super::error::{MISSING, Sink, join, unknown_key};
@@ -35,7 +35,7 @@ pub(crate) struct RawPort {
     pub name: S<String>,
     pub interface: S<String>,
     pub driver: Option<S<String>>,
-    pub addresses: S<Vec<S<String>>>,
+    pub addresses: Option<S<Vec<S<String>>>>,
     pub mtu: Option<S<i64>>,
     pub zero_copy: Option<S<bool>>,
 }
@@ -48,7 +48,7 @@ const PORT: Keys = Keys {
         "mtu",
         "zero_copy",
     ],
-    required: &["name", "interface", "addresses"],
+    required: &["name", "interface"],
 };
 
 /// A `[[wireguard]]` table less its peers, which are deserialized one by one.
@@ -59,9 +59,17 @@ pub(crate) struct RawWireguard {
     pub private_key_file: S<String>,
     pub listen_port: S<i64>,
     pub mtu: Option<S<i64>>,
+    pub addresses: Option<S<Vec<S<String>>>>,
 }
 const WIREGUARD: Keys = Keys {
-    allowed: &["name", "private_key_file", "listen_port", "mtu", "peer"],
+    allowed: &[
+        "name",
+        "private_key_file",
+        "listen_port",
+        "mtu",
+        "addresses",
+        "peer",
+    ],
     required: &["name", "private_key_file", "listen_port"],
 };
 
@@ -99,7 +107,33 @@ const ROUTE: Keys = Keys {
     required: &["prefix"],
 };
 
-const TOP_KEYS: &[&str] = &["gateway", "port", "wireguard", "route"];
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawVxlan {
+    pub name: S<String>,
+    pub vni: S<i64>,
+    pub local: S<String>,
+    pub remote: S<String>,
+    pub udp_port: Option<S<i64>>,
+    pub mtu: Option<S<i64>>,
+}
+const VXLAN: Keys = Keys {
+    allowed: &["name", "vni", "local", "remote", "udp_port", "mtu"],
+    required: &["name", "vni", "local", "remote"],
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawXconnect {
+    pub from: S<String>,
+    pub to: S<String>,
+}
+const XCONNECT: Keys = Keys {
+    allowed: &["from", "to"],
+    required: &["from", "to"],
+};
+
+const TOP_KEYS: &[&str] = &["gateway", "port", "wireguard", "route", "vxlan", "xconnect"];
 
 /// The keys a table may hold and those it must: checked before serde sees the table,
 /// so that every unknown or missing key is reported (serde stops at the first), and
@@ -135,6 +169,8 @@ pub(crate) struct RawFile {
     pub ports: Vec<Item<RawPort>>,
     pub wireguard: Vec<Item<RawWireguardItem>>,
     pub routes: Vec<Item<RawRoute>>,
+    pub vxlans: Vec<Item<RawVxlan>>,
+    pub xconnects: Vec<Item<RawXconnect>>,
     /// Whether the file has a `port` key at all (even one that is not `[[port]]`).
     pub port_given: bool,
 }
@@ -194,6 +230,18 @@ pub(crate) fn split(text: &str, sink: &mut Sink<'_>) -> Option<RawFile> {
                 for (i, v) in tables(value, "route", sink) {
                     let path = format!("route[{i}]");
                     file.routes.push(wrap(v, &path, &ROUTE, sink, |v| v));
+                }
+            }
+            "vxlan" => {
+                for (i, v) in tables(value, "vxlan", sink) {
+                    let path = format!("vxlan[{i}]");
+                    file.vxlans.push(wrap(v, &path, &VXLAN, sink, |v| v));
+                }
+            }
+            "xconnect" => {
+                for (i, v) in tables(value, "xconnect", sink) {
+                    let path = format!("xconnect[{i}]");
+                    file.xconnects.push(wrap(v, &path, &XCONNECT, sink, |v| v));
                 }
             }
             other => sink.at(key.span(), other, unknown_key(TOP_KEYS)),
@@ -297,8 +345,15 @@ mod tests {
         let Err(e) = toml::from_str::<T>("zzz_not_a_key = 1") else {
             panic!("accepted an unknown key");
         };
-        let list = e.message().split("expected one of ").nth(1).unwrap();
+        // serde says "expected one of `a`, `b`, `c`", or "expected `a` or `b`".
+        let m = e.message();
+        let list = m
+            .split("expected one of ")
+            .nth(1)
+            .or_else(|| m.split("expected ").nth(1))
+            .unwrap();
         list.split(", ")
+            .flat_map(|f| f.split(" or "))
             .map(|f| f.trim_matches('`').to_string())
             .collect()
     }
@@ -319,5 +374,7 @@ mod tests {
         check(&WIREGUARD, fields::<RawWireguard>(), &["peer"]);
         check(&PEER, fields::<RawPeer>(), &[]);
         check(&ROUTE, fields::<RawRoute>(), &[]);
+        check(&VXLAN, fields::<RawVxlan>(), &[]);
+        check(&XCONNECT, fields::<RawXconnect>(), &[]);
     }
 }

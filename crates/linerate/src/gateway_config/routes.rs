@@ -178,7 +178,7 @@ pub(super) fn route(
 /// networks (an attached route) or one of its addresses (a local route).
 fn own_route(p: Prefix, port: &RawPort) -> Option<String> {
     let name = port.name.get_ref();
-    for a in port.addresses.get_ref() {
+    for a in port.addresses.iter().flat_map(|a| a.get_ref().iter()) {
         let Ok((addr, len)) = addr_len(a.get_ref(), "") else {
             continue;
         };
@@ -234,8 +234,8 @@ fn via(
     };
     let own: Vec<(IpAddr, u8)> = port
         .addresses
-        .get_ref()
         .iter()
+        .flat_map(|a| a.get_ref().iter())
         .filter_map(|a| addr_len(a.get_ref(), "").ok())
         .collect();
     let name = port.name.get_ref();

@@ -2,7 +2,7 @@
 //! then every port, tunnel, peer and route, one line each. Public keys are shown (as
 //! `wg show` does); private and preshared keys never are.
 
-use super::{GatewayConfig, RouteTarget, base64_key};
+use super::{GatewayConfig, L2Endpoint, RouteTarget, base64_key};
 use std::fmt::Write;
 
 pub(super) fn summary(c: &GatewayConfig) -> String {
@@ -33,7 +33,11 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
             p.driver.name(),
             if p.zero_copy { " (zero copy)" } else { "" },
             p.mtu,
-            addrs.join(" "),
+            if addrs.is_empty() {
+                "L2 (no addresses, cross-connected)".to_string()
+            } else {
+                addrs.join(" ")
+            },
         );
     }
     for w in &c.wireguard {
@@ -47,6 +51,14 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
             w.peers.len(),
             if w.peers.len() == 1 { "" } else { "s" },
         );
+        if !w.addresses.is_empty() {
+            let addrs: Vec<String> = w
+                .addresses
+                .iter()
+                .map(|(a, l)| format!("{a}/{l}"))
+                .collect();
+            let _ = writeln!(out, "  addresses {}", addrs.join(" "));
+        }
         for p in &w.peers {
             let mut line = format!("  peer {}", base64_key(&p.public_key));
             match p.endpoint {
@@ -78,6 +90,20 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
             RouteTarget::Blackhole => "blackhole".to_string(),
         };
         let _ = writeln!(out, "route {}: {target}", r.prefix);
+    }
+    for v in &c.vxlans {
+        let _ = writeln!(
+            out,
+            "vxlan {}: vni {}, {} -> {} udp port {}, inner mtu {} (the path carries at most {})",
+            v.name, v.vni, v.local, v.remote, v.udp_port, v.mtu, v.max_mtu
+        );
+    }
+    let name = |e: L2Endpoint| match e {
+        L2Endpoint::Port(i) => format!("port {}", c.ports[i].name),
+        L2Endpoint::Vxlan(i) => format!("vxlan {}", c.vxlans[i].name),
+    };
+    for x in &c.xconnects {
+        let _ = writeln!(out, "xconnect {} -> {}", name(x.from), name(x.to));
     }
     out
 }

@@ -100,7 +100,9 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         "unknown top-level key",
         true,
         "[routes]\nprefix = \"0.0.0.0/0\"\n",
-        &["gw.toml:5: routes: unknown key (allowed: gateway, port, wireguard, route)"],
+        &[
+            "gw.toml:5: routes: unknown key (allowed: gateway, port, wireguard, route, vxlan, xconnect)",
+        ],
     ),
     (
         "unknown key in [gateway]",
@@ -132,10 +134,7 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         "missing required keys, each named",
         false,
         "[[port]]\nname = \"lan\"\n",
-        &[
-            "gw.toml:1: port[0].interface: missing (this key is required)",
-            "gw.toml:1: port[0].addresses: missing (this key is required)",
-        ],
+        &["gw.toml:1: port[0].interface: missing (this key is required)"],
     ),
     (
         "wrong type",
@@ -203,7 +202,9 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         "empty addresses",
         false,
         "[[port]]\nname = \"lan\"\ninterface = \"eth0\"\naddresses = []\n",
-        &["gw.toml:4: port[0].addresses: empty: a port needs at least one address of its own"],
+        &[
+            "gw.toml:2: port[0].addresses: none, and no [[xconnect]] from this port: a port needs addresses, or a cross-connect to carry its frames",
+        ],
     ),
     (
         "host bits set in a route",
@@ -482,6 +483,54 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
             "gw.toml:8: gateway.metrics: \"localhost:9586\" is not ip:port or [ipv6]:port (host names are not resolved)",
             "gw.toml:9: gateway.buffers: 1023 is out of range (1024..=262144)",
         ],
+    ),
+    (
+        "vxlan values",
+        true,
+        "[[vxlan]]\nname = \"vx0\"\nvni = 16777216\nlocal = \"198.18.9.9\"\nremote = \"198.18.1.1\"\n",
+        &[
+            "gw.toml:7: vxlan[0].vni: 16777216 is out of range (0..=16777215)",
+            "gw.toml:8: vxlan[0].local: 198.18.9.9 is not one of the gateway's addresses (a port's or a WireGuard interface's)",
+            "gw.toml:9: vxlan[0].remote: 198.18.1.1 is the gateway's own address",
+        ],
+    ),
+    (
+        "vxlan inner MTU over what the path carries",
+        true,
+        "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\n\
+         addresses = [\"198.18.10.1/30\"]\n[[vxlan]]\nname = \"vx0\"\nvni = 10\nlocal = \"198.18.10.1\"\n\
+         remote = \"198.18.10.2\"\nmtu = 1500\n",
+        &[
+            "gw.toml:15: vxlan[0].mtu: 1500 does not fit the path to 198.18.10.2: tunnel wg0 has MTU 1420, less 36 for the outer IP, UDP and VXLAN headers and 14 for the inner Ethernet header leaves 1370 (raise tunnel wg0's MTU to 1550 to carry 1500)",
+        ],
+    ),
+    (
+        "vxlan remote without a route",
+        true,
+        "[[vxlan]]\nname = \"vx0\"\nvni = 10\nlocal = \"198.18.1.1\"\nremote = \"198.18.77.7\"\nudp_port = 0\n",
+        &[
+            "gw.toml:9: vxlan[0].remote: no route to 198.18.77.7 (a port's network, a WireGuard interface's, or a [[route]])",
+            "gw.toml:10: vxlan[0].udp_port: 0 is out of range (1..=65535)",
+        ],
+    ),
+    (
+        "cross-connect errors",
+        true,
+        "[[port]]\nname = \"lan2\"\ninterface = \"eth1\"\n[[xconnect]]\nfrom = \"lan\"\nto = \"nowhere\"\n\
+         [[xconnect]]\nfrom = \"lan2\"\nto = \"lan2\"\n",
+        &[
+            "gw.toml:6: port[1].addresses: none, and no [[xconnect]] from this port: a port needs addresses, or a cross-connect to carry its frames",
+            "gw.toml:9: xconnect[0].from: port lan has addresses: a cross-connected port is taken whole (give it none)",
+            "gw.toml:10: xconnect[0].to: \"nowhere\" is neither a port nor a VXLAN tunnel",
+            "gw.toml:13: xconnect[1].to: the same interface as from",
+        ],
+    ),
+    (
+        "a tunnel address that is a port's",
+        true,
+        "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\n\
+         addresses = [\"198.18.1.1/30\"]\n",
+        &["gw.toml:9: wireguard[0].addresses[0]: 198.18.1.1 is already an address of port lan"],
     ),
     (
         "several errors in one file, all reported in file order",

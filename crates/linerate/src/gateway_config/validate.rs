@@ -4,12 +4,14 @@
 
 use super::error::Sink;
 use super::keyfile::read_key_file;
+use super::l2::{Underlay, l2_ports_connected, vxlan, xconnect};
 use super::raw::{Item, RawFile, RawGateway, RawPort};
 use super::routes::route;
 use super::values::{addr_len, interface_ok, name_ok, socket_addr};
 use super::wireguard::wg;
 use super::{
     DEFAULT_BUFFERS, DEFAULT_CONTROL, DEFAULT_PORT_MTU, Driver, GatewayConfig, PortConfig, Prefix,
+    WgConfig,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -129,6 +131,36 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         }
     }
 
+    ok &= tunnel_addresses_unique(&mut cx, &raw, &ports, &wireguard);
+    let under = Underlay {
+        ports: &ports,
+        wireguard: &wireguard,
+        routes: &routes,
+    };
+    let mut vxlans = Vec::new();
+    for (i, v) in raw.vxlans.iter().enumerate() {
+        match v {
+            Item::Ok { value, .. } => match vxlan(&mut cx, value, i, &under, &vxlans) {
+                Some(v) => vxlans.push(v),
+                None => ok = false,
+            },
+            Item::Broken(_) => ok = false,
+        }
+    }
+    let mut xconnects = Vec::new();
+    for (i, x) in raw.xconnects.iter().enumerate() {
+        match x {
+            Item::Ok { value, .. } => {
+                match xconnect(&mut cx, value, i, &ports, &raw.vxlans, &xconnects) {
+                    Some(x) => xconnects.push(x),
+                    None => ok = false,
+                }
+            }
+            Item::Broken(_) => ok = false,
+        }
+    }
+    ok &= l2_ports_connected(&mut cx, &raw.ports, &ports, &xconnects);
+
     let (workers, control, metrics, buffers) = gateway?;
     ok.then_some(GatewayConfig {
         workers,
@@ -138,6 +170,8 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         ports,
         wireguard,
         routes,
+        vxlans,
+        xconnects,
     })
 }
 
@@ -212,8 +246,8 @@ fn gateway(cx: &mut Ctx<'_, '_>, g: &RawGateway) -> Option<GatewayParts> {
     ok.then_some((workers, control, metrics, buffers))
 }
 
-/// Names: the charset, and unique across ports and WireGuard interfaces (the later one
-/// in the file is the error).
+/// Names: the charset, and unique across ports, WireGuard interfaces and VXLAN
+/// tunnels (the later one in the file is the error).
 fn names(cx: &mut Ctx<'_, '_>, raw: &RawFile) {
     let mut all: Vec<(Range<usize>, String, String)> = Vec::new();
     for (i, p) in raw.ports.iter().enumerate() {
@@ -229,6 +263,12 @@ fn names(cx: &mut Ctx<'_, '_>, raw: &RawFile) {
         if let Item::Ok { value, .. } = w {
             let n = &value.wg.name;
             all.push((n.span(), format!("wireguard[{i}]"), n.get_ref().clone()));
+        }
+    }
+    for (i, v) in raw.vxlans.iter().enumerate() {
+        if let Item::Ok { value, .. } = v {
+            let n = &value.name;
+            all.push((n.span(), format!("vxlan[{i}]"), n.get_ref().clone()));
         }
     }
     all.sort_by_key(|(span, ..)| span.start);
@@ -308,23 +348,22 @@ fn port(
         }
     }
 
+    // A port without addresses is an L2 port: the cross-connects are checked to
+    // name exactly those (see `l2`).
     let mut addresses = Vec::new();
-    if p.addresses.get_ref().is_empty() {
-        cx.err(
-            p.addresses.span(),
-            &format!("{path}.addresses"),
-            "empty: a port needs at least one address of its own",
-        );
-        ok = false;
-    }
-    for (k, a) in p.addresses.get_ref().iter().enumerate() {
+    for (k, a) in p
+        .addresses
+        .iter()
+        .flat_map(|a| a.get_ref().iter())
+        .enumerate()
+    {
         let key = format!("{path}.addresses[{k}]");
         match addr_len(a.get_ref(), "an address with a prefix length") {
             Ok((addr, len)) => {
                 let before = earlier.iter().find_map(|(j, q)| {
                     q.addresses
-                        .get_ref()
                         .iter()
+                        .flat_map(|a| a.get_ref().iter())
                         .position(|b| addr_len(b.get_ref(), "").is_ok_and(|(b, _)| b == addr))
                         .map(|m| format!("port[{j}].addresses[{m}]"))
                 });
@@ -399,4 +438,46 @@ fn port(
         mtu,
         zero_copy,
     })
+}
+
+/// A WireGuard interface's addresses are the gateway's own: none may be a port's or
+/// another interface's too.
+fn tunnel_addresses_unique(
+    cx: &mut Ctx<'_, '_>,
+    raw: &RawFile,
+    ports: &[PortConfig],
+    wireguard: &[WgConfig],
+) -> bool {
+    let mut ok = true;
+    let mut seen: Vec<(std::net::IpAddr, String)> = ports
+        .iter()
+        .flat_map(|p| {
+            p.addresses
+                .iter()
+                .map(move |&(a, _)| (a, format!("an address of port {}", p.name)))
+        })
+        .collect();
+    for (i, w) in raw.wireguard.iter().enumerate() {
+        let Item::Ok { value, .. } = w else { continue };
+        let Some(cfg) = wireguard
+            .iter()
+            .find(|c| c.name == *value.wg.name.get_ref())
+        else {
+            continue;
+        };
+        let spans = value.wg.addresses.iter().flat_map(|a| a.get_ref().iter());
+        for (k, (&(a, _), s)) in cfg.addresses.iter().zip(spans).enumerate() {
+            if let Some((_, whose)) = seen.iter().find(|(b, _)| *b == a) {
+                cx.err(
+                    s.span(),
+                    &format!("wireguard[{i}].addresses[{k}]"),
+                    format!("{a} is already {whose}"),
+                );
+                ok = false;
+            } else {
+                seen.push((a, format!("an address of {}", cfg.name)));
+            }
+        }
+    }
+    ok
 }
