@@ -22,6 +22,8 @@ test: setup build
 	GW_WORKERS=2 tests/net/gateway.sh
 	GW_WORKERS=2 GW_DRIVER=af_packet tests/net/gateway.sh
 	GW_WORKERS=1 tests/net/gateway.sh ping tcp neighbors reload workers
+	GW_WORKERS=2 tests/net/l2.sh
+	GW_DRIVER=af_packet tests/net/l2.sh
 	LINERATE_WORKERS=2 tests/net/interop.sh
 	LINERATE_WORKERS=2 LINERATE_SPREAD=1 tests/net/interop.sh tcp tcp_v6 roaming counters_add_up
 	LINERATE_WORKERS=1 tests/net/interop.sh a_initiates_v4 tcp restart

@@ -301,49 +301,5 @@ import urllib.request; print(urllib.request.urlopen("http://198.18.99.1:9586/met
 # ---------------------------------------------------------------------------
 # Driver
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-
-if [ "${1:-}" = __run ]; then
-  report_errors
-  "scenario_$2"
-  exit 0
-fi
-
-[ "$(id -u)" -eq 0 ] || die "the gateway tests need root (namespaces, XDP)"
-case ${1:-} in
-  -h | --help) usage ;;
-  -l | --list) printf '%s\n' "${SCENARIOS[@]}"; exit 0 ;;
-esac
-selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=("${SCENARIOS[@]}")
-for s in "${selected[@]}"; do
-  declare -F "scenario_$s" >/dev/null || { log "unknown scenario '$s'"; usage; }
-done
-[ -x "$LINERATE" ] || die "$LINERATE is not built (make build)"
-LINERATE=$(cd "$(dirname "$LINERATE")" && pwd)/$(basename "$LINERATE")
-export LINERATE
-
-child=
-trap 'log "interrupted"; [ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child" || true; }; exit 130' INT TERM
-declare -A result
-passed=0 failed=0
-for s in "${selected[@]}"; do
-  rc=0 t0=$SECONDS
-  log ""
-  log "== gateway $s ($GW_DRIVER, $GW_WORKERS worker(s))"
-  timeout -k 10 "$SCENARIO_TIMEOUT" "$BASH" "$0" __run "$s" &
-  child=$!
-  wait "$child" || rc=$?
-  child=
-  if [ "$rc" -eq 0 ]; then
-    result[$s]="PASS $((SECONDS - t0))s"; passed=$((passed + 1))
-  else
-    [ "$rc" -ne 124 ] || log "    FAIL  scenario timed out after ${SCENARIO_TIMEOUT}s"
-    result[$s]="FAIL $((SECONDS - t0))s"; failed=$((failed + 1))
-  fi
-  log "== gateway $s: ${result[$s]}"
-done
-printf '\ngateway mode (%s ports, %s worker(s) each)\n\n' "$GW_DRIVER" "$GW_WORKERS"
-for s in "${selected[@]}"; do printf '%-22s  %s\n' "$s" "${result[$s]}"; done
-printf '\n%d passed, %d failed\n' "$passed" "$failed"
-[ "$failed" -eq 0 ]
+run_scenarios "gateway" "$GW_DRIVER, $GW_WORKERS worker(s)" \
+  "gateway mode ($GW_DRIVER ports, $GW_WORKERS worker(s) each)" "$@"

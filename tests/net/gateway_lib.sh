@@ -196,3 +196,60 @@ buffers_all_back() {
   [ "$total" -gt 0 ] && [ $((free + driver)) -eq "$total" ]
 }
 
+
+# ---------------------------------------------------------------------------
+# The scenario driver of gateway.sh and l2.sh
+
+# run_scenarios NAME DETAIL TITLE [SCENARIO...]: with "__run S" as arguments
+# (how it calls itself), runs scenario_S in this process; else runs each named
+# scenario (all of $SCENARIOS by default) in its own process, bounded by
+# $SCENARIO_TIMEOUT, and prints a table under TITLE and "N passed, M failed";
+# returns non-zero if any failed. -l lists the scenarios, -h prints the usage.
+run_scenarios() {
+  local name=$1 detail=$2 title=$3
+  shift 3
+  if [ "${1:-}" = __run ]; then
+    report_errors
+    "scenario_$2"
+    exit 0
+  fi
+  [ "$(id -u)" -eq 0 ] || die "the $name tests need root (namespaces, XDP)"
+  case ${1:-} in
+    -h | --help) scenario_usage ;;
+    -l | --list) printf '%s\n' "${SCENARIOS[@]}"; exit 0 ;;
+  esac
+  local selected=("$@") s rc t0
+  [ ${#selected[@]} -gt 0 ] || selected=("${SCENARIOS[@]}")
+  for s in "${selected[@]}"; do
+    declare -F "scenario_$s" >/dev/null || { log "unknown scenario '$s'"; scenario_usage; }
+  done
+  [ -x "$LINERATE" ] || die "$LINERATE is not built (make build)"
+  LINERATE=$(cd "$(dirname "$LINERATE")" && pwd)/$(basename "$LINERATE")
+  export LINERATE
+  SCENARIO_CHILD=
+  trap 'log "interrupted"; [ -z "$SCENARIO_CHILD" ] || { kill -TERM "$SCENARIO_CHILD" 2>/dev/null; wait "$SCENARIO_CHILD" || true; }; exit 130' INT TERM
+  local -A result
+  local passed=0 failed=0
+  for s in "${selected[@]}"; do
+    rc=0 t0=$SECONDS
+    log ""
+    log "== $name $s ($detail)"
+    timeout -k 10 "$SCENARIO_TIMEOUT" "$BASH" "$0" __run "$s" &
+    SCENARIO_CHILD=$!
+    wait "$SCENARIO_CHILD" || rc=$?
+    SCENARIO_CHILD=
+    if [ "$rc" -eq 0 ]; then
+      result[$s]="PASS $((SECONDS - t0))s"; passed=$((passed + 1))
+    else
+      [ "$rc" -ne 124 ] || log "    FAIL  scenario timed out after ${SCENARIO_TIMEOUT}s"
+      result[$s]="FAIL $((SECONDS - t0))s"; failed=$((failed + 1))
+    fi
+    log "== $name $s: ${result[$s]}"
+  done
+  printf '\n%s\n\n' "$title"
+  for s in "${selected[@]}"; do printf '%-22s  %s\n' "$s" "${result[$s]}"; done
+  printf '\n%d passed, %d failed\n' "$passed" "$failed"
+  [ "$failed" -eq 0 ]
+}
+
+scenario_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }

@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# L2 over the gateway, in network namespaces: one LAN in two sites, its port on
+# each gateway cross-connected to a VXLAN tunnel (the MACsec replacement):
+#
+#   host-a ── lan2 [gw-a] wan ──── wan [gw-b] lan2 ── host-b
+#   198.19.5.10      198.18.2.1    198.18.2.2      198.19.5.20
+#   2001:2:0:5::10                                 2001:2:0:5::20
+#
+# host-a and host-b share one subnet; gw-a and gw-b are `linerate gateway`,
+# each with a port taken whole (lan2, no addresses) and a WAN port.
+#
+#   over_wireguard    VXLAN between the WireGuard interfaces' own addresses
+#                     (198.18.10.1 and .2), inside the tunnel
+#   cleartext_interop gw-a's VXLAN straight over the WAN against the Linux
+#                     kernel's vxlan device bridged to lan2 in gw-b's place
+#   bad_input         malformed VXLAN datagrams to gw-a, each counted
+#
+#   tests/net/l2.sh [SCENARIO...]    (-l lists them)
+#
+#   LINERATE           the binary (default target/release/linerate)
+#   GW_DRIVER          the ports' driver (default af_xdp; af_packet)
+#   GW_WORKERS         workers per gateway (default 1), one per core from 0
+#   SCENARIO_TIMEOUT   seconds one scenario may take (default 240)
+#
+# Prints a table and, last, "N passed, M failed"; exits non-zero if any failed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=tests/net/lib.sh
+. tests/net/lib.sh
+# shellcheck source=tests/net/gateway_lib.sh
+. tests/net/gateway_lib.sh
+
+LINERATE=${LINERATE:-target/release/linerate}
+GW_DRIVER=${GW_DRIVER:-af_xdp}
+GW_WORKERS=${GW_WORKERS:-1}
+SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
+SCENARIOS=(over_wireguard cleartext_interop bad_input)
+
+L2_A=198.19.5.10 L2_B=198.19.5.20
+L2_A6=2001:2:0:5::10 L2_B6=2001:2:0:5::20
+IN_A=198.18.10.1 IN_B=198.18.10.2
+# The WAN carries VXLAN (50 bytes) inside WireGuard (60) around 1500-byte
+# inner packets: 1610, with room to spare.
+WAN_MTU=1700
+WG_MTU=1550
+VNI=10
+
+# l2_topology: the four namespaces and three links; keys in $LR_TMP.
+l2_topology() {
+  local id=$BASHPID ns
+  WG_A="l2a$id" WG_B="l2b$id"
+  NS_HA="lr-l2ha-$id" NS_GA="lr-l2ga-$id" NS_GB="lr-l2gb-$id" NS_HB="lr-l2hb-$id"
+  trap net_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  LR_TMP=$(mktemp -d /tmp/linerate-l2.XXXXXX)
+  for ns in "$NS_HA" "$NS_GA" "$NS_GB" "$NS_HB"; do
+    ip netns add "$ns"; LR_NAMESPACES+=("$ns")
+    ip -n "$ns" link set lo up
+  done
+  local q=(numtxqueues "$GW_WORKERS" numrxqueues "$GW_WORKERS")
+  ip link add eth0 netns "$NS_HA" "${q[@]}" type veth peer name lan2 netns "$NS_GA" "${q[@]}"
+  ip link add wan netns "$NS_GA" "${q[@]}" type veth peer name wan netns "$NS_GB" "${q[@]}"
+  ip link add lan2 netns "$NS_GB" "${q[@]}" type veth peer name eth0 netns "$NS_HB" "${q[@]}"
+  l2_host "$NS_HA" "$L2_A" "$L2_A6"
+  l2_host "$NS_HB" "$L2_B" "$L2_B6"
+  for ns in "$NS_GA" "$NS_GB"; do
+    ip -n "$ns" link set wan mtu "$WAN_MTU"
+    gateway_side "$ns" lan2 wan
+  done
+  local s
+  for s in a b; do (umask 077; wg genkey >"$LR_TMP/$s.key"); done
+  PUB_A=$(wg pubkey <"$LR_TMP/a.key")
+  PUB_B=$(wg pubkey <"$LR_TMP/b.key")
+}
+
+# l2_host NS ADDR4 ADDR6: a host on the shared LAN.
+l2_host() {
+  ip -n "$1" addr add "$2/24" dev eth0
+  ip -n "$1" addr add "$3/64" dev eth0 nodad
+  ip -n "$1" link set eth0 up
+  in_ns "$1" ethtool -K eth0 tx off >/dev/null
+}
+
+# l2_config SIDE MODE(wireguard|cleartext): gw-SIDE's file: lan2 taken whole and
+# cross-connected both ways to vx0, whose packets go inside the tunnel or
+# straight over the WAN.
+l2_config() {
+  local side=$1 mode=$2 wan peer wgname local remote in ep="" cores="" c
+  if [ "$side" = a ]; then
+    wan=$W4_A peer=$PUB_B wgname=$WG_A in=$IN_A ep="endpoint = \"$W4_B:51820\""
+  else
+    wan=$W4_B peer=$PUB_A wgname=$WG_B in=$IN_B
+  fi
+  if [ "$GW_WORKERS" -gt 1 ]; then
+    cores="cores = [0"
+    for ((c = 1; c < GW_WORKERS; c++)); do cores+=", $c"; done
+    cores+="]"
+  fi
+  {
+    cat <<EOF
+[gateway]
+control = "$LR_TMP/gw-$side.sock"
+buffers = 4096
+$cores
+
+[[port]]
+name = "lan2"
+interface = "lan2"
+driver = "$GW_DRIVER"
+
+[[port]]
+name = "wan"
+interface = "wan"
+driver = "$GW_DRIVER"
+addresses = ["$wan/24"]
+mtu = $WAN_MTU
+EOF
+    if [ "$mode" = wireguard ]; then
+      if [ "$side" = a ]; then local=$IN_A remote=$IN_B; else local=$IN_B remote=$IN_A; fi
+      cat <<EOF
+
+[[wireguard]]
+name = "$wgname"
+private_key_file = "$side.key"
+listen_port = 51820
+mtu = $WG_MTU
+addresses = ["$in/30"]
+
+[[wireguard.peer]]
+public_key = "$peer"
+$ep
+allowed_ips = ["198.18.10.0/30"]
+persistent_keepalive = 5
+EOF
+    else
+      if [ "$side" = a ]; then local=$W4_A remote=$W4_B; else local=$W4_B remote=$W4_A; fi
+    fi
+    cat <<EOF
+
+[[vxlan]]
+name = "vx0"
+vni = $VNI
+local = "$local"
+remote = "$remote"
+
+[[xconnect]]
+from = "lan2"
+to = "vx0"
+
+[[xconnect]]
+from = "vx0"
+to = "lan2"
+EOF
+  } >"$LR_TMP/gw-$side.toml"
+}
+
+# frames_cross FROM_NS TO_NS: the test frames sent on FROM_NS's eth0 arrive on
+# TO_NS's eth0 byte for byte (tagged, unknown EtherTypes, broadcast).
+frames_cross() {
+  local from=$1 to=$2 got want
+  in_ns "$to" "$PYTHON" tests/net/l2_frames.py recv eth0 2.5 >"$LR_TMP/frames.got" &
+  local pid=$!
+  sleep 0.5
+  in_ns "$from" "$PYTHON" tests/net/l2_frames.py send eth0
+  wait "$pid" || return 1
+  got=$(sort "$LR_TMP/frames.got")
+  want=$("$PYTHON" tests/net/l2_frames.py expected | sort)
+  if [ "$got" != "$want" ]; then
+    log "    expected:"; sed 's/^/      /' <<<"$want" >&2
+    log "    received:"; sed 's/^/      /' <<<"$got" >&2
+    return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------
+# Scenarios
+
+scenario_over_wireguard() {
+  l2_topology
+  l2_config a wireguard
+  l2_config b wireguard
+  assert "gw-a's file checks, and says what its path carries" \
+    grep -q "vxlan vx0: vni $VNI, $IN_A -> $IN_B udp port 4789, inner mtu 1500 (the path carries at most 1500)" \
+    <<<"$("$LINERATE" gateway --check -c "$LR_TMP/gw-a.toml")"
+  gw_start a
+  gw_start b
+  assert "host a pings host b across the L2 link (ARP resolves across)" ping_ok "$NS_HA" "$L2_B" 3 15
+  assert "host a pings host b over IPv6 (ND resolves across)" ping_ok "$NS_HA" "$L2_B6"
+  assert "host b pings host a" ping_ok "$NS_HB" "$L2_A"
+  local out
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 "$L2_B" 2>&1 || true)
+  assert "one link: the reply comes with TTL 64 (no router on the way)" grep -q 'ttl=64' <<<"$out"
+  assert "tagged, unknown-EtherType and broadcast frames cross a -> b byte for byte" frames_cross "$NS_HA" "$NS_HB"
+  assert "and b -> a" frames_cross "$NS_HB" "$NS_HA"
+  make_payload 100
+  XFER_TIMEOUT=90
+  assert "100 MiB host a -> host b, sha256 matches" xfer "$NS_HA" "$NS_HB" "$L2_B"
+  assert "100 MiB host b -> host a over IPv6, sha256 matches" xfer "$NS_HB" "$NS_HA" "$L2_A6"
+  local text
+  text=$(gw_show a interfaces)
+  assert "show interfaces lists the tunnel" grep -q "^vx0 (vxlan) vni $VNI $IN_A -> $IN_B" <<<"$text"
+  assert "show interfaces lists the cross-connects" grep -q "^xconnect lan2 -> vx0" <<<"$text"
+  assert "frames went through the cross-connect" counter_at_least a 'l2-xconnect\.packets' 1000
+  assert "and VXLAN inside WireGuard" counter_at_least a 'wg-encrypt\.packets' 1000
+  assert "nothing too big for the tunnel" test "$(gw_counter a 'vxlan-encap\.drop\..*|l2-xconnect\.drop\..*')" -eq 0
+  sleep 0.5
+  assert "no buffer leaked on gateway a" buffers_all_back a
+  assert "no buffer leaked on gateway b" buffers_all_back b
+}
+
+# gw-b is Linux: a vxlan device to gw-a over the WAN, bridged to lan2.
+kernel_vxlan_b() {
+  ip -n "$NS_GB" addr add "$W4_B/24" dev wan
+  ip -n "$NS_GB" link add vx0 type vxlan id "$VNI" local "$W4_B" remote "$W4_A" dstport 4789 dev wan
+  ip -n "$NS_GB" link add br0 type bridge
+  ip -n "$NS_GB" link set vx0 master br0
+  ip -n "$NS_GB" link set lan2 master br0
+  for l in vx0 br0; do ip -n "$NS_GB" link set "$l" up; done
+}
+
+scenario_cleartext_interop() {
+  l2_topology
+  l2_config a cleartext
+  kernel_vxlan_b
+  gw_start a
+  assert "host a pings host b through linerate's VXLAN and the kernel's" ping_ok "$NS_HA" "$L2_B" 3 15
+  assert "and over IPv6" ping_ok "$NS_HA" "$L2_B6"
+  assert "frames cross linerate -> kernel byte for byte" frames_cross "$NS_HA" "$NS_HB"
+  assert "and kernel -> linerate" frames_cross "$NS_HB" "$NS_HA"
+  make_payload 20
+  assert "20 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$L2_A"
+  sleep 0.5
+  assert "no buffer leaked" buffers_all_back a
+}
+
+scenario_bad_input() {
+  l2_topology
+  l2_config a cleartext
+  ip -n "$NS_GB" addr add "$W4_B/24" dev wan
+  gw_start a
+  # Datagrams from gw-b's kernel to gw-a's VXLAN port: wrong flags, unknown VNI,
+  # a header cut short, a frame inside shorter than an Ethernet header, a frame
+  # larger than lan2 carries; then a good one, which must still come through.
+  in_ns "$NS_HA" "$PYTHON" tests/net/l2_frames.py recv eth0 3 >"$LR_TMP/frames.got" &
+  local pid=$!
+  sleep 0.5
+  in_ns "$NS_GB" "$PYTHON" - "$W4_A" "$VNI" <<'EOF'
+import socket, struct, sys
+sys.path.insert(0, "tests/net")
+import l2_frames
+dst, vni = sys.argv[1], int(sys.argv[2])
+def vxlan(flags, vni, frame):
+    return struct.pack("!B3xI", flags, vni << 8) + frame
+good = l2_frames.frames()[1]
+big = good[:14] + bytes(1600)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for payload in [vxlan(0x0c, vni, good), vxlan(0x08, vni + 1, good), vxlan(0x08, vni, good)[:5],
+                vxlan(0x08, vni, good[:10]), vxlan(0x08, vni, big), vxlan(0x08, vni, good)]:
+    s.sendto(payload, (dst, 4789))
+EOF
+  wait "$pid" || true
+  local name
+  for name in 'vxlan-decap\.drop\.bad-flags' 'vxlan-decap\.drop\.unknown-vni' \
+    'vxlan-decap\.drop\.truncated' 'vxlan-decap\.drop\.runt-inner' 'l2-xconnect\.drop\.too-big'; do
+    assert "counted: $name" test "$(gw_counter a "$name")" -eq 1
+  done
+  assert "the good datagram's frame came out of lan2 to host a" \
+    grep -qx "$("$PYTHON" tests/net/l2_frames.py expected | sed -n 2p)" "$LR_TMP/frames.got"
+  assert "the gateway still runs" kill -0 "$GW_PID_A"
+  sleep 0.5
+  assert "no buffer leaked" buffers_all_back a
+}
+
+# ---------------------------------------------------------------------------
+# Driver
+
+run_scenarios "l2" "$GW_DRIVER, $GW_WORKERS worker(s)" \
+  "L2 over the gateway ($GW_DRIVER ports, $GW_WORKERS worker(s) each)" "$@"
