@@ -94,61 +94,73 @@ impl PerPacket for VxlanEncap {
 /// fragment) ports. TTLs, lengths and checksums are left out: they change within a
 /// flow, which must keep one port.
 pub fn source_port(frame: &[u8]) -> u16 {
-    let mut h = Fnv::default();
     let Some(header) = frame.get(..ethernet::HEADER_LEN) else {
         return 49152;
     };
-    h.write(&header[..12]);
+    let mut h = Mix::default();
+    h.word(u64_at(header, 0));
+    h.word(u64::from(u32_at(header, 8)));
     let (mut kind, mut rest) = ([header[12], header[13]], &frame[ethernet::HEADER_LEN..]);
     if kind == [0x81, 0x00] && rest.len() >= 4 {
-        h.write(&rest[..4]); // the tag (its VLAN) and the real EtherType
+        h.word(u64::from(u32_at(rest, 0))); // the tag (its VLAN) and the real EtherType
         kind = [rest[2], rest[3]];
         rest = &rest[4..];
     }
-    h.write(&kind);
+    h.word(u64::from(u16::from_ne_bytes(kind)));
     let ports_at = match kind {
         [0x08, 0x00] if rest.len() >= ipv4::HEADER_LEN => {
-            h.write(&rest[12..20]);
-            h.write(&rest[9..10]);
+            h.word(u64_at(rest, 12)); // source and destination
+            h.word(u64::from(rest[9]));
             let ihl = usize::from(rest[0] & 0x0f) * 4;
             let later_fragment = u16::from_be_bytes([rest[6], rest[7]]) & 0x1fff != 0;
             (!later_fragment).then_some((rest[9], ihl))
         }
         [0x86, 0xdd] if rest.len() >= ipv6::HEADER_LEN => {
-            h.write(&rest[8..40]);
-            h.write(&rest[6..7]);
+            for at in [8, 16, 24, 32] {
+                h.word(u64_at(rest, at));
+            }
+            h.word(u64::from(rest[6]));
             Some((rest[6], ipv6::HEADER_LEN))
         }
         _ => None,
     };
     if let Some((proto, at)) = ports_at
         && (proto == ip::protocol::TCP || proto == ip::protocol::UDP)
-        && let Some(ports) = rest.get(at..at + 4)
+        && rest.len() >= at + 4
     {
-        h.write(ports);
+        h.word(u64::from(u32_at(rest, at)));
     }
     49152 | (h.finish() as u16 & 0x3fff)
 }
 
-/// FNV-1a, 32 bits: cheap, and good enough to spread flows over paths.
-struct Fnv(u32);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0x811c_9dc5)
-    }
+/// `buf[at..at + 8]` as a word (the caller checked the length).
+fn u64_at(buf: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&buf[at..at + 8]);
+    u64::from_ne_bytes(b)
 }
 
-impl Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u32::from(b)).wrapping_mul(0x0100_0193);
-        }
+fn u32_at(buf: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&buf[at..at + 4]);
+    u32::from_ne_bytes(b)
+}
+
+/// A word-at-a-time multiplicative mix (as FxHash): a few cycles a word, good
+/// enough to spread flows over paths. Not keyed: a sender choosing its flows can
+/// choose their paths, which it can anyway by choosing its ports.
+#[derive(Default)]
+struct Mix(u64);
+
+impl Mix {
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 
-    fn finish(&self) -> u32 {
-        // Fold the high half in: the port keeps only 14 bits.
-        self.0 ^ (self.0 >> 16)
+    fn finish(&self) -> u64 {
+        // Fold the high bits in: the port keeps only 14 of them.
+        let h = self.0 ^ (self.0 >> 32);
+        h ^ (h >> 16)
     }
 }
 
