@@ -52,7 +52,7 @@ impl Size {
         }
     }
 
-    fn nth(self, i: usize) -> usize {
+    pub(crate) fn nth(self, i: usize) -> usize {
         match self {
             Size::Fixed(n) => n,
             Size::Imix => {
@@ -196,7 +196,7 @@ pub fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn inner_packet(buf: &mut [u8], len: usize, seq: u16) {
+pub(crate) fn inner_packet(buf: &mut [u8], len: usize, seq: u16) {
     let p = &mut buf[..len];
     p[..28].fill(0);
     p[0] = 0x45;
@@ -297,7 +297,7 @@ fn help(mut wg: WgGraph, done: &AtomicBool) -> Result<Measured, String> {
 }
 
 /// Pushes packets of `size` through `wg` for `seconds`.
-fn drive(mut wg: WgGraph, size: Size, seconds: f64) -> Result<Measured, String> {
+pub(crate) fn drive(mut wg: WgGraph, size: Size, seconds: f64) -> Result<Measured, String> {
     let mut handles: Vec<Handle> = Vec::with_capacity(FRAME);
     let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
     let set = wg.context().engines();

@@ -2,7 +2,7 @@
 //! print its table, write JSON and SVG where asked.
 
 use crate::cli::GraphBench;
-use crate::{bench, bench_crypto, engines, svg};
+use crate::{bench, bench_crypto, bench_l2, engines, svg};
 
 /// `linerate bench`: the whole graph, a table, and optionally JSON and SVG.
 pub fn graph(args: &GraphBench) -> Result<(), String> {
@@ -22,6 +22,9 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
         .map(|s| bench::Size::parse(s.trim()))
         .collect::<Result<_, _>>()?;
     engines::parse_choice(opts.engine.as_deref().unwrap_or(""))?;
+    if args.l2 {
+        return l2(&opts, json_path);
+    }
     println!(
         "linerate bench: {} worker(s) on {} peer(s){}, engines {}, {} s per size, on {}",
         args.workers
@@ -82,6 +85,34 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
     if let Some(path) = json_path {
         let text =
             serde_json::to_string_pretty(&bench::json(&opts, &rows)).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
+
+/// `linerate bench --l2`: the gateway's L2 path beside the plain graph.
+fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
+    println!(
+        "linerate bench --l2: two gateways in memory on one core (cross-connect, VXLAN, WireGuard, and back), in turns with the plain graph, engines {}, {} s per size, median of {}, on {}",
+        opts.engine.as_deref().unwrap_or("calibrated"),
+        opts.seconds,
+        opts.repeat,
+        bench::machine()
+    );
+    println!(
+        "counted: packets per second, each encrypted once and decrypted once, by inner IP packet size (the L2 frame adds its Ethernet header, VXLAN 36 bytes more)"
+    );
+    let rows = bench_l2::run(
+        opts.engine.as_deref(),
+        &opts.sizes,
+        opts.seconds,
+        opts.repeat,
+    )?;
+    print!("{}", bench_l2::table(&rows));
+    if let Some(path) = json_path {
+        let text = serde_json::to_string_pretty(&bench_l2::json(&rows, opts.seconds, opts.repeat))
+            .map_err(|e| e.to_string())?;
         std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
         println!("wrote {path}");
     }

@@ -197,6 +197,11 @@ pub struct GraphBench {
     /// one queue); the others help with its full frames of crypto
     #[arg(long)]
     pub spread: bool,
+    /// Measure the gateway's L2 path instead: frames through a cross-connect, VXLAN
+    /// and WireGuard from one gateway to another, in memory, on one core, in turns
+    /// with the plain graph at the same sizes
+    #[arg(long, conflicts_with_all = ["spread", "svg"])]
+    pub l2: bool,
     /// Write the results as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
