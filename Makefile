@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .NOTPARALLEL:
-.PHONY: setup build test demo demo-gateway fuzz lint
+.PHONY: setup build test demo demo-gateway demo-l2 fuzz lint
 
 setup:
 	scripts/setup.sh
@@ -33,6 +33,9 @@ demo: setup build
 
 demo-gateway: setup build
 	scripts/gateway-bench.sh --seconds 3
+
+demo-l2: setup build
+	scripts/l2-bench.sh --seconds 3
 
 fuzz:
 	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh all 600; \

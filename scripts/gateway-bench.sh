@@ -19,17 +19,29 @@
 #
 #   scripts/gateway-bench.sh [--seconds S] [--repeat N] [--json FILE]
 #                            [--impls "gateway host ..."] [--sizes "64 1420 imix"]
-#                            [--memory-seconds S] [--pin] [--workers N]
+#                            [--memory-seconds S] [--pin] [--workers N] [--svg FILE]
 #
 # --workers N (default 1): every link gets N queues each way, the generator
 # sends from (and the sink counts on) all of them, a linerate gateway runs N
 # workers (cores 0 to N-1) and linerate in host mode --workers N; wireguard-go
 # uses what cores it finds either way. (--pin applies to one worker only.)
 #
+# --l2 measures the L2 topology instead (tests/net/l2_lib.sh: each gateway's LAN
+# port cross-connected to VXLAN), as the published VXLAN swing does, at frame
+# sizes 64 (with its FCS: a 46-byte IP packet), imix (as above) and 1514 (a
+# 1500-byte IP packet), for
+#   kernel-vxlan          Linux's vxlan device bridged to the port (cleartext)
+#   vxlan/N               linerate gateways, VXLAN in cleartext, N workers each
+#   vxlan+wireguard/N     linerate gateways, VXLAN inside WireGuard, N workers
+# (an impl named NAME/N runs N workers with N queues on every link, whatever
+# --workers says); scripts/l2-bench.sh is this with --l2.
+#
 # With --repeat N (default 1) the implementations take turns N times and each
 # figure is the median of its N runs (this machine is shared: runs spread).
 # Prints one table; with --json writes
 #   {"machine": ..., "results": [{"impl", "size", "mpps", "gbps", "loss", ...}]}
+# --svg FILE draws the table as bars: Mpps per size, one bar per impl, each
+# labelled with its ratio to the first impl (the baseline) at that size.
 # --memory-seconds S (default 0: off) adds a run of S seconds at 64 bytes through
 # the gateway, sampling gw-a's resident memory every second.
 # Every process and namespace it makes is removed when it ends. Needs root.
@@ -39,6 +51,8 @@ cd "$(dirname "$0")/.."
 . tests/net/lib.sh
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
+# shellcheck source=tests/net/l2_lib.sh
+. tests/net/l2_lib.sh
 
 SECONDS_PER_RUN=5
 JSON=
@@ -48,12 +62,17 @@ MEMORY_SECONDS=0
 REPEAT=1
 PIN=0
 WORKERS=1
+MODE=gateway
+SVG=
+IMPLS_GIVEN= SIZES_GIVEN=
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) SECONDS_PER_RUN=$2; shift 2 ;;
     --json) JSON=$2; shift 2 ;;
-    --impls) IMPLS=$2; shift 2 ;;
-    --sizes) SIZES=$2; shift 2 ;;
+    --impls) IMPLS=$2 IMPLS_GIVEN=1; shift 2 ;;
+    --sizes) SIZES=$2 SIZES_GIVEN=1; shift 2 ;;
+    --l2) MODE=l2; shift ;;
+    --svg) SVG=$2; shift 2 ;;
     --memory-seconds) MEMORY_SECONDS=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
     --pin) PIN=1; shift ;;
@@ -67,6 +86,14 @@ case $WORKERS in '' | *[!0-9]* | 0) die "--workers $WORKERS: a number of workers
 [ "$WORKERS" -le "$(nproc)" ] || die "--workers $WORKERS: this machine has $(nproc) cores"
 [ "$WORKERS" -eq 1 ] || PIN=0
 export GW_WORKERS=$WORKERS
+if [ "$MODE" = l2 ]; then
+  [ -n "$SIZES_GIVEN" ] || SIZES="64 imix 1514"
+  if [ -z "$IMPLS_GIVEN" ]; then
+    IMPLS="kernel-vxlan vxlan/1 vxlan+wireguard/1"
+    [ "$(nproc)" -lt 2 ] || IMPLS+=" vxlan/2 vxlan+wireguard/2"
+  fi
+  MEMORY_SECONDS=0
+fi
 LINERATE=${LINERATE:-target/release/linerate}
 [ -x "$LINERATE" ] || die "$LINERATE is not built (make build)"
 LINERATE=$(cd "$(dirname "$LINERATE")" && pwd)/$(basename "$LINERATE")
@@ -112,16 +139,24 @@ pid_in() { ip netns pids "$1" | head -1; }
 # one_run IMPL SIZE: generator for SECONDS_PER_RUN, sink a little longer; sets
 # RUN_SENT RUN_GOT RUN_BYTES RUN_SECS.
 one_run() {
-  local size=$1 mac out
+  local size=$1 mac out src=$H4_A dst=$H4_B
+  if [ "$MODE" = l2 ]; then
+    # Frame sizes as traffic generators name them: 64 the least frame with its
+    # FCS (a 46-byte IP packet), any other the frame without (1514: 1500).
+    src=$L2_A dst=$L2_B
+    case $size in imix) ;; 64) size=46 ;; *) size=$((size - 14)) ;; esac
+    mac=$(ip -n "$NS_HB" -o link show eth0 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+  else
+    mac=$(ip -n "$NS_GA" -o link show lan | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+  fi
   # Refresh the neighbors (the sink's kernel cannot answer ARP while it counts).
-  ping_ok "$NS_HA" "$H4_B" 2 10 || log "    (ping before the run failed)"
-  mac=$(ip -n "$NS_GA" -o link show lan | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+  ping_ok "$NS_HA" "$dst" 2 10 || log "    (ping before the run failed)"
   ip netns exec "$NS_HB" taskset -c "$GEN_CORE" "$LINERATE" bench traffic count --interface eth0 --queues "$WORKERS" --port "$UDP_PORT" \
     --seconds "$(awk -v s="$SECONDS_PER_RUN" 'BEGIN { print s + 2 }')" >"$LR_TMP/count.out" 2>"$LR_TMP/count.err" &
   local cpid=$!
   sleep 0.5
   out=$(ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --queues "$WORKERS" --dst-mac "$mac" \
-    --src "$H4_A" --dst "$H4_B" --port "$UDP_PORT" --size "$size" --seconds "$SECONDS_PER_RUN" 2>"$LR_TMP/send.err") ||
+    --src "$src" --dst "$dst" --port "$UDP_PORT" --size "$size" --seconds "$SECONDS_PER_RUN" 2>"$LR_TMP/send.err") ||
     { cat "$LR_TMP/send.err" >&2; return 1; }
   wait "$cpid" || { cat "$LR_TMP/count.err" >&2; return 1; }
   RUN_SENT=$(sed -n 's/.*sent packets=\([0-9]*\).*/\1/p' <<<"$out")
@@ -130,10 +165,9 @@ one_run() {
   RUN_BYTES=$(sed -n 's/.*bytes=\([0-9]*\).*/\1/p' "$LR_TMP/count.out")
 }
 
-# bench_impl IMPL: the topology with IMPL as both gateways, every size; rows
-# appended to $LR_TMP/rows as "impl size mpps gbps loss sent_mpps".
-bench_impl() {
-  local impl=$1 size
+# bench_gateway_impl IMPL: the gateway topology with IMPL as both gateways.
+bench_gateway_impl() {
+  local impl=$1 s
   topology
   case $impl in
     gateway)
@@ -152,6 +186,26 @@ bench_impl() {
       ;;
   esac
   wait_until 15 "the tunnel ($impl)" ping_ok "$NS_HA" "$H4_B" 1 3
+}
+
+# bench_impl IMPL: the topology with IMPL as both gateways, every size; rows
+# appended to $LR_TMP/rows as "impl size mpps gbps loss sent_mpps".
+bench_impl() {
+  local impl=$1 size
+  # NAME/N: N workers, N queues on every link.
+  case $impl in */*) WORKERS=${impl##*/} GW_WORKERS=${impl##*/} ;; esac
+  if [ "$MODE" = l2 ]; then
+    l2_topology
+    case $impl in
+      kernel-vxlan) kernel_vxlan a; kernel_vxlan b ;;
+      vxlan/*) l2_config a cleartext; l2_config b cleartext; gw_start a; gw_start b ;;
+      vxlan+wireguard/*) l2_config a wireguard; l2_config b wireguard; gw_start a; gw_start b ;;
+      *) die "unknown L2 impl $impl" ;;
+    esac
+    wait_until 15 "the L2 link ($impl)" ping_ok "$NS_HA" "$L2_B" 1 3
+  else
+    bench_gateway_impl "$impl"
+  fi
   for size in $SIZES; do
     one_run "$size"
     awk -v impl="$impl" -v size="$size" -v sent="$RUN_SENT" -v got="$RUN_GOT" -v bytes="$RUN_BYTES" -v secs="$RUN_SECS" 'BEGIN {
@@ -191,7 +245,7 @@ ROWS=$RESULTS/rows MEMORY=$RESULTS/memory
 : >"$ROWS"
 trap 'rm -rf -- "$RESULTS"' EXIT
 MACHINE="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
-log "gateway-bench: $MACHINE; $SECONDS_PER_RUN s per size; impls: $IMPLS"
+log "$MODE bench: $MACHINE; $SECONDS_PER_RUN s per size; impls: $IMPLS"
 for ((round = 1; round <= REPEAT; round++)); do
   for impl in $IMPLS; do
     log ""
@@ -214,14 +268,27 @@ awk '{ k = $1 " " $2; n[k]++; v[k, n[k]] = $0; order[k] = order[k] ? order[k] : 
     }
   }' "$ALL" >"$ROWS"
 
-printf '\ngateway-bench on %s, %s s per size, median of %s round(s), veth (AF_XDP copy mode), %s worker(s) per gateway\n' "$MACHINE" "$SECONDS_PER_RUN" "$REPEAT" "$WORKERS"
+if [ "$MODE" = l2 ]; then
+  printf '\nl2-bench on %s, %s s per size, median of %s round(s), veth (AF_XDP copy mode), frame sizes; NAME/N: N workers per gateway\n' "$MACHINE" "$SECONDS_PER_RUN" "$REPEAT"
+else
+  printf '\ngateway-bench on %s, %s s per size, median of %s round(s), veth (AF_XDP copy mode), %s worker(s) per gateway\n' "$MACHINE" "$SECONDS_PER_RUN" "$REPEAT" "$WORKERS"
+fi
 printf 'generator and sink on cores %s, the data planes on cores %s\n\n' "$GEN_CORE" "$PLANE_CORE"
 printf '%-22s %-6s %10s %10s %8s %12s\n' impl size Mpps Gbit/s loss "offered Mpps"
 while read -r impl size mpps gbps loss offered; do
   printf '%-22s %-6s %10.3f %10.3f %7.1f%% %12.3f\n' "$impl" "$size" "$mpps" "$gbps" "$(awk -v l="$loss" 'BEGIN { print l * 100 }')" "$offered"
 done <"$ROWS"
-printf '\nratios, gateway against the others (same run):\n'
+if [ "$MODE" = l2 ]; then
+  printf '\nratios against kernel-vxlan (same run):\n'
+  for size in $SIZES; do
+    awk -v s="$size" '$2 == s { m[$1] = $3; g[$1] = $4; order[++n] = $1 }
+      END { for (i = 1; i <= n; i++) { k = order[i]; if (k == "kernel-vxlan" || !m["kernel-vxlan"]) continue
+        printf "  %-6s %-20s %6.2fx Mpps  %6.2fx Gbit/s\n", s, k, m[k] / m["kernel-vxlan"], g[k] / g["kernel-vxlan"] } }' "$ROWS"
+  done
+fi
+[ "$MODE" = l2 ] || printf '\nratios, gateway against the others (same run):\n'
 for size in $SIZES; do
+  [ "$MODE" = gateway ] || break
   g=$(awk -v s="$size" '$1 == "gateway" && $2 == s { print $3, $4 }' "$ROWS")
   for other in kernel+wireguard-go host; do
     o=$(awk -v s="$size" -v i="$other" '$1 == i && $2 == s { print $3, $4 }' "$ROWS")
@@ -236,9 +303,10 @@ if [ -s "$MEMORY" ]; then
     END { printf "\ngw-a resident memory over the 64-byte run: %d KiB at start, %d KiB at the end, %d KiB at most (VmHWM %d KiB)\n", first, last, max, hwm }' "$MEMORY"
 fi
 if [ -n "$JSON" ]; then
-  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" "$ALL" "$REPEAT" "$GEN_CORE" "$PLANE_CORE" "$WORKERS" >"$JSON" <<'EOF'
+  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" "$ALL" "$REPEAT" "$GEN_CORE" "$PLANE_CORE" "$WORKERS" "$MODE" >"$JSON" <<'EOF'
 import json, sys
 workers = int(sys.argv[9])
+mode = sys.argv[10]
 rows, memory, machine, secs, every, repeat = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 
 def read(path):
@@ -253,10 +321,14 @@ def read(path):
 results = read(rows)
 out = {"machine": machine, "seconds_per_size": secs, "rounds": repeat,
        "pinning": {"generator_and_sink": sys.argv[7], "data_planes": sys.argv[8]}, "every_run": read(every),
-       "workers": workers,
-       "setup": f"veth pairs in network namespaces with {workers} queue(s) each way, AF_XDP copy mode, "
-                f"{workers} worker(s) per linerate gateway and host mode; "
-                "sizes are IP packet sizes; generator and sink are linerate bench traffic, "
+       "workers": workers, "mode": mode,
+       "setup": (f"veth pairs in network namespaces with {workers} queue(s) each way, AF_XDP copy mode, "
+                 f"{workers} worker(s) per linerate gateway and host mode; sizes are IP packet sizes; "
+                 if mode == "gateway" else
+                 "the L2 topology: each gateway's LAN port cross-connected to VXLAN, in cleartext or inside "
+                 "WireGuard; an impl NAME/N runs N workers with N queues on every link; sizes are Ethernet "
+                 "frame sizes (64 with its FCS, 1514 without: IP packets of 46 and 1500 bytes); ") +
+                "generator and sink are linerate bench traffic, "
                 "pinned as the pinning field says",
        "results": results, "note": "results: the median run of each impl and size (by Mpps)"}
 try:
@@ -272,4 +344,57 @@ json.dump(out, sys.stdout, indent=1)
 print()
 EOF
   log "wrote $JSON"
+fi
+if [ -n "$SVG" ]; then
+  python3 - "$ROWS" "$MACHINE" "$MODE" "$IMPLS" >"$SVG" <<'EOF'
+import sys
+from xml.sax.saxutils import escape
+rows_path, machine, mode, impls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+rows = {}
+for line in open(rows_path):
+    impl, size, mpps, gbps, *_ = line.split()
+    rows[(impl, size)] = float(mpps)
+sizes = []
+for impl, size in rows:
+    if size not in sizes:
+        sizes.append(size)
+impls = [i for i in impls if any((i, s) in rows for s in sizes)]
+colours = ["#7f7f7f", "#1f77b4", "#2ca02c", "#ff7f0e", "#d62728", "#9467bd"]
+W, H, left, top, bottom = 820, 420, 60, 50, 60
+top_mpps = max(rows.values(), default=1) * 1.15 or 1
+group = (W - left - 20) / max(len(sizes), 1)
+bar = group * 0.8 / max(len(impls), 1)
+title = ("L2 over the gateway" if mode == "l2" else "Gateway") + ": delivered Mpps by size (" + machine + ")"
+out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H + 30 * ((len(impls) + 2) // 3)}" font-family="sans-serif" font-size="12">',
+       f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{escape(title)}</text>',
+       f'<line x1="{left}" y1="{H - bottom}" x2="{W - 10}" y2="{H - bottom}" stroke="black"/>',
+       f'<line x1="{left}" y1="{top}" x2="{left}" y2="{H - bottom}" stroke="black"/>']
+for k in range(5):
+    v = top_mpps * k / 4
+    y = H - bottom - (H - bottom - top) * k / 4
+    out.append(f'<text x="{left - 6}" y="{y + 4}" text-anchor="end">{v:.2f}</text>')
+    out.append(f'<line x1="{left}" y1="{y}" x2="{W - 10}" y2="{y}" stroke="#ddd"/>')
+for g, size in enumerate(sizes):
+    x0 = left + g * group + group * 0.1
+    base = rows.get((impls[0], size)) if impls else None
+    for b, impl in enumerate(impls):
+        v = rows.get((impl, size))
+        if v is None:
+            continue
+        h = (H - bottom - top) * v / top_mpps
+        x = x0 + b * bar
+        out.append(f'<rect x="{x:.1f}" y="{H - bottom - h:.1f}" width="{bar * 0.9:.1f}" height="{h:.1f}" fill="{colours[b % len(colours)]}"/>')
+        label = f"{v:.3f}" if b == 0 or not base else f"{v / base:.2f}x"
+        out.append(f'<text x="{x + bar * 0.45:.1f}" y="{H - bottom - h - 4:.1f}" text-anchor="middle" font-size="10">{label}</text>')
+    out.append(f'<text x="{x0 + group * 0.4:.1f}" y="{H - bottom + 18}" text-anchor="middle">{escape(size)}</text>')
+out.append(f'<text x="16" y="{H / 2}" transform="rotate(-90 16 {H / 2})" text-anchor="middle">Mpps delivered</text>')
+for b, impl in enumerate(impls):
+    x = left + (b % 3) * 250
+    y = H + 30 * (b // 3)
+    out.append(f'<rect x="{x}" y="{y - 10}" width="12" height="12" fill="{colours[b % len(colours)]}"/>')
+    out.append(f'<text x="{x + 18}" y="{y}">{escape(impl)}{" (ratios against it)" if b == 0 else ""}</text>')
+out.append("</svg>")
+print("\n".join(out))
+EOF
+  log "wrote $SVG"
 fi
