@@ -263,5 +263,9 @@ fn a_vlan_tag_the_kernel_takes_out_is_put_back() {
             None
         })
         .unwrap();
-    assert_eq!(got.as_deref(), Some(&tagged[..]), "the frame as it was on the wire");
+    assert_eq!(
+        got.as_deref(),
+        Some(&tagged[..]),
+        "the frame as it was on the wire"
+    );
 }

@@ -33,7 +33,8 @@ use wireguard::{Device, Prefix};
 /// IMIX's) fits in VXLAN inside it.
 const TUNNEL_MTU: usize = 1600;
 const WAN_MTU: u16 = 1700;
-/// The L2 ports': IMIX's largest packet (1518 bytes) in a frame fits.
+/// The L2 and LAN ports': IMIX's largest packet (1518 bytes) fits whole, in a
+/// frame, unfragmented.
 const L2_MTU: u16 = 1600;
 /// Rounds of the wire that the handshake and ARP get to finish in.
 const SETUP_ROUNDS: usize = 200;
@@ -113,7 +114,7 @@ fn site(
         "198.19.0.1/24"
     };
     let lan = gw
-        .add_port(port("lan", 1500, vec![our_lan.to_string()]))
+        .add_port(port("lan", L2_MTU, vec![our_lan.to_string()]))
         .map_err(|e| e.to_string())?;
     let lan_mac = [0x02, 0, 0, 0, id, 3];
     let ours: IpAddr = format!("198.18.10.{id}").parse().expect("literal");
