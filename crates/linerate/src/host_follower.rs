@@ -5,18 +5,16 @@
 //! counters) comes over a channel with an eventfd wake-up, never through a lock.
 
 use crate::counter_report::CounterReport;
+use crate::follower_thread::FollowerThread;
 use crate::host_path::HostPath;
 use io::{Interest, PollFd, UdpSocket, Waker};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, Instant};
 
 /// Longest sleep between two looks at the stop flag.
 const MAX_SLEEP: Duration = Duration::from_millis(500);
-/// How long the owner waits for a follower's counters.
-const COUNTERS_WAIT: Duration = Duration::from_secs(1);
 
 /// What the owner sends a follower.
 pub enum FollowerControl {
@@ -32,51 +30,38 @@ pub enum FollowerControl {
 
 /// The owner's hold on a follower.
 pub struct FollowerHandle {
-    control: Sender<FollowerControl>,
-    waker: Arc<Waker>,
+    thread: FollowerThread<FollowerControl>,
     /// The follower's socket, through another descriptor: options set on it apply to
     /// the follower's socket too.
     pub udp: UdpSocket,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl FollowerHandle {
     /// Sends `c` and wakes the follower; false when it is gone.
     pub fn send(&self, c: FollowerControl) -> bool {
-        let sent = self.control.send(c).is_ok();
-        let _ = self.waker.wake();
-        sent
+        self.thread.send(c)
     }
 
     /// The follower's counters (`None` if it did not answer in time).
     pub fn counters(&self) -> Option<CounterReport> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        if !self.send(FollowerControl::Counters(tx)) {
-            return None;
-        }
-        rx.recv_timeout(COUNTERS_WAIT).ok()
+        self.thread.ask(FollowerControl::Counters)
     }
 
     /// Has the follower send its report of its traffic so far; false if it did not
     /// answer in time.
     pub fn report(&self) -> bool {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.send(FollowerControl::Report(tx)) && rx.recv_timeout(COUNTERS_WAIT).is_ok()
+        self.thread.ask(FollowerControl::Report).is_some()
     }
 
     /// Waits for the follower to end (after the stop flag was set).
     pub fn join(&mut self) {
-        let _ = self.waker.wake();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.thread.join();
     }
 }
 
 /// Starts follower `index` on its own thread, woken by `waker`. Setting `stop` ends
-/// it; so does its
-/// TUN queue going away, or an error reading it, which it reports and passes on by
-/// setting `stop` and waking the owner (`owner`).
+/// it; so does its TUN queue going away, or an error reading it, which it reports
+/// and passes on by setting `stop` and waking the owner (`owner`).
 pub fn spawn(
     index: usize,
     path: HostPath,
@@ -88,25 +73,10 @@ pub fn spawn(
         .udp
         .duplicate()
         .map_err(|e| format!("worker {index}: {e}"))?;
-    let (tx, rx) = mpsc::channel();
-    let thread_waker = waker.clone();
-    let thread = std::thread::Builder::new()
-        .name(format!("worker-{index}"))
-        .spawn(move || {
-            let why = run(path, &rx, &thread_waker, &stop);
-            if let Some(why) = why {
-                eprintln!("linerate: worker {index}: {why}; stopping");
-            }
-            stop.store(true, Ordering::Relaxed);
-            let _ = owner.wake();
-        })
-        .map_err(|e| format!("starting worker {index}: {e}"))?;
-    Ok(FollowerHandle {
-        control: tx,
-        waker,
-        udp,
-        thread: Some(thread),
-    })
+    let thread = FollowerThread::spawn(index, waker, stop, owner, move |rx, waker, stop| {
+        run(path, rx, waker, stop)
+    })?;
+    Ok(FollowerHandle { thread, udp })
 }
 
 /// The follower's loop; returns why it stopped when that is not the stop flag.

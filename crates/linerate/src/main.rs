@@ -11,6 +11,7 @@ mod cli;
 mod counter_report;
 mod daemon;
 mod engines;
+mod follower_thread;
 mod gateway;
 mod gateway_config;
 mod host_follower;

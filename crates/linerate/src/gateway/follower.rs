@@ -7,15 +7,12 @@
 
 use super::lane::{Lane, LaneSnapshot, NEIGHBOR_TICK};
 use super::reload::Changes;
+use crate::follower_thread::FollowerThread;
 use io::Waker;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-/// How long the owner waits for a follower's answer.
-const ANSWER_WAIT: Duration = Duration::from_secs(1);
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::Instant;
 
 /// What the owner sends a follower.
 pub enum LaneControl {
@@ -30,30 +27,9 @@ pub enum LaneControl {
 }
 
 /// The owner's hold on a follower.
-pub struct FollowerHandle {
-    pub index: usize,
-    control: Sender<LaneControl>,
-    waker: Arc<Waker>,
-    thread: Option<JoinHandle<()>>,
-}
+pub type FollowerHandle = FollowerThread<LaneControl>;
 
-impl FollowerHandle {
-    /// Sends `c` and wakes the follower; false when it is gone.
-    pub fn send(&self, c: LaneControl) -> bool {
-        let sent = self.control.send(c).is_ok();
-        let _ = self.waker.wake();
-        sent
-    }
-
-    /// Asks with `make` and waits for the answer (`None` if none came in time).
-    fn ask<T>(&self, make: impl FnOnce(SyncSender<T>) -> LaneControl) -> Option<T> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        if !self.send(make(tx)) {
-            return None;
-        }
-        rx.recv_timeout(ANSWER_WAIT).ok()
-    }
-
+impl FollowerThread<LaneControl> {
     pub fn snapshot(&self) -> Option<LaneSnapshot> {
         self.ask(LaneControl::Snapshot)
     }
@@ -68,14 +44,6 @@ impl FollowerHandle {
     pub fn reload(&self, changes: Changes) -> Option<String> {
         self.ask(|tx| LaneControl::Reload(changes, tx))
     }
-
-    /// Waits for the follower to end (after the stop flag was set).
-    pub fn join(&mut self) {
-        let _ = self.waker.wake();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// Starts `lane` as a follower on its own thread (pinned to `core` if given), woken
@@ -88,29 +56,16 @@ pub fn spawn(
     stop: Arc<AtomicBool>,
     owner: Arc<Waker>,
 ) -> Result<FollowerHandle, String> {
-    let index = lane.index;
-    let (tx, rx) = mpsc::channel();
-    let thread_waker = waker.clone();
-    let thread = std::thread::Builder::new()
-        .name(format!("worker-{index}"))
-        .spawn(move || {
-            let why = match core.map_or(Ok(()), super::start::pin_to) {
-                Ok(()) => run(lane, &rx, &thread_waker, &stop),
-                Err(e) => Some(e),
-            };
-            if let Some(why) = why {
-                eprintln!("linerate: worker {index}: {why}; stopping");
-            }
-            stop.store(true, Ordering::Relaxed);
-            let _ = owner.wake();
-        })
-        .map_err(|e| format!("starting worker {index}: {e}"))?;
-    Ok(FollowerHandle {
-        index,
-        control: tx,
+    FollowerThread::spawn(
+        lane.index,
         waker,
-        thread: Some(thread),
-    })
+        stop,
+        owner,
+        move |rx, waker, stop| match core.map_or(Ok(()), super::start::pin_to) {
+            Ok(()) => run(lane, rx, waker, stop),
+            Err(e) => Some(e),
+        },
+    )
 }
 
 /// The follower's loop; returns why it stopped when that is not the stop flag.
