@@ -4,13 +4,16 @@
 //! discovery resolves a next hop; expired TTLs, missing routes and next hops that
 //! never answer are dropped under their own counters; every buffer comes back.
 
+mod ports;
+
 use crypto::EngineSet;
+use dataplane::Arena;
 use dataplane::context::OutputId;
 use dataplane::fib::{PortId, RouteTarget};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
 use dataplane::neighbor::RETRANS_TIMER;
-use dataplane::{Arena, Handle};
+use ports::ether;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 use wire::{arp, icmp, icmpv6, ipv4, ipv6};
@@ -76,14 +79,6 @@ fn gateway() -> Box2 {
     Box2 { gw, lan, wan, now }
 }
 
-fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = dst.to_vec();
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&kind.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
-}
-
 fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
     let mut p = vec![
         0x45, 0, 0, 28, 0, 1, 0, 0, ttl, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x30, 0x39, 0x30, 0x39,
@@ -109,28 +104,16 @@ fn udp6(src: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
 
 impl Box2 {
     fn send(&mut self, port: PortId, frame: &[u8]) {
-        let h = self.gw.context_mut().arena_mut().alloc_with(frame).unwrap();
-        self.gw.from_port(port, &[h]);
-        self.gw.run(self.now);
+        ports::send(&mut self.gw, port, frame, self.now);
     }
 
     /// Frames the port's driver would send now, taken out.
     fn sent(&mut self, port: PortId) -> Vec<Vec<u8>> {
-        let q = self.gw.port_output(port).unwrap();
-        let mut out = Vec::new();
-        self.gw
-            .context_mut()
-            .send_output(q, |arena, hs: &[Handle]| {
-                out.extend(hs.iter().map(|&h| arena.data(h).to_vec()));
-            });
-        out
+        ports::sent(&mut self.gw, port)
     }
 
     fn drops(&self, node: &str, reason: &str) -> u64 {
-        self.gw
-            .counters()
-            .find(|(n, _)| *n == node)
-            .map_or(0, |(_, c)| c.drops_named(reason))
+        ports::drops(&self.gw, node, reason)
     }
 
     fn available(&self) -> usize {

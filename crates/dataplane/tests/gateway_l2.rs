@@ -4,14 +4,17 @@
 //! it byte for byte; every malformed datagram and oversized frame is dropped under
 //! its own counter, and every buffer comes back.
 
+mod ports;
+
 use crypto::EngineSet;
+use dataplane::Arena;
 use dataplane::context::OutputId;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
 use dataplane::l2::L2Interface;
 use dataplane::vxlan::{VxlanTunnel, max_frame_to};
-use dataplane::{Arena, Handle};
+use ports::ether;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 use wire::{arp, ipv4, udp, vxlan};
@@ -75,27 +78,16 @@ fn site() -> Site {
 
 impl Site {
     fn send(&mut self, port: PortId, frame: &[u8]) {
-        let h = self.gw.context_mut().arena_mut().alloc_with(frame).unwrap();
-        self.gw.from_port(port, &[h]);
-        self.gw.run(self.now);
+        ports::send(&mut self.gw, port, frame, self.now);
     }
 
+    /// Frames the port's driver would send now, taken out.
     fn sent(&mut self, port: PortId) -> Vec<Vec<u8>> {
-        let q = self.gw.port_output(port).unwrap();
-        let mut out = Vec::new();
-        self.gw
-            .context_mut()
-            .send_output(q, |arena, hs: &[Handle]| {
-                out.extend(hs.iter().map(|&h| arena.data(h).to_vec()));
-            });
-        out
+        ports::sent(&mut self.gw, port)
     }
 
     fn drops(&self, node: &str, reason: &str) -> u64 {
-        self.gw
-            .counters()
-            .find(|(n, _)| *n == node)
-            .map_or(0, |(_, c)| c.drops_named(reason))
+        ports::drops(&self.gw, node, reason)
     }
 
     /// The far end answers the gateway's ARP request for the remote.
@@ -116,14 +108,6 @@ impl Site {
         let wan = self.wan;
         self.send(wan, &ether(WAN_MAC, FAR_MAC, 0x0806, &reply));
     }
-}
-
-fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = dst.to_vec();
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&kind.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
 }
 
 /// A frame from the far site's LAN, inside VXLAN from the remote: the whole
