@@ -20,30 +20,40 @@ TUNNEL_MTU=1420
 # ---------------------------------------------------------------------------
 # Topology
 
-# topology: the four namespaces and three links; keys in $LR_TMP.
-topology() {
-  local id=$BASHPID ns
-  WG_A="gwa$id" WG_B="gwb$id"
-  NS_HA="lr-ha-$id" NS_GA="lr-ga-$id" NS_GB="lr-gb-$id" NS_HB="lr-hb-$id"
+# sites TAG LAN: host-a, gw-a, gw-b and host-b's namespaces ($NS_HA, $NS_GA,
+# $NS_GB, $NS_HB, named from TAG and this process) joined by three links with
+# $GW_WORKERS queues each way (host-a's eth0 to gw-a's LAN, WAN to WAN, gw-b's
+# LAN to host-b's eth0; the gateways' LAN ports named LAN); the cleanup trap;
+# $LR_TMP; a WireGuard key pair per gateway ($LR_TMP/a.key, $PUB_A; b likewise);
+# $WG_A and $WG_B, names for their WireGuard interfaces.
+sites() {
+  local tag=$1 lan=$2 id=$BASHPID ns s
+  WG_A="${tag}a$id" WG_B="${tag}b$id"
+  NS_HA="lr-${tag}ha-$id" NS_GA="lr-${tag}ga-$id" NS_GB="lr-${tag}gb-$id" NS_HB="lr-${tag}hb-$id"
   trap net_cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  LR_TMP=$(mktemp -d /tmp/linerate-gw.XXXXXX)
+  LR_TMP=$(mktemp -d "/tmp/linerate-$tag.XXXXXX")
   for ns in "$NS_HA" "$NS_GA" "$NS_GB" "$NS_HB"; do
     ip netns add "$ns"; LR_NAMESPACES+=("$ns")
     ip -n "$ns" link set lo up
   done
   local q=(numtxqueues "${GW_WORKERS:-1}" numrxqueues "${GW_WORKERS:-1}")
-  ip link add eth0 netns "$NS_HA" "${q[@]}" type veth peer name lan netns "$NS_GA" "${q[@]}"
+  ip link add eth0 netns "$NS_HA" "${q[@]}" type veth peer name "$lan" netns "$NS_GA" "${q[@]}"
   ip link add wan netns "$NS_GA" "${q[@]}" type veth peer name wan netns "$NS_GB" "${q[@]}"
-  ip link add lan netns "$NS_GB" "${q[@]}" type veth peer name eth0 netns "$NS_HB" "${q[@]}"
-  host_side "$NS_HA" "$H4_A" "$H6_A" "$G4_A" "$G6_A"
-  host_side "$NS_HB" "$H4_B" "$H6_B" "$G4_B" "$G6_B"
-  for ns in "$NS_GA" "$NS_GB"; do gateway_side "$ns" lan wan; done
-  local s
+  ip link add "$lan" netns "$NS_GB" "${q[@]}" type veth peer name eth0 netns "$NS_HB" "${q[@]}"
   for s in a b; do (umask 077; wg genkey >"$LR_TMP/$s.key"); done
   PUB_A=$(wg pubkey <"$LR_TMP/a.key")
   PUB_B=$(wg pubkey <"$LR_TMP/b.key")
+}
+
+# topology: the gateway sites, hosts routed through their gateways.
+topology() {
+  local ns
+  sites gw lan
+  host_side "$NS_HA" "$H4_A" "$H6_A" "$G4_A" "$G6_A"
+  host_side "$NS_HB" "$H4_B" "$H6_B" "$G4_B" "$G6_B"
+  for ns in "$NS_GA" "$NS_GB"; do gateway_side "$ns" lan wan; done
 }
 
 # host_side NS ADDR4 ADDR6 GW4 GW6: a LAN host behind a gateway. The kernel's

@@ -20,33 +20,16 @@ WAN_MTU=1700
 WG_MTU=1550
 VNI=10
 
-# l2_topology: the four namespaces and three links; keys in $LR_TMP.
+# l2_topology: the sites of one segment; the hosts share a subnet.
 l2_topology() {
-  local id=$BASHPID ns
-  WG_A="l2a$id" WG_B="l2b$id"
-  NS_HA="lr-l2ha-$id" NS_GA="lr-l2ga-$id" NS_GB="lr-l2gb-$id" NS_HB="lr-l2hb-$id"
-  trap net_cleanup EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  LR_TMP=$(mktemp -d /tmp/linerate-l2.XXXXXX)
-  for ns in "$NS_HA" "$NS_GA" "$NS_GB" "$NS_HB"; do
-    ip netns add "$ns"; LR_NAMESPACES+=("$ns")
-    ip -n "$ns" link set lo up
-  done
-  local q=(numtxqueues "$GW_WORKERS" numrxqueues "$GW_WORKERS")
-  ip link add eth0 netns "$NS_HA" "${q[@]}" type veth peer name lan2 netns "$NS_GA" "${q[@]}"
-  ip link add wan netns "$NS_GA" "${q[@]}" type veth peer name wan netns "$NS_GB" "${q[@]}"
-  ip link add lan2 netns "$NS_GB" "${q[@]}" type veth peer name eth0 netns "$NS_HB" "${q[@]}"
+  local ns
+  sites l2 lan2
   l2_host "$NS_HA" "$L2_A" "$L2_A6"
   l2_host "$NS_HB" "$L2_B" "$L2_B6"
   for ns in "$NS_GA" "$NS_GB"; do
     ip -n "$ns" link set wan mtu "$WAN_MTU"
     gateway_side "$ns" lan2 wan
   done
-  local s
-  for s in a b; do (umask 077; wg genkey >"$LR_TMP/$s.key"); done
-  PUB_A=$(wg pubkey <"$LR_TMP/a.key")
-  PUB_B=$(wg pubkey <"$LR_TMP/b.key")
 }
 
 # l2_host NS ADDR4 ADDR6: a host on the shared LAN.
