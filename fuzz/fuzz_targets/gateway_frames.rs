@@ -1,16 +1,19 @@
-//! The gateway graph from its ports: arbitrary Ethernet frames go in on the LAN or
-//! the WAN port of a gateway with addresses, routes (a next hop, a tunnel, a
-//! blackhole) and a WireGuard interface with one peer, and the graph runs. It must
+//! The gateway graph from its ports: arbitrary Ethernet frames go in on the LAN, the
+//! WAN or the cross-connected L2 port of a gateway with addresses, routes (a next
+//! hop, a tunnel, a blackhole), a WireGuard interface with one peer and a VXLAN
+//! tunnel the L2 port is cross-connected to both ways, and the graph runs. It must
 //! never panic, and every buffer must come back: once the clock has moved past every
 //! timer (neighbor probes, packets waiting for a handshake) and the output queues
 //! are drained, the arena is full again.
 //!
 //! Record: `kind, len, bytes[len]`, where `kind`
-//!   bit 0     the port: 0 LAN, 1 WAN
+//!   bit 0     the port: 0 LAN, 1 WAN (with bit 4: the L2 port)
 //!   bit 1     prepend an Ethernet header to the port's own address (IPv4) so the
 //!             bytes reach the IP nodes; else the bytes are the whole frame
 //!   bit 2     run the graph now (else frames pile up to a frame's worth)
 //!   bit 3     advance the clock by a second and run the timers
+//!   bit 5     with bit 1: also an IPv4 and UDP header from the VXLAN remote to
+//!             the VXLAN port, so the bytes reach vxlan-decap
 #![no_main]
 
 use crypto::x25519::PrivateKey;
@@ -19,6 +22,8 @@ use dataplane::context::OutputId;
 use dataplane::fib::{PortId, RouteTarget, TunnelId};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
+use dataplane::l2::L2Interface;
+use dataplane::vxlan::VxlanTunnel;
 use dataplane::{Arena, Handle};
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
@@ -27,8 +32,9 @@ use std::time::{Duration, Instant, SystemTime};
 const BUFFERS: usize = 256;
 const LAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
 const WAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
+const VXLAN_REMOTE: [u8; 4] = [198, 18, 2, 2];
 
-fn gateway(now: Instant) -> (GatewayGraph, [PortId; 2]) {
+fn gateway(now: Instant) -> (GatewayGraph, [PortId; 3]) {
     let keys = Arc::new(KeyRegistry::new(64));
     let mut device = wireguard::Device::new(keys, now, SystemTime::now());
     device.set_private_key(Some(PrivateKey::from_bytes([7; 32])));
@@ -63,6 +69,23 @@ fn gateway(now: Instant) -> (GatewayGraph, [PortId; 2]) {
             1400,
         ))
         .unwrap();
+    let l2 = gw
+        .add_port(port("l2", [0x02, 0, 0, 0, 0, 3], &[], 1500))
+        .unwrap();
+    let vx = gw
+        .add_vxlan(VxlanTunnel {
+            name: "vx0".into(),
+            vni: 10,
+            local: "198.18.2.1".parse().unwrap(),
+            remote: VXLAN_REMOTE.into(),
+            udp_port: wire::vxlan::PORT,
+            max_frame: 1400 - 36,
+        })
+        .unwrap();
+    gw.add_xconnect(L2Interface::Port(l2), L2Interface::Vxlan(vx))
+        .unwrap();
+    gw.add_xconnect(L2Interface::Vxlan(vx), L2Interface::Port(l2))
+        .unwrap();
     let route = |gw: &mut GatewayGraph, p: &str, t| gw.add_route(p.parse().unwrap(), t).unwrap();
     route(&mut gw, "198.19.3.0/24", RouteTarget::Tunnel(TunnelId(0)));
     route(&mut gw, "2001:2:0:3::/64", RouteTarget::Tunnel(TunnelId(0)));
@@ -75,10 +98,29 @@ fn gateway(now: Instant) -> (GatewayGraph, [PortId; 2]) {
             next_hop: "198.18.2.254".parse().unwrap(),
         },
     );
-    (gw, [lan, wan])
+    (gw, [lan, wan, l2])
 }
 
-fn drain(gw: &mut GatewayGraph, ports: [PortId; 2]) {
+/// An IPv4 and UDP header from the VXLAN remote to the gateway's VXLAN port, for a
+/// payload of `len` bytes (the UDP checksum left 0, which IPv4 allows).
+fn outer_headers(len: usize) -> [u8; 28] {
+    let mut h = [0u8; 28];
+    let total = (28 + len).min(usize::from(u16::MAX)) as u16;
+    let ip = &mut h[..20];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&VXLAN_REMOTE);
+    ip[16..20].copy_from_slice(&[198, 18, 2, 1]);
+    wire::ipv4::Packet::new_unchecked(&mut h[..20]).fill_checksum();
+    h[20..22].copy_from_slice(&50000u16.to_be_bytes());
+    h[22..24].copy_from_slice(&wire::vxlan::PORT.to_be_bytes());
+    h[24..26].copy_from_slice(&(total - 20).to_be_bytes());
+    h
+}
+
+fn drain(gw: &mut GatewayGraph, ports: [PortId; 3]) {
     for p in ports {
         let q = gw.port_output(p).unwrap();
         gw.context_mut().send_output(q, |_, _: &[Handle]| {});
@@ -94,11 +136,18 @@ fuzz_target!(|data: &[u8]| {
         let len = usize::from(*len).min(tail.len());
         let (bytes, next) = tail.split_at(len);
         rest = next;
-        let port = ports[usize::from(kind & 1)];
+        let port = if kind & 16 != 0 {
+            ports[2]
+        } else {
+            ports[usize::from(kind & 1)]
+        };
         frame.clear();
         if kind & 2 != 0 {
             frame.extend_from_slice(if kind & 1 == 0 { &LAN_MAC } else { &WAN_MAC });
             frame.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x10, 0x08, 0x00]);
+            if kind & 32 != 0 {
+                frame.extend_from_slice(&outer_headers(bytes.len()));
+            }
         }
         frame.extend_from_slice(bytes);
         if let Some(h) = gw.context_mut().arena_mut().alloc_with(&frame) {
