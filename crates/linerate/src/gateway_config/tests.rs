@@ -533,6 +533,15 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         &["gw.toml:9: wireguard[0].addresses[0]: 198.18.1.1 is already an address of port lan"],
     ),
     (
+        "a tunnel address listed twice",
+        true,
+        "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\n\
+         addresses = [\"198.18.10.1/30\",\n\"198.18.10.1/30\"]\n",
+        &[
+            "gw.toml:10: wireguard[0].addresses[1]: 198.18.10.1 is already wireguard[0].addresses[0]",
+        ],
+    ),
+    (
         "several errors in one file, all reported in file order",
         false,
         r#"[[route]]

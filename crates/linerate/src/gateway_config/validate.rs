@@ -14,7 +14,7 @@ use super::{
     WgConfig,
 };
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -73,6 +73,45 @@ impl Ctx<'_, '_> {
                 None
             }
         }
+    }
+}
+
+impl Ctx<'_, '_> {
+    /// The addresses (each with its network's prefix length) a table lists under
+    /// `path.addresses`, or none; each reported where it does not parse, where the
+    /// list has it already, or where `taken` names another holder of it.
+    pub(super) fn addresses(
+        &mut self,
+        list: Option<&Spanned<Vec<Spanned<String>>>>,
+        path: &str,
+        taken: impl Fn(IpAddr) -> Option<String>,
+    ) -> (Vec<(IpAddr, u8)>, bool) {
+        let mut ok = true;
+        let mut out: Vec<(IpAddr, u8)> = Vec::new();
+        for (k, a) in list.iter().flat_map(|a| a.get_ref().iter()).enumerate() {
+            let key = format!("{path}.addresses[{k}]");
+            match addr_len(a.get_ref(), "an address with a prefix length") {
+                Ok((addr, len)) => {
+                    let before = taken(addr).or_else(|| {
+                        out.iter()
+                            .position(|&(b, _)| b == addr)
+                            .map(|m| format!("{path}.addresses[{m}]"))
+                    });
+                    match before {
+                        Some(before) => {
+                            self.err(a.span(), &key, format!("{addr} is already {before}"));
+                            ok = false;
+                        }
+                        None => out.push((addr, len)),
+                    }
+                }
+                Err(e) => {
+                    self.err(a.span(), &key, e);
+                    ok = false;
+                }
+            }
+        }
+        (out, ok)
     }
 }
 
@@ -350,42 +389,17 @@ fn port(
 
     // A port without addresses is an L2 port: the cross-connects are checked to
     // name exactly those (see `l2`).
-    let mut addresses = Vec::new();
-    for (k, a) in p
-        .addresses
-        .iter()
-        .flat_map(|a| a.get_ref().iter())
-        .enumerate()
-    {
-        let key = format!("{path}.addresses[{k}]");
-        match addr_len(a.get_ref(), "an address with a prefix length") {
-            Ok((addr, len)) => {
-                let before = earlier.iter().find_map(|(j, q)| {
-                    q.addresses
-                        .iter()
-                        .flat_map(|a| a.get_ref().iter())
-                        .position(|b| addr_len(b.get_ref(), "").is_ok_and(|(b, _)| b == addr))
-                        .map(|m| format!("port[{j}].addresses[{m}]"))
-                });
-                let before = before.or_else(|| {
-                    addresses
-                        .iter()
-                        .position(|&(b, _)| b == addr)
-                        .map(|m| format!("{path}.addresses[{m}]"))
-                });
-                if let Some(before) = before {
-                    cx.err(a.span(), &key, format!("{addr} is already {before}"));
-                    ok = false;
-                } else {
-                    addresses.push((addr, len));
-                }
-            }
-            Err(e) => {
-                cx.err(a.span(), &key, e);
-                ok = false;
-            }
-        }
-    }
+    let taken = |addr: IpAddr| {
+        earlier.iter().find_map(|(j, q)| {
+            q.addresses
+                .iter()
+                .flat_map(|a| a.get_ref().iter())
+                .position(|b| addr_len(b.get_ref(), "").is_ok_and(|(b, _)| b == addr))
+                .map(|m| format!("port[{j}].addresses[{m}]"))
+        })
+    };
+    let (addresses, addresses_ok) = cx.addresses(p.addresses.as_ref(), &path, taken);
+    ok &= addresses_ok;
 
     let v6 = addresses.iter().find(|(a, _)| a.is_ipv6());
     let mut mtu = DEFAULT_PORT_MTU;

@@ -4,7 +4,7 @@
 use super::keyfile::decode_key;
 use super::raw::{Item, RawPeer, RawWireguardItem};
 use super::validate::Ctx;
-use super::values::{addr_len, name_ok, prefix, socket_addr};
+use super::values::{name_ok, prefix, socket_addr};
 use super::{DEFAULT_WG_MTU, PeerConfig, Prefix, WgConfig};
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
@@ -48,26 +48,8 @@ pub(super) fn wg(
         mtu = cx.int::<u16>(m, WG_MTU, &format!("{path}.mtu"));
     }
 
-    let mut addresses: Vec<(std::net::IpAddr, u8)> = Vec::new();
-    for (k, a) in w
-        .addresses
-        .iter()
-        .flat_map(|a| a.get_ref().iter())
-        .enumerate()
-    {
-        let key = format!("{path}.addresses[{k}]");
-        match addr_len(a.get_ref(), "an address with a prefix length") {
-            Ok((addr, _)) if addresses.iter().any(|&(b, _)| b == addr) => {
-                cx.err(a.span(), &key, format!("{addr} is listed twice"));
-                ok = false;
-            }
-            Ok(al) => addresses.push(al),
-            Err(e) => {
-                cx.err(a.span(), &key, e);
-                ok = false;
-            }
-        }
-    }
+    let (addresses, addresses_ok) = cx.addresses(w.addresses.as_ref(), &path, |_| None);
+    ok &= addresses_ok;
 
     let mut peers = Vec::new();
     let mut keys: Vec<(usize, [u8; 32])> = Vec::new();
