@@ -40,6 +40,12 @@ impl Prefix {
             len: self.len,
         }
     }
+
+    /// Whether `addr` (of the same family) lies in this prefix.
+    pub fn contains(self, addr: IpAddr) -> bool {
+        addr.is_ipv4() == self.addr.is_ipv4()
+            && (key_of(addr) ^ key_of(self.addr)) & mask(self.len) == 0
+    }
 }
 
 impl std::fmt::Display for Prefix {
@@ -74,5 +80,21 @@ pub(crate) fn addr_of(key: u128, v4: bool) -> IpAddr {
         IpAddr::V4(((key >> 96) as u32).into())
     } else {
         IpAddr::V6(key.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_checks_family_and_network_bits() {
+        let p: Prefix = "198.18.1.0/24".parse().unwrap();
+        assert!(p.contains("198.18.1.200".parse().unwrap()));
+        assert!(!p.contains("198.18.2.1".parse().unwrap()));
+        assert!(!p.contains("::ffff:198.18.1.1".parse().unwrap()));
+        let all: Prefix = "::/0".parse().unwrap();
+        assert!(all.contains("2001:2::1".parse().unwrap()));
+        assert!(!all.contains("198.18.1.1".parse().unwrap()));
     }
 }

@@ -49,6 +49,12 @@ pub enum Error {
     BadOptionLen,
     /// A Neighbor Discovery message whose target address is multicast.
     MulticastTarget,
+    /// An ESP packet with an SPI from the range RFC 4303 section 2.1 reserves
+    /// (0 to 255): never sent on the wire.
+    ReservedSpi,
+    /// An ESP trailer whose padding is longer than the text it ends, or whose
+    /// bytes are not the 1, 2, 3, ... RFC 4303 section 2.4 fills it with.
+    BadPadding,
 }
 
 /// `Result` with this crate's [`Error`].
@@ -72,6 +78,8 @@ impl fmt::Display for Error {
             Error::BadCode(c) => write!(f, "bad ICMP code {c}"),
             Error::BadOptionLen => f.write_str("option of length zero"),
             Error::MulticastTarget => f.write_str("multicast target address"),
+            Error::ReservedSpi => f.write_str("reserved SPI"),
+            Error::BadPadding => f.write_str("bad ESP padding"),
         }
     }
 }

@@ -40,6 +40,7 @@ mod bytes;
 mod captures;
 pub mod checksum;
 pub mod error;
+pub mod esp;
 pub mod ethernet;
 pub mod icmp;
 pub mod icmpv6;
