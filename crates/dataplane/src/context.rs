@@ -1,15 +1,15 @@
 //! The worker context: everything a worker's nodes share. One per worker, used by one
 //! thread: the buffer arena, the crypto engines, the time of the batch, the output
 //! queues the drivers drain, the frames out at an asynchronous engine, the IP layer
-//! of a gateway (ports, routes, neighbors), and the tunnels (WireGuard devices now;
-//! more kinds later, each a field of [`Tunnels`]).
+//! of a gateway (ports, routes, neighbors), and the tunnels (WireGuard, VXLAN, ESP;
+//! each kind a field of [`Tunnels`]).
 //!
 //! Nodes, inside this crate, reach the fields directly so that borrows of different
 //! parts (the arena and a device, say) stay disjoint; drivers, the bench and tests
 //! use the methods.
 
 use crate::arena::{Arena, Handle};
-use crate::fib::PortId;
+use crate::fib::{PortId, TunnelId};
 use crate::graph::HasArena;
 use crate::inflight::InFlight;
 use crate::ip_layer::IpLayer;
@@ -139,10 +139,47 @@ impl WgTunnel {
     }
 }
 
+/// What a route into tunnel `TunnelId` leads to: the WireGuard device (tunnel 0)
+/// or an ESP tunnel (1 and up, in the order they were added), with the largest
+/// inner packet it takes (0: no limit but the buffer's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TunnelEntry {
+    WireGuard {
+        mtu: usize,
+    },
+    Esp {
+        id: crate::esp::EspTunnelId,
+        mtu: usize,
+    },
+}
+
+/// The tunnel number a route names for the WireGuard device.
+pub const WG_TUNNEL: TunnelId = TunnelId(0);
+
+/// The tunnel number a route names for ESP tunnel `id`.
+pub fn esp_tunnel(id: crate::esp::EspTunnelId) -> TunnelId {
+    TunnelId(id.0 + 1)
+}
+
+impl Tunnels {
+    /// Where a route into `t` leads; `None` for a number no tunnel has.
+    pub(crate) fn entry(&self, t: TunnelId) -> Option<TunnelEntry> {
+        match t.0.checked_sub(1) {
+            None => Some(TunnelEntry::WireGuard { mtu: self.wg.mtu }),
+            Some(i) => {
+                let id = crate::esp::EspTunnelId(i);
+                let mtu = self.esp.mtu(id)?;
+                Some(TunnelEntry::Esp { id, mtu })
+            }
+        }
+    }
+}
+
 /// Every kind of tunnel the worker serves.
 pub(crate) struct Tunnels {
     pub(crate) wg: WgTunnel,
     pub(crate) vxlan: crate::vxlan::VxlanTunnels,
+    pub(crate) esp: crate::esp::EspTunnels,
 }
 
 pub struct Context {
@@ -197,6 +234,7 @@ impl Context {
                     max_staged: buffers / MAX_STAGED_SHARE,
                 },
                 vxlan: Default::default(),
+                esp: Default::default(),
             },
             inflight: InFlight::new(buffers),
             ip: IpLayer::default(),
@@ -269,6 +307,15 @@ impl Context {
         self.tunnels.wg.mtu = mtu;
     }
 
+    /// The largest inner packet tunnel `t` takes (a WireGuard MTU of 0 is what a
+    /// buffer carries); `None` for a number no tunnel has.
+    pub fn tunnel_mtu(&self, t: TunnelId) -> Option<usize> {
+        match self.tunnels.entry(t)? {
+            TunnelEntry::WireGuard { mtu: 0 } => Some(crate::wg::MAX_MTU),
+            TunnelEntry::WireGuard { mtu } | TunnelEntry::Esp { mtu, .. } => Some(mtu),
+        }
+    }
+
     pub fn wg_listen_port(&self) -> u16 {
         self.tunnels.wg.listen_port
     }
@@ -279,6 +326,20 @@ impl Context {
         let port = PortId(self.arena.meta(h).port);
         let mac = self.ip.interfaces.get(port)?.mac;
         Some((port, MacAddr(mac)))
+    }
+
+    /// The gateway's ESP tunnels and their SAs.
+    pub fn esp(&self) -> &crate::esp::EspTunnels {
+        &self.tunnels.esp
+    }
+
+    pub fn esp_mut(&mut self) -> &mut crate::esp::EspTunnels {
+        &mut self.tunnels.esp
+    }
+
+    /// The key registry every engine of this worker reads (shared by the workers).
+    pub fn keys(&self) -> &Arc<KeyRegistry> {
+        &self.keys
     }
 
     /// The gateway's VXLAN tunnels.

@@ -1,4 +1,4 @@
-//! The gateway graph: IP routing between ports and through a WireGuard tunnel, on
+//! The gateway graph: IP routing between ports and through WireGuard and ESP tunnels, on
 //! the same worker context, nodes and protocol core as host mode's graph; only the
 //! edges differ (wg-encrypt's exit is `udp-encap` instead of a socket's queue,
 //! wg-decrypt's is `tunnel-input` instead of the TUN's).
@@ -11,6 +11,14 @@
 //!          tunnel-input ─▶ ip4/ip6-input ▲                 ├▶ icmp-error (back to ip-lookup)
 //!                 ▲                                        ├▶ wg-encrypt ─▶ udp-encap ─▶ ip-rewrite
 //!                 └── wg-decrypt ◀─ wg-input ◀─ udp ◀──────└▶ ip-local (echo, ND)
+//! ```
+//!
+//! ESP tunnels are routed into like the WireGuard tunnel, and their packets come
+//! back through `ip-local` (IP protocol 50, or UDP to an ESP tunnel's port):
+//!
+//! ```text
+//!   ip-lookup ─▶ esp-encrypt ─▶ ip-lookup (the outer packet, routed like our own)
+//!   ip-local (ESP) ─▶ esp-decrypt ─▶ tunnel-input
 //! ```
 //!
 //! Layer 2: a cross-connected port's frames, whole, and VXLAN's (the outer packets
@@ -32,6 +40,7 @@
 use crate::arena::{Arena, Handle};
 use crate::context::Context;
 use crate::counters::NodeCounters;
+use crate::esp::{EspError, EspTunnel, EspTunnelId, EspTunnels};
 use crate::fib::{FibError, PortId, RouteTarget};
 use crate::graph::{Graph, NodeId, Rebind};
 use crate::interfaces::{Interface, InterfaceError};
@@ -39,9 +48,9 @@ use crate::l2::{L2Interface, XconnectError};
 use crate::neighbor::{NeighborDrop, NeighborEvent};
 use crate::nodes::ip_rewrite::{ip_ethertype, push_ethernet};
 use crate::nodes::{
-    ArpInput, EthernetInput, IcmpError, Ip4Fragment, Ip4Input, Ip6Input, IpLocal, IpLookup,
-    IpRewrite, IpRewriteError, L2Xconnect, Output, PortOutput, TunnelInput, UdpEncap, VxlanDecap,
-    VxlanEncap, WgDecrypt, WgEncrypt, WgInput,
+    ArpInput, EspDecrypt, EspEncrypt, EthernetInput, IcmpError, Ip4Fragment, Ip4Input, Ip6Input,
+    IpLocal, IpLookup, IpRewrite, IpRewriteError, L2Xconnect, Output, PortOutput, TunnelInput,
+    UdpEncap, VxlanDecap, VxlanEncap, WgDecrypt, WgEncrypt, WgInput,
 };
 use crate::vxlan::{VxlanError, VxlanId, VxlanTunnel};
 use crate::wg_actions::{ControlTo, WgActions, WgNodes};
@@ -60,7 +69,7 @@ pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
 
 /// Every node of the gateway graph that drops packets, with its reasons: what `show
 /// errors` explains a gateway's counters with. (A test checks it against the graph.)
-pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 20] = [
+pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 22] = [
     (EthernetInput::NAME, crate::nodes::EthernetInputError::TABLE),
     (ArpInput::NAME, crate::nodes::ArpInputError::TABLE),
     (TunnelInput::NAME, crate::nodes::TunnelInputError::TABLE),
@@ -73,6 +82,8 @@ pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 20] = [
     (WgDecrypt::POST, crate::nodes::DecryptError::TABLE),
     (WgEncrypt::NAME, crate::nodes::EncryptError::TABLE),
     (WgEncrypt::POST, crate::nodes::EncryptError::TABLE),
+    (EspEncrypt::NAME, crate::nodes::EspEncryptError::TABLE),
+    (EspDecrypt::NAME, crate::nodes::EspDecryptError::TABLE),
     (UdpEncap::NAME, crate::nodes::UdpEncapError::TABLE),
     (Ip4Fragment::NAME, crate::nodes::Ip4FragmentError::TABLE),
     (IpRewrite::NAME, crate::nodes::IpRewriteError::TABLE),
@@ -142,10 +153,12 @@ impl GatewayGraph {
                 Box::new(IpLocal),
                 Box::new(WgInput),
                 Box::new(VxlanDecap),
+                Box::new(EspDecrypt::node()),
                 Box::new(WgDecrypt::node()),
                 Box::new(WgDecrypt::post()),
                 Box::new(WgEncrypt::node()),
                 Box::new(WgEncrypt::post()),
+                Box::new(EspEncrypt::node()),
                 Box::new(UdpEncap),
                 Box::new(Ip4Fragment),
                 Box::new(IpRewrite),
@@ -218,6 +231,17 @@ impl GatewayGraph {
     /// Adds a VXLAN tunnel (its frames go nowhere until a cross-connect names it).
     pub fn add_vxlan(&mut self, tunnel: VxlanTunnel) -> Result<VxlanId, VxlanError> {
         self.cx.tunnels.vxlan.add(tunnel)
+    }
+
+    /// Adds an ESP tunnel (with no SA yet: see [`GatewayGraph::esp_mut`]); routes
+    /// name it as `context::esp_tunnel(id)`.
+    pub fn add_esp(&mut self, tunnel: EspTunnel) -> Result<EspTunnelId, EspError> {
+        self.cx.tunnels.esp.add(tunnel)
+    }
+
+    /// The ESP tunnels, to install and remove SAs (between runs).
+    pub fn esp_mut(&mut self) -> &mut EspTunnels {
+        &mut self.cx.tunnels.esp
     }
 
     /// Frames received on `rx` leave by `tx` from now on, as they are.

@@ -12,6 +12,7 @@
 
 use crate::arena::Handle;
 use crate::context::Context;
+use crate::esp::{EspTunnelId, InboundSlot};
 use crate::graph::KEEP;
 use crypto::{AeadOp, Algorithm, OpStatus};
 use std::collections::VecDeque;
@@ -22,6 +23,8 @@ use wireguard::{PeerId, RecvTicket};
 pub enum Resume {
     Encrypt { peer: PeerId, inner_len: usize },
     Decrypt { ticket: RecvTicket, counter: u64 },
+    EspEncrypt { tunnel: EspTunnelId },
+    EspDecrypt { slot: InboundSlot, seq: u64 },
 }
 
 /// Hands a frame's ops to the asynchronous engine serving ChaCha20-Poly1305, if the

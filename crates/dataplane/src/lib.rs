@@ -10,6 +10,7 @@
 pub mod arena;
 pub mod context;
 pub mod counters;
+pub mod esp;
 pub mod fib;
 pub mod gateway;
 pub mod graph;

@@ -161,18 +161,18 @@ impl VxlanTunnels {
 }
 
 /// The largest inner frame a tunnel to `remote` carries, by the route the FIB has
-/// for it: the WireGuard tunnel's inner MTU (`wg_mtu`) or the port's MTU, less the
-/// outer headers (a tunnel MTU of 0 is what a buffer carries). `None` when no route leads anywhere (none, a blackhole, or the
+/// for it: the inner MTU of the tunnel it leads into (`tunnel_mtu`, see
+/// `Context::tunnel_mtu`) or the port's MTU, less the outer headers. `None` when no
+/// route leads anywhere (none, a blackhole, a tunnel that is not there, or the
 /// gateway itself).
 pub fn max_frame_to(
     fib: &Fib,
     port_mtu: impl Fn(crate::fib::PortId) -> Option<u16>,
-    wg_mtu: usize,
+    tunnel_mtu: impl Fn(crate::fib::TunnelId) -> Option<usize>,
     remote: IpAddr,
 ) -> Option<usize> {
     let path = match fib.lookup(remote)? {
-        RouteTarget::Tunnel(_) if wg_mtu == 0 => crate::wg::MAX_MTU,
-        RouteTarget::Tunnel(_) => wg_mtu,
+        RouteTarget::Tunnel(t) => tunnel_mtu(t)?,
         RouteTarget::Via { port, .. } | RouteTarget::Attached { port } => {
             usize::from(port_mtu(port)?)
         }
@@ -255,13 +255,16 @@ mod tests {
         let mtu = |_| Some(1500);
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
         assert_eq!(
-            max_frame_to(&fib, mtu, 1420, ip("198.18.0.2")),
+            max_frame_to(&fib, mtu, |_| Some(1420), ip("198.18.0.2")),
             Some(1500 - 36)
         );
         assert_eq!(
-            max_frame_to(&fib, mtu, 1420, ip("10.1.1.1")),
+            max_frame_to(&fib, mtu, |_| Some(1420), ip("10.1.1.1")),
             Some(1420 - 36)
         );
-        assert_eq!(max_frame_to(&fib, mtu, 1420, ip("198.19.0.1")), None);
+        assert_eq!(
+            max_frame_to(&fib, mtu, |_| Some(1420), ip("198.19.0.1")),
+            None
+        );
     }
 }

@@ -60,6 +60,9 @@ impl WgActions {
             let post = match resume {
                 Resume::Encrypt { .. } => n.encrypt_post,
                 Resume::Decrypt { .. } => n.decrypt_post,
+                // ESP's frames never park (its stages say so): one here would be a
+                // bug, which the post node counts (not-parked) as it frees it.
+                Resume::EspEncrypt { .. } | Resume::EspDecrypt { .. } => n.encrypt_post,
             };
             graph.enqueue(post, &[h]);
         });

@@ -54,7 +54,7 @@ fn site() -> Site {
     let max_frame = max_frame_to(
         cx.ip().fib(),
         |p| cx.ip().interfaces().get(p).map(|i| i.mtu),
-        0,
+        |t| cx.tunnel_mtu(t),
         IpAddr::V4(REMOTE),
     )
     .unwrap();

@@ -7,15 +7,18 @@
 
 use crypto::x25519::PrivateKey;
 use crypto::{EngineSet, KeyRegistry};
+use dataplane::Arena;
 use dataplane::context::OutputId;
 use dataplane::fib::{PortId, RouteTarget, TunnelId};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
-use dataplane::{Arena, Handle};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use wire::{arp, icmp, icmpv6, ipv4, ipv6};
+use wire::{icmp, icmpv6, ipv4, ipv6};
+
+mod ports;
+use ports::{arp_answer, ether, nd_answer, sent as taken};
 use wireguard::{Device, Prefix};
 
 const BUFFERS: usize = 256;
@@ -140,72 +143,12 @@ fn sites_over(endpoint: &str) -> Sites {
     }
 }
 
-fn taken(gw: &mut GatewayGraph, port: PortId) -> Vec<Vec<u8>> {
-    let q = gw.port_output(port).unwrap();
-    let mut out = Vec::new();
-    gw.context_mut().send_output(q, |arena, hs: &[Handle]| {
-        out.extend(hs.iter().map(|&h| arena.data(h).to_vec()));
-    });
-    out
-}
-
 fn feed(gw: &mut GatewayGraph, port: PortId, frames: &[Vec<u8>], now: Instant) {
     for f in frames {
         let h = gw.context_mut().arena_mut().alloc_with(f).unwrap();
         gw.from_port(port, &[h]);
     }
     gw.run(now);
-}
-
-fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = dst.to_vec();
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&kind.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
-}
-
-/// The ARP reply of a host with `mac` to a request, if the frame is a request.
-fn arp_answer(frame: &[u8], mac: [u8; 6]) -> Option<Vec<u8>> {
-    if frame[12..14] != [0x08, 0x06] {
-        return None;
-    }
-    let req = arp::Packet::new_checked(&frame[14..]).ok()?;
-    let asked = arp::ArpRepr {
-        operation: req.operation(),
-        sender_mac: req.sender_mac(),
-        sender_ip: req.sender_ip(),
-        target_mac: req.target_mac(),
-        target_ip: req.target_ip(),
-    };
-    let mut body = vec![0u8; arp::PACKET_LEN];
-    arp::emit_reply(&mut body, &asked, wire::ethernet::MacAddr(mac)).ok()?;
-    Some(ether(frame[6..12].try_into().unwrap(), mac, 0x0806, &body))
-}
-
-/// The neighbor advertisement of a host with `mac` to a solicitation, if it is one.
-fn nd_answer(frame: &[u8], mac: [u8; 6]) -> Option<Vec<u8>> {
-    if frame[12..14] != [0x86, 0xdd] || frame[14 + 6] != 58 {
-        return None;
-    }
-    let ip = ipv6::Packet::new_checked(&frame[14..]).ok()?;
-    let nd = icmpv6::NeighborMessage::new_checked(ip.payload()).ok()?;
-    if nd.is_advert() {
-        return None;
-    }
-    let advert =
-        icmpv6::NeighborAdvertRepr::answer(&nd, &ip.src_addr(), wire::ethernet::MacAddr(mac), true);
-    let target = nd.target_addr();
-    let mut pkt = vec![0u8; 40 + 32];
-    let n = advert.emit(&mut pkt[40..], &target, &ip.src_addr()).ok()?;
-    pkt.truncate(40 + n);
-    pkt[0] = 0x60;
-    pkt[4..6].copy_from_slice(&(n as u16).to_be_bytes());
-    pkt[6] = 58;
-    pkt[7] = 255;
-    pkt[8..24].copy_from_slice(&target.octets());
-    pkt[24..40].copy_from_slice(&ip.src_addr().octets());
-    Some(ether(frame[6..12].try_into().unwrap(), mac, 0x86dd, &pkt))
 }
 
 impl Sites {

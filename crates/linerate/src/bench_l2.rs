@@ -135,7 +135,7 @@ fn site(
     let max_frame = dataplane::vxlan::max_frame_to(
         cx.ip().fib(),
         |p| cx.ip().interfaces().get(p).map(|i| i.mtu),
-        cx.wg_mtu(),
+        |t| cx.tunnel_mtu(t),
         theirs,
     )
     .ok_or("no route to the other gateway's tunnel address")?;

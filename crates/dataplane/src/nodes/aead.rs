@@ -4,7 +4,7 @@
 //! then the stage finishes each packet. The post node finishes parked packets when
 //! their frame is back, with the same function, so both paths end alike.
 //!
-//! A stage (wg-encrypt, wg-decrypt; ESP later) is a type with two functions and its
+//! A stage (wg-encrypt, wg-decrypt, esp-encrypt, esp-decrypt) is a type with two functions and its
 //! node descriptions; [`AeadNode`] and [`PostNode`] are the nodes made of it.
 
 use crate::arena::Handle;
@@ -20,6 +20,10 @@ pub trait AeadStage: Send + 'static {
     const INFO: NodeInfo;
     /// The node that finishes packets back from an asynchronous engine.
     const POST_INFO: NodeInfo;
+    /// Whether the stage's frames may go to an asynchronous engine. Those are
+    /// resumed by ChaCha20-Poly1305's engine alone (see `inflight`); a stage whose
+    /// ops may be of any algorithm runs every frame on the synchronous path.
+    const PARKS: bool = true;
     /// Counted at the post node for a packet no returned frame holds (a wiring bug).
     fn not_parked() -> ErrorSlot;
     /// The op for packet `h` and how to finish it; `None` when the packet was
@@ -82,7 +86,7 @@ impl<S: AeadStage> Node<Context> for AeadNode<S> {
             return;
         }
         let parked = self.pending.iter().map(|&(i, r)| (i, packets[i], r));
-        if park_frame(cx, &mut self.ops, parked, next) {
+        if S::PARKS && park_frame(cx, &mut self.ops, parked, next) {
             return;
         }
         cx.run_ops(&mut self.ops);

@@ -6,8 +6,11 @@
 //! neighbor; an advertisement completes or refreshes a neighbor. A UDP datagram to
 //! a VXLAN tunnel's port goes to `vxlan-decap`, one to
 //! the WireGuard listen port goes to `wg-input`, without its IP and UDP headers, its
-//! source in the metadata (as a socket would give it). Anything else for the gateway
-//! is dropped and counted.
+//! source in the metadata (as a socket would give it). ESP (IP protocol 50, or in
+//! UDP to an ESP tunnel's port, RFC 3948) goes to `esp-decrypt` without its outer
+//! headers, with the outer destination and source port in the metadata (inbound SAs
+//! are found by SPI and destination); NAT keepalives on that port are taken in
+//! silence. Anything else for the gateway is dropped and counted.
 
 use crate::arena::Handle;
 use crate::context::Context;
@@ -39,6 +42,7 @@ enum Next {
     Output = 1,
     Tunnel = 2,
     Vxlan = 3,
+    Esp = 4,
 }
 
 /// The hop limit (TTL) of the gateway's own packets.
@@ -79,6 +83,7 @@ impl PerPacket for IpLocal {
             crate::nodes::PortOutput::NAME,
             crate::nodes::WgInput::NAME,
             crate::nodes::VxlanDecap::NAME,
+            crate::nodes::EspDecrypt::NAME,
         ],
         errors: IpLocalError::TABLE,
     };
@@ -98,7 +103,11 @@ impl PerPacket for IpLocal {
             let (src, dst) = (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()));
             match p.protocol() {
                 ip::protocol::ICMP => echo4(cx.arena.data_mut(h)).map(|()| Next::Lookup as u16),
-                ip::protocol::UDP => udp(cx, h, p.header_len(), src, dst),
+                ip::protocol::UDP => udp(cx, h, p.header_len(), src, dst, c),
+                ip::protocol::ESP => {
+                    let headers = p.header_len();
+                    esp(cx, h, headers, data.len() - headers, dst, 0)
+                }
                 _ => Err(IpLocalError::Unserved),
             }
         } else {
@@ -106,7 +115,11 @@ impl PerPacket for IpLocal {
             let (src, dst) = (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()));
             match p.next_header() {
                 ip::protocol::ICMPV6 => Self::icmpv6(cx, h, c),
-                ip::protocol::UDP => udp(cx, h, ipv6::HEADER_LEN, src, dst),
+                ip::protocol::UDP => udp(cx, h, ipv6::HEADER_LEN, src, dst, c),
+                ip::protocol::ESP => {
+                    let len = data.len() - ipv6::HEADER_LEN;
+                    esp(cx, h, ipv6::HEADER_LEN, len, dst, 0)
+                }
                 _ => Err(IpLocalError::Unserved),
             }
         }
@@ -121,6 +134,7 @@ fn udp(
     ip_len: usize,
     src: IpAddr,
     dst: IpAddr,
+    c: &mut NodeCounters,
 ) -> Result<u16, IpLocalError> {
     let payload = &cx.arena.data(h)[ip_len..];
     let u = udp::Packet::new_checked(payload).map_err(|_| IpLocalError::BadUdp)?;
@@ -142,6 +156,25 @@ fn udp(
     let listen = cx.tunnels.wg.listen_port;
     let (next, addr) = if listen != 0 && u.dst_port() == listen {
         (Next::Tunnel, SocketAddr::new(src, u.src_port()))
+    } else if cx.tunnels.esp.listens_on(u.dst_port()) {
+        let src_port = u.src_port();
+        return match wire::esp::classify_udp(u.payload()) {
+            Ok(wire::esp::UdpPayload::Esp) => esp(
+                cx,
+                h,
+                ip_len + udp::HEADER_LEN,
+                len - udp::HEADER_LEN,
+                dst,
+                src_port,
+            ),
+            Ok(wire::esp::UdpPayload::Keepalive) => {
+                c.consumed += 1;
+                Ok(FREE)
+            }
+            // IKE behind the non-ESP marker: no key exchange runs here yet.
+            Ok(wire::esp::UdpPayload::Ike) => Err(IpLocalError::Unserved),
+            Err(_) => Err(IpLocalError::BadUdp),
+        };
     } else if cx.tunnels.vxlan.listens_on(u.dst_port()) {
         // VXLAN's source port is a flow hash: what tells tunnels apart is the
         // port the datagram was sent to.
@@ -154,6 +187,26 @@ fn udp(
     m.len = (len - udp::HEADER_LEN) as u16;
     m.addr = addr;
     Ok(next as u16)
+}
+
+/// An ESP packet of `len` bytes for the gateway, `headers` bytes in (IP, and UDP
+/// when encapsulated): on to `esp-decrypt` with its destination and source port.
+fn esp(
+    cx: &mut Context,
+    h: Handle,
+    headers: usize,
+    len: usize,
+    dst: IpAddr,
+    src_port: u16,
+) -> Result<u16, IpLocalError> {
+    if cx.tunnels.esp.is_empty() {
+        return Err(IpLocalError::Unserved);
+    }
+    let m = cx.arena.meta_mut(h);
+    m.offset += headers as u16;
+    m.len = len as u16;
+    m.addr = SocketAddr::new(dst, src_port);
+    Ok(Next::Esp as u16)
 }
 
 impl IpLocal {

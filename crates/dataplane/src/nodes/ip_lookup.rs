@@ -4,12 +4,13 @@
 //! port and next hop in the metadata. One routed into a tunnel has its TTL taken off
 //! here and must fit the tunnel's MTU (else it is answered with fragmentation needed
 //! or packet too big, naming that MTU, so path MTU discovery works through the
-//! tunnel; IPv4 without DF goes to `ip4-fragment` instead) and goes to `wg-encrypt`. A blackhole route drops it; no route or an
+//! tunnel; IPv4 without DF goes to `ip4-fragment` instead) and goes to `wg-encrypt` or
+//! `esp-encrypt`, by the tunnel's kind. A blackhole route drops it; no route or an
 //! expired TTL are counted and answered by `icmp-error` (destination unreachable,
 //! time exceeded).
 
 use crate::arena::{Handle, IcmpReason};
-use crate::context::Context;
+use crate::context::{Context, TunnelEntry};
 use crate::counters::NodeCounters;
 use crate::fib::{PortId, RouteTarget, TunnelId};
 use crate::graph::NodeInfo;
@@ -35,6 +36,7 @@ enum Next {
     IcmpError = 2,
     Tunnel = 3,
     Fragment = 4,
+    Esp = 5,
 }
 
 pub struct IpLookup;
@@ -56,12 +58,22 @@ fn dst_and_ttl(data: &[u8]) -> (IpAddr, u8) {
     }
 }
 
-/// The tunnel a worker's WireGuard device serves (one per worker for now).
-pub const WG_TUNNEL: TunnelId = TunnelId(0);
-
-/// A packet routed into the WireGuard tunnel: one hop less, and it must fit.
-fn into_tunnel(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> Result<u16, IpLookupError> {
-    let mtu = cx.tunnels.wg.mtu;
+/// A packet routed into tunnel `t`: one hop less, and it must fit.
+fn into_tunnel(
+    cx: &mut Context,
+    h: Handle,
+    t: TunnelId,
+    c: &mut NodeCounters,
+) -> Result<u16, IpLookupError> {
+    let (next, mtu) = match cx.tunnels.entry(t) {
+        Some(TunnelEntry::WireGuard { mtu }) => (Next::Tunnel, mtu),
+        Some(TunnelEntry::Esp { id, mtu }) => {
+            // esp-encrypt finds the tunnel here.
+            cx.arena.meta_mut(h).peer = u32::from(id.0);
+            (Next::Esp, mtu)
+        }
+        None => return Err(IpLookupError::NoTunnel),
+    };
     let data = cx.arena.data(h);
     if mtu != 0 && data.len() > mtu {
         let may_fragment =
@@ -78,7 +90,7 @@ fn into_tunnel(cx: &mut Context, h: Handle, c: &mut NodeCounters) -> Result<u16,
         return Ok(Next::IcmpError as u16);
     }
     decrement_ttl(cx.arena.data_mut(h));
-    Ok(Next::Tunnel as u16)
+    Ok(next as u16)
 }
 
 impl PerPacket for IpLookup {
@@ -91,6 +103,7 @@ impl PerPacket for IpLookup {
             crate::nodes::IcmpError::NAME,
             crate::nodes::WgEncrypt::NAME,
             crate::nodes::Ip4Fragment::NAME,
+            crate::nodes::EspEncrypt::NAME,
         ],
         errors: IpLookupError::TABLE,
     };
@@ -104,10 +117,9 @@ impl PerPacket for IpLookup {
         let (dst, ttl) = dst_and_ttl(cx.arena.data(h));
         let route = cx.ip.fib.lookup(dst);
         if let Some(RouteTarget::Tunnel(t)) = route
-            && t == WG_TUNNEL
             && ttl > 1
         {
-            return into_tunnel(cx, h, c);
+            return into_tunnel(cx, h, t, c);
         }
         // Counted, and answered by icmp-error: the packet goes on, as the error.
         let mut answer = |why: IpLookupError, reason: IcmpReason| {
@@ -119,7 +131,7 @@ impl PerPacket for IpLookup {
             Some(RouteTarget::Local) => return Ok(Next::Local as u16),
             Some(RouteTarget::Via { port, next_hop }) => (port, next_hop),
             Some(RouteTarget::Attached { port }) => (port, dst),
-            Some(RouteTarget::Tunnel(t)) if t == WG_TUNNEL => (PortId(NO_PORT), dst),
+            Some(RouteTarget::Tunnel(t)) if cx.tunnels.entry(t).is_some() => (PortId(NO_PORT), dst),
             Some(RouteTarget::Tunnel(_)) => return Err(IpLookupError::NoTunnel),
             Some(RouteTarget::Blackhole) => return Err(IpLookupError::Blackhole),
             None => return answer(IpLookupError::NoRoute, IcmpReason::NoRoute),

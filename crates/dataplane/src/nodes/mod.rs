@@ -3,6 +3,8 @@
 
 mod aead;
 mod arp_input;
+mod esp_decrypt;
+mod esp_encrypt;
 mod ethernet_input;
 mod icmp_error;
 mod ip4_fragment;
@@ -16,7 +18,7 @@ mod output;
 mod per_packet;
 mod port_output;
 mod tunnel_input;
-mod udp_encap;
+pub(crate) mod udp_encap;
 mod vxlan_decap;
 mod vxlan_encap;
 mod wg_decrypt;
@@ -25,6 +27,8 @@ mod wg_input;
 
 pub use aead::{AeadNode, AeadStage, PostNode};
 pub use arp_input::{ArpInput, ArpInputError};
+pub use esp_decrypt::{EspDecrypt, EspDecryptError};
+pub use esp_encrypt::{EspEncrypt, EspEncryptError};
 pub use ethernet_input::{EthernetInput, EthernetInputError};
 pub use icmp_error::{IcmpError, IcmpErrorError};
 pub use ip_local::{IpLocal, IpLocalError};

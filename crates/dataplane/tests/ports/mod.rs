@@ -7,6 +7,7 @@ use dataplane::Handle;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
 use std::time::Instant;
+use wire::{arp, icmpv6, ipv6};
 
 /// `frame` received on `port`, and the graph run.
 pub fn send(gw: &mut GatewayGraph, port: PortId, frame: &[u8], now: Instant) {
@@ -39,4 +40,47 @@ pub fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
     f.extend_from_slice(&kind.to_be_bytes());
     f.extend_from_slice(payload);
     f
+}
+
+/// The ARP reply of a host with `mac` to a request, if the frame is a request.
+pub fn arp_answer(frame: &[u8], mac: [u8; 6]) -> Option<Vec<u8>> {
+    if frame[12..14] != [0x08, 0x06] {
+        return None;
+    }
+    let req = arp::Packet::new_checked(&frame[14..]).ok()?;
+    let asked = arp::ArpRepr {
+        operation: req.operation(),
+        sender_mac: req.sender_mac(),
+        sender_ip: req.sender_ip(),
+        target_mac: req.target_mac(),
+        target_ip: req.target_ip(),
+    };
+    let mut body = vec![0u8; arp::PACKET_LEN];
+    arp::emit_reply(&mut body, &asked, wire::ethernet::MacAddr(mac)).ok()?;
+    Some(ether(frame[6..12].try_into().unwrap(), mac, 0x0806, &body))
+}
+
+/// The neighbor advertisement of a host with `mac` to a solicitation, if it is one.
+pub fn nd_answer(frame: &[u8], mac: [u8; 6]) -> Option<Vec<u8>> {
+    if frame[12..14] != [0x86, 0xdd] || frame[14 + 6] != 58 {
+        return None;
+    }
+    let ip = ipv6::Packet::new_checked(&frame[14..]).ok()?;
+    let nd = icmpv6::NeighborMessage::new_checked(ip.payload()).ok()?;
+    if nd.is_advert() {
+        return None;
+    }
+    let advert =
+        icmpv6::NeighborAdvertRepr::answer(&nd, &ip.src_addr(), wire::ethernet::MacAddr(mac), true);
+    let target = nd.target_addr();
+    let mut pkt = vec![0u8; 40 + 32];
+    let n = advert.emit(&mut pkt[40..], &target, &ip.src_addr()).ok()?;
+    pkt.truncate(40 + n);
+    pkt[0] = 0x60;
+    pkt[4..6].copy_from_slice(&(n as u16).to_be_bytes());
+    pkt[6] = 58;
+    pkt[7] = 255;
+    pkt[8..24].copy_from_slice(&target.octets());
+    pkt[24..40].copy_from_slice(&ip.src_addr().octets());
+    Some(ether(frame[6..12].try_into().unwrap(), mac, 0x86dd, &pkt))
 }

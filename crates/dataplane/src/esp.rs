@@ -1,0 +1,466 @@
+//! A gateway's ESP tunnels (RFC 4303 tunnel mode): each is a tunnel interface that
+//! routes lead into, between one of the gateway's addresses (`local`) and a peer
+//! (`remote`), over IP (protocol 50) or in UDP (RFC 3948). Packets routed into it are
+//! checked against its traffic selectors and sealed with its outbound SA; packets
+//! from the peer are found by SPI and destination, opened with that inbound SA and
+//! checked against the selectors the other way.
+//!
+//! SAs are shared by every worker (an `Arc` in each worker's table): the outbound
+//! sequence number, the replay window and the lifetime usage are atomics in the
+//! `ipsec` crate, so any worker seals and opens for any SA without a lock. The keys
+//! live in the registry every worker's engines read; an SA takes its key out of it
+//! when the last worker lets go of the SA.
+//!
+//! `esp-encrypt` and `esp-decrypt` are the nodes; this module holds their tables.
+
+use crypto::{KeyHandle, KeyRegistry};
+use ipsec::{EspAlgorithm, Expired, Lifetime, ReplayWindow, SendSequence, Usage};
+use lpm::Prefix;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// An ESP tunnel's number in its worker, in the order tunnels were added (the same
+/// on every worker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EspTunnelId(pub u16);
+
+/// How the tunnel's packets travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encapsulation {
+    /// Straight on IP, protocol 50.
+    None,
+    /// In UDP (RFC 3948), from and to these ports (4500 both unless configured).
+    Udp { local_port: u16, remote_port: u16 },
+}
+
+/// An SA as the control plane gives it: the SPI, the algorithm and its key material
+/// (key then salt), and the receive and lifetime settings.
+pub struct SaSpec {
+    pub spi: u32,
+    pub alg: EspAlgorithm,
+    /// `alg.keymat_len()` bytes: the cipher key, then the salt.
+    pub keymat: zeroize::Zeroizing<Vec<u8>>,
+    /// 64-bit extended sequence numbers (RFC 4303 section 2.2.1).
+    pub esn: bool,
+    /// Inbound only: the anti-replay window (0: off).
+    pub replay_window: u32,
+    pub lifetime: Lifetime,
+}
+
+/// What happened on one SA, summed over every worker.
+#[derive(Default)]
+pub struct SaCounters {
+    /// Inbound: sequence numbers seen before.
+    pub replayed: AtomicU64,
+    /// Inbound: sequence numbers behind the window.
+    pub too_old: AtomicU64,
+    /// Inbound: packets whose ICV did not verify.
+    pub icv_failed: AtomicU64,
+    /// Packets refused because the SA's lifetime ran out.
+    pub expired: AtomicU64,
+    /// Outbound: packets refused because the sequence numbers ran out.
+    pub seq_exhausted: AtomicU64,
+}
+
+impl SaCounters {
+    pub(crate) fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The keyed part of an SA: its engine key (by handle) and the salt of its nonces.
+/// Dropping it takes the key out of the registry; the salt is zeroed.
+pub struct SaKey {
+    pub alg: EspAlgorithm,
+    pub(crate) key: KeyHandle,
+    pub(crate) salt: [u8; 4],
+    registry: Arc<KeyRegistry>,
+}
+
+impl SaKey {
+    fn new(registry: &Arc<KeyRegistry>, spec: &SaSpec) -> Result<SaKey, EspError> {
+        let alg = spec.alg;
+        if spec.keymat.len() != alg.keymat_len() {
+            return Err(EspError::KeyLength {
+                spi: spec.spi,
+                alg,
+                got: spec.keymat.len(),
+            });
+        }
+        let (key, salt) = spec.keymat.split_at(alg.key_len());
+        let key = registry
+            .insert(alg.aead(), key)
+            .map_err(|e| EspError::Key(format!("SPI {:#x}: {e}", spec.spi)))?;
+        Ok(SaKey {
+            alg,
+            key,
+            salt: salt.try_into().expect("salt_len is 4"),
+            registry: registry.clone(),
+        })
+    }
+
+    /// The 12-byte AEAD nonce: salt, then the packet's explicit IV (RFC 4106 section
+    /// 4, RFC 7634 section 2).
+    pub(crate) fn nonce(&self, iv: [u8; 8]) -> [u8; 12] {
+        let mut n = [0u8; 12];
+        n[..4].copy_from_slice(&self.salt);
+        n[4..].copy_from_slice(&iv);
+        n
+    }
+}
+
+impl Drop for SaKey {
+    fn drop(&mut self) {
+        self.registry.remove(self.key);
+        zeroize::Zeroize::zeroize(&mut self.salt);
+    }
+}
+
+/// The SA packets into the tunnel are sealed with.
+pub struct OutboundSa {
+    pub spi: u32,
+    pub esn: bool,
+    pub(crate) key: SaKey,
+    pub(crate) seq: SendSequence,
+    pub lifetime: Lifetime,
+    pub usage: Usage,
+    pub counters: SaCounters,
+}
+
+/// An SA packets from the peer are opened with.
+pub struct InboundSa {
+    pub spi: u32,
+    pub esn: bool,
+    pub(crate) key: SaKey,
+    pub(crate) replay: ReplayWindow,
+    pub lifetime: Lifetime,
+    pub usage: Usage,
+    pub counters: SaCounters,
+}
+
+impl OutboundSa {
+    pub fn new(registry: &Arc<KeyRegistry>, spec: &SaSpec) -> Result<OutboundSa, EspError> {
+        check_spi(spec.spi)?;
+        Ok(OutboundSa {
+            spi: spec.spi,
+            esn: spec.esn,
+            key: SaKey::new(registry, spec)?,
+            seq: SendSequence::new(spec.esn),
+            lifetime: spec.lifetime,
+            usage: Usage::new(),
+            counters: SaCounters::default(),
+        })
+    }
+
+    /// The same SA, its sequence numbers starting at `next` (tests that cross 2^32,
+    /// and an SA taken over mid-life).
+    pub fn starting_at(mut self, next: u64) -> OutboundSa {
+        self.seq = SendSequence::starting_at(self.esn, next);
+        self
+    }
+
+    pub fn alg(&self) -> EspAlgorithm {
+        self.key.alg
+    }
+
+    /// The sequence number the next packet gets.
+    pub fn next_seq(&self) -> u64 {
+        self.seq.next()
+    }
+}
+
+impl InboundSa {
+    pub fn new(registry: &Arc<KeyRegistry>, spec: &SaSpec) -> Result<InboundSa, EspError> {
+        check_spi(spec.spi)?;
+        let replay = ReplayWindow::new(spec.replay_window, spec.esn)
+            .map_err(|e| EspError::Replay(format!("SPI {:#x}: {e}", spec.spi)))?;
+        Ok(InboundSa {
+            spi: spec.spi,
+            esn: spec.esn,
+            key: SaKey::new(registry, spec)?,
+            replay,
+            lifetime: spec.lifetime,
+            usage: Usage::new(),
+            counters: SaCounters::default(),
+        })
+    }
+
+    pub fn alg(&self) -> EspAlgorithm {
+        self.key.alg
+    }
+
+    pub fn replay_window(&self) -> u32 {
+        self.replay.size()
+    }
+
+    /// Records `seq` as received, as if a packet had carried it: an SA taken over
+    /// mid-life starts its window where the old one was (and tests start near 2^32).
+    pub fn assume_received(&self, seq: u64) -> Result<(), ipsec::ReplayError> {
+        self.replay.commit(seq)
+    }
+}
+
+fn check_spi(spi: u32) -> Result<(), EspError> {
+    if spi < wire::esp::MIN_SPI {
+        return Err(EspError::ReservedSpi(spi));
+    }
+    Ok(())
+}
+
+/// Counts a lifetime refusal; used by both directions.
+pub(crate) fn charge(
+    usage: &Usage,
+    lifetime: &Lifetime,
+    counters: &SaCounters,
+    bytes: usize,
+) -> Result<(), Expired> {
+    usage.charge(lifetime, bytes as u64).inspect_err(|_| {
+        SaCounters::add(&counters.expired);
+    })
+}
+
+/// One ESP tunnel interface.
+pub struct EspTunnel {
+    pub name: String,
+    /// The outer source: one of the gateway's own addresses.
+    pub local: IpAddr,
+    /// The outer destination.
+    pub remote: IpAddr,
+    pub encap: Encapsulation,
+    /// Inner sources this side may send and the peer's packets may be addressed to.
+    pub local_ts: Vec<Prefix>,
+    /// Inner destinations this side may send to and the peer's packets may come from.
+    pub remote_ts: Vec<Prefix>,
+    /// The largest inner packet; larger ones are answered as for any too-small link.
+    pub mtu: usize,
+    pub(crate) outbound: Option<Arc<OutboundSa>>,
+}
+
+impl EspTunnel {
+    /// A tunnel with no SA yet: what is routed into it is dropped (`no-sa`) until
+    /// one is installed.
+    pub fn new(
+        name: String,
+        local: IpAddr,
+        remote: IpAddr,
+        encap: Encapsulation,
+        local_ts: Vec<Prefix>,
+        remote_ts: Vec<Prefix>,
+        mtu: usize,
+    ) -> EspTunnel {
+        EspTunnel {
+            name,
+            local,
+            remote,
+            encap,
+            local_ts,
+            remote_ts,
+            mtu,
+            outbound: None,
+        }
+    }
+
+    /// The outer headers before the ESP header: IP, and UDP when encapsulated.
+    pub fn outer_len(&self) -> usize {
+        let ip = if self.remote.is_ipv4() {
+            wire::ipv4::HEADER_LEN
+        } else {
+            wire::ipv6::HEADER_LEN
+        };
+        match self.encap {
+            Encapsulation::None => ip,
+            Encapsulation::Udp { .. } => ip + wire::udp::HEADER_LEN,
+        }
+    }
+
+    /// Whether an inner packet from `src` to `dst` may travel this way: out
+    /// (`outbound`) or in, by the tunnel's selectors (RFC 4301 section 5.2 step 4
+    /// for the inbound check).
+    pub(crate) fn selects(&self, src: IpAddr, dst: IpAddr, outbound: bool) -> bool {
+        let (ours, theirs) = if outbound { (src, dst) } else { (dst, src) };
+        self.local_ts.iter().any(|p| p.contains(ours))
+            && self.remote_ts.iter().any(|p| p.contains(theirs))
+    }
+
+    pub fn outbound(&self) -> Option<&Arc<OutboundSa>> {
+        self.outbound.as_ref()
+    }
+}
+
+/// Inbound SAs by SPI and outer destination (RFC 4301 section 4.1). The hash is a
+/// multiply-and-fold: the SPI is chosen by the receiver, so it is spread already.
+#[derive(Default)]
+pub(crate) struct SpiHasher(u64);
+
+impl Hasher for SpiHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// Where an inbound SA is in a worker's table: fixed for the SA's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InboundSlot(pub(crate) u32);
+
+/// A worker's ESP tunnels and inbound SAs.
+#[derive(Default)]
+pub struct EspTunnels {
+    tunnels: Vec<EspTunnel>,
+    /// Inbound SAs and the tunnel each belongs to; `None`: removed (slots are not
+    /// reused while a frame could still name them: only between runs).
+    inbound: Vec<Option<(EspTunnelId, Arc<InboundSa>)>>,
+    by_spi: HashMap<(u32, IpAddr), InboundSlot, BuildHasherDefault<SpiHasher>>,
+    /// Whether any tunnel takes ESP in UDP on this port.
+    udp_ports: Vec<u16>,
+}
+
+impl EspTunnels {
+    pub fn add(&mut self, tunnel: EspTunnel) -> Result<EspTunnelId, EspError> {
+        if tunnel.local.is_ipv4() != tunnel.remote.is_ipv4() {
+            return Err(EspError::MixedFamilies { name: tunnel.name });
+        }
+        if self.tunnels.iter().any(|t| t.name == tunnel.name) {
+            return Err(EspError::Duplicate { name: tunnel.name });
+        }
+        let id = u16::try_from(self.tunnels.len()).map_err(|_| EspError::TooMany)?;
+        if let Encapsulation::Udp { local_port, .. } = tunnel.encap
+            && !self.udp_ports.contains(&local_port)
+        {
+            self.udp_ports.push(local_port);
+        }
+        self.tunnels.push(tunnel);
+        Ok(EspTunnelId(id))
+    }
+
+    pub fn get(&self, id: EspTunnelId) -> Option<&EspTunnel> {
+        self.tunnels.get(usize::from(id.0))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (EspTunnelId, &EspTunnel)> {
+        self.tunnels
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (EspTunnelId(i as u16), t))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tunnels.is_empty()
+    }
+
+    /// Whether ESP in UDP arrives on `port` for some tunnel.
+    pub(crate) fn listens_on(&self, port: u16) -> bool {
+        self.udp_ports.contains(&port)
+    }
+
+    /// Seals the tunnel's packets with `sa` from now on (the one before, if any, is
+    /// let go: it ends when no frame holds it).
+    pub fn set_outbound(&mut self, id: EspTunnelId, sa: Arc<OutboundSa>) -> Result<(), EspError> {
+        let t = self
+            .tunnels
+            .get_mut(usize::from(id.0))
+            .ok_or(EspError::NoTunnel)?;
+        t.outbound = Some(sa);
+        Ok(())
+    }
+
+    /// Takes packets for `sa`'s SPI to the tunnel's local address from now on.
+    pub fn add_inbound(&mut self, id: EspTunnelId, sa: Arc<InboundSa>) -> Result<(), EspError> {
+        let local = self.get(id).ok_or(EspError::NoTunnel)?.local;
+        let key = (sa.spi, local);
+        if self.by_spi.contains_key(&key) {
+            return Err(EspError::DuplicateSpi { spi: sa.spi, local });
+        }
+        let slot = InboundSlot(u32::try_from(self.inbound.len()).map_err(|_| EspError::TooMany)?);
+        self.inbound.push(Some((id, sa)));
+        self.by_spi.insert(key, slot);
+        Ok(())
+    }
+
+    /// The inbound SA for `spi` at `dst`, and its slot.
+    pub(crate) fn inbound_for(&self, spi: u32, dst: IpAddr) -> Option<InboundSlot> {
+        self.by_spi.get(&(spi, dst)).copied()
+    }
+
+    pub(crate) fn inbound(&self, slot: InboundSlot) -> Option<&(EspTunnelId, Arc<InboundSa>)> {
+        self.inbound.get(slot.0 as usize)?.as_ref()
+    }
+
+    /// Every inbound SA, with its tunnel.
+    pub fn inbound_sas(&self) -> impl Iterator<Item = &(EspTunnelId, Arc<InboundSa>)> {
+        self.inbound.iter().flatten()
+    }
+
+    /// The tunnel's inner MTU.
+    pub fn mtu(&self, id: EspTunnelId) -> Option<usize> {
+        self.get(id).map(|t| t.mtu)
+    }
+}
+
+/// Why a tunnel or an SA was refused; nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EspError {
+    MixedFamilies {
+        name: String,
+    },
+    Duplicate {
+        name: String,
+    },
+    DuplicateSpi {
+        spi: u32,
+        local: IpAddr,
+    },
+    ReservedSpi(u32),
+    KeyLength {
+        spi: u32,
+        alg: EspAlgorithm,
+        got: usize,
+    },
+    Key(String),
+    Replay(String),
+    NoTunnel,
+    TooMany,
+}
+
+impl fmt::Display for EspError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EspError::MixedFamilies { name } => {
+                write!(f, "esp {name}: local and remote of different families")
+            }
+            EspError::Duplicate { name } => write!(f, "esp {name}: a tunnel of that name exists"),
+            EspError::DuplicateSpi { spi, local } => {
+                write!(f, "inbound SPI {spi:#x} to {local} is taken")
+            }
+            EspError::ReservedSpi(spi) => {
+                write!(f, "SPI {spi:#x} is reserved (RFC 4303: 256 and up)")
+            }
+            EspError::KeyLength { spi, alg, got } => write!(
+                f,
+                "SPI {spi:#x}: {alg} takes {} bytes of key material (key and salt), got {got}",
+                alg.keymat_len()
+            ),
+            EspError::Key(e) | EspError::Replay(e) => f.write_str(e),
+            EspError::NoTunnel => f.write_str("no such ESP tunnel"),
+            EspError::TooMany => f.write_str("too many ESP tunnels or SAs"),
+        }
+    }
+}
+
+impl std::error::Error for EspError {}

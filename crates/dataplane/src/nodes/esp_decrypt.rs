@@ -1,0 +1,255 @@
+//! `esp-decrypt`: ESP packets for the gateway in (from `ip-local`, outer headers
+//! off, the outer destination in the metadata), inner IP packets out to
+//! `tunnel-input`. Per frame: find each packet's inbound SA by SPI and destination,
+//! infer its full sequence number and check it against the replay window (no state
+//! changes), open the whole frame as one batch of AEAD ops, then for each packet
+//! that verified: check the padding and next header, parse the inner packet and
+//! check it against the tunnel's selectors, and only then commit its sequence
+//! number and charge the lifetime, so a forged or malformed packet changes nothing.
+
+use crate::arena::{Arena, Handle};
+use crate::context::Context;
+use crate::counters::{ErrorSlot, NodeCounters};
+use crate::esp::{SaCounters, charge};
+use crate::graph::{FREE, NodeInfo};
+use crate::inflight::Resume;
+use crate::nodes::TunnelInput;
+use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
+use crypto::{AeadOp, Direction, OpStatus, Span, TAG_LEN};
+use ipsec::ReplayError;
+use wire::{esp, ip};
+
+crate::node_errors! {
+    /// Why esp-decrypt drops a packet.
+    pub enum EspDecryptError {
+        Truncated => "truncated", "Shorter than an ESP header, IV, trailer and ICV.";
+        ReservedSpi => "reserved-spi", "An SPI below 256, which RFC 4303 reserves.";
+        UnknownSpi => "unknown-spi", "No inbound SA has this SPI and destination.";
+        Replayed => "replayed", "A sequence number the SA received before.";
+        TooOld => "too-old", "A sequence number behind the SA's replay window.";
+        BadIcv => "bad-icv", "The integrity check value did not verify.";
+        BadPadding => "bad-padding", "Padding that is not 1, 2, 3, ... or longer than the text.";
+        BadNextHeader => "bad-next-header", "A next header other than IPv4 or IPv6 (tunnel mode).";
+        BadInner => "bad-inner", "The inner packet does not parse, or is not what the next header says.";
+        Policy => "policy", "The inner source or destination is outside the tunnel's selectors.";
+        Expired => "expired", "The inbound SA's byte or packet lifetime ran out.";
+        Dummy => "dummy", "A dummy packet (next header 59, RFC 4303 section 2.6): discarded.";
+        EngineFailed => "engine-failed", "The crypto engine did not process the op.";
+        NotParked => "not-parked", "At the post node without a returned frame (a bug).";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Tunnel = 0,
+}
+
+const IV_LEN: usize = 8;
+/// Header and IV in front of the text.
+const FRONT: usize = esp::HEADER_LEN + IV_LEN;
+/// The shortest ESP packet: header, IV, a trailer and the ICV.
+const MIN_LEN: usize = FRONT + esp::TRAILER_LEN + TAG_LEN;
+const ESN_AAD_LEN: usize = 12;
+
+pub struct EspDecrypt;
+
+impl EspDecrypt {
+    pub const NAME: &'static str = "esp-decrypt";
+    pub const POST: &'static str = "esp-decrypt-post";
+
+    pub fn node() -> AeadNode<EspDecrypt> {
+        AeadNode::default()
+    }
+
+    pub fn post() -> PostNode<EspDecrypt> {
+        PostNode::default()
+    }
+}
+
+impl AeadStage for EspDecrypt {
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[TunnelInput::NAME],
+        errors: EspDecryptError::TABLE,
+    };
+    const POST_INFO: NodeInfo = NodeInfo {
+        name: Self::POST,
+        ..Self::INFO
+    };
+    const PARKS: bool = false;
+
+    fn not_parked() -> ErrorSlot {
+        EspDecryptError::NotParked.into()
+    }
+
+    fn prepare(
+        cx: &mut Context,
+        h: Handle,
+        _next: &mut u16,
+        c: &mut NodeCounters,
+    ) -> Option<(AeadOp, Resume)> {
+        match open(cx, h) {
+            Ok(op) => Some(op),
+            Err(e) => {
+                c.drop(e);
+                None
+            }
+        }
+    }
+
+    fn finish(
+        cx: &mut Context,
+        h: Handle,
+        status: OpStatus,
+        resume: Resume,
+        c: &mut NodeCounters,
+    ) -> u16 {
+        match finish(cx, h, status, resume) {
+            Ok(next) => next,
+            Err(EspDecryptError::Dummy) => {
+                c.consumed += 1;
+                FREE
+            }
+            Err(e) => {
+                c.drop(e);
+                FREE
+            }
+        }
+    }
+}
+
+fn replay_error(e: ReplayError, counters: &SaCounters) -> EspDecryptError {
+    match e {
+        ReplayError::Replayed => {
+            SaCounters::add(&counters.replayed);
+            EspDecryptError::Replayed
+        }
+        ReplayError::TooOld => {
+            SaCounters::add(&counters.too_old);
+            EspDecryptError::TooOld
+        }
+    }
+}
+
+/// Finds packet `h`'s SA, checks its sequence number and makes its op.
+fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspDecryptError> {
+    let m = *cx.arena.meta(h);
+    let data = cx.arena.data(h);
+    let p = esp::Packet::new_checked(data).map_err(|e| match e {
+        wire::Error::ReservedSpi => EspDecryptError::ReservedSpi,
+        _ => EspDecryptError::Truncated,
+    })?;
+    if data.len() < MIN_LEN {
+        return Err(EspDecryptError::Truncated);
+    }
+    let (spi, seq_low) = (p.spi(), p.seq());
+    let slot = cx
+        .tunnels
+        .esp
+        .inbound_for(spi, m.addr.ip())
+        .ok_or(EspDecryptError::UnknownSpi)?;
+    let (_, sa) = cx
+        .tunnels
+        .esp
+        .inbound(slot)
+        .ok_or(EspDecryptError::UnknownSpi)?;
+    let seq = sa
+        .replay
+        .check(seq_low)
+        .map_err(|e| replay_error(e, &sa.counters))?;
+    let iv: [u8; IV_LEN] = data[esp::HEADER_LEN..FRONT]
+        .try_into()
+        .expect("length checked");
+    let (alg, key, nonce, esn) = (sa.alg(), sa.key.key, sa.key.nonce(iv), sa.esn);
+    let header = m.offset as usize;
+    let text_len = m.len as usize - FRONT - TAG_LEN;
+    let base = Arena::offset_of(h);
+    let aad = if esn {
+        // The outer headers in front are spent: the AAD goes where they were.
+        let a = header
+            .checked_sub(ESN_AAD_LEN)
+            .ok_or(EspDecryptError::Truncated)?;
+        let buf = cx.arena.buffer_mut(h);
+        buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
+        buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
+        Span::new((base + a) as u32, ESN_AAD_LEN as u32)
+    } else {
+        Span::new((base + header) as u32, esp::HEADER_LEN as u32)
+    };
+    let op = AeadOp::in_place(
+        alg.aead(),
+        key,
+        Direction::Decrypt,
+        nonce,
+        aad,
+        Span::new((base + header + FRONT) as u32, text_len as u32),
+    );
+    Ok((op, Resume::EspDecrypt { slot, seq }))
+}
+
+/// After the crypto: the trailer, the inner packet and the selectors, then the
+/// commit.
+fn finish(
+    cx: &mut Context,
+    h: Handle,
+    status: OpStatus,
+    resume: Resume,
+) -> Result<u16, EspDecryptError> {
+    let Resume::EspDecrypt { slot, seq } = resume else {
+        return Err(EspDecryptError::NotParked);
+    };
+    let Some((tunnel, sa)) = cx.tunnels.esp.inbound(slot) else {
+        return Err(EspDecryptError::UnknownSpi);
+    };
+    match status {
+        OpStatus::Ok => {}
+        OpStatus::BadTag => {
+            SaCounters::add(&sa.counters.icv_failed);
+            return Err(EspDecryptError::BadIcv);
+        }
+        _ => return Err(EspDecryptError::EngineFailed),
+    }
+    let m = *cx.arena.meta(h);
+    let text_len = m.len as usize - FRONT - TAG_LEN;
+    let text = &cx.arena.data(h)[FRONT..FRONT + text_len];
+    let (payload_len, next_header) =
+        esp::parse_trailer(text).map_err(|_| EspDecryptError::BadPadding)?;
+    let version = match next_header {
+        ip::protocol::IPV4 => 4,
+        ip::protocol::IPV6 => 6,
+        ip::protocol::NO_NEXT_HEADER => 0,
+        _ => return Err(EspDecryptError::BadNextHeader),
+    };
+    let inner = if version == 0 {
+        None
+    } else {
+        // Anything after the inner packet is traffic flow confidentiality padding
+        // (RFC 4303 section 2.7): the inner header's length says where it ends.
+        let p =
+            wire::IpPacket::parse(&text[..payload_len]).map_err(|_| EspDecryptError::BadInner)?;
+        if p.version() != version {
+            return Err(EspDecryptError::BadInner);
+        }
+        let t = cx
+            .tunnels
+            .esp
+            .get(*tunnel)
+            .ok_or(EspDecryptError::UnknownSpi)?;
+        if !t.selects(p.src_addr(), p.dst_addr(), false) {
+            return Err(EspDecryptError::Policy);
+        }
+        Some(p.total_len())
+    };
+    sa.replay
+        .commit(seq)
+        .map_err(|e| replay_error(e, &sa.counters))?;
+    let Some(inner_len) = inner else {
+        return Err(EspDecryptError::Dummy);
+    };
+    charge(&sa.usage, &sa.lifetime, &sa.counters, inner_len)
+        .map_err(|_| EspDecryptError::Expired)?;
+    let meta = cx.arena.meta_mut(h);
+    meta.offset += FRONT as u16;
+    meta.len = inner_len as u16;
+    Ok(Next::Tunnel as u16)
+}

@@ -1,0 +1,249 @@
+//! `esp-encrypt`: inner IP packets routed into an ESP tunnel in, ESP packets out
+//! (RFC 4303 tunnel mode). Per frame: check each packet against its tunnel's
+//! selectors, charge the SA's lifetime, take a sequence number (never past the
+//! last: the SA then stops sending), frame it in place (ESP header and explicit IV
+//! in the headroom, padding and trailer behind it), seal the whole frame as one
+//! batch of AEAD ops, then put the outer IP header (and UDP, RFC 3948) in front and
+//! hand the packet to `ip-lookup`, which routes it like the gateway's own.
+//!
+//! The explicit IV is the 64-bit sequence number: unique per key, as RFC 4106
+//! section 3.1 and RFC 7634 section 2 require, and what most implementations send.
+//! With ESN the AAD is SPI, high and low halves of the sequence number (RFC 4106
+//! section 5); the twelve bytes are written in the headroom in front of the header,
+//! which the outer headers overwrite after sealing.
+
+use crate::arena::{Arena, FRAME_SIZE, Handle};
+use crate::context::Context;
+use crate::counters::{ErrorSlot, NodeCounters};
+use crate::esp::{Encapsulation, EspTunnel, EspTunnelId, SaCounters, charge};
+use crate::graph::{FREE, NodeInfo};
+use crate::inflight::Resume;
+use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
+use crate::nodes::{IpLookup, NO_PORT};
+use crypto::{AeadOp, Direction, OpStatus, Span, TAG_LEN};
+use std::net::{IpAddr, SocketAddr};
+use wire::{esp, ip};
+
+crate::node_errors! {
+    /// Why esp-encrypt drops a packet.
+    pub enum EspEncryptError {
+        NoTunnel => "no-tunnel", "Routed into an ESP tunnel this worker does not have (a bug).";
+        NoSa => "no-sa", "The tunnel has no outbound SA (none configured or installed yet).";
+        BadInner => "bad-inner", "The inner packet's IP header does not parse.";
+        Policy => "policy", "Source or destination outside the tunnel's traffic selectors.";
+        Expired => "expired", "The outbound SA's byte or packet lifetime ran out.";
+        SeqExhausted => "seq-exhausted", "The outbound SA used its last sequence number: it needs a new key.";
+        TooBig => "too-big", "No room in the buffer for the ESP header, trailer and ICV.";
+        EngineFailed => "engine-failed", "The crypto engine did not process the op.";
+        NotParked => "not-parked", "At the post node without a returned frame (a bug).";
+    }
+}
+
+#[repr(u16)]
+enum Next {
+    Lookup = 0,
+}
+
+/// The TTL (hop limit) of the outer header, before the rewrite takes one off.
+const OUTER_TTL: u8 = 64;
+/// ESP header and explicit IV, in front of the inner packet.
+const FRONT: usize = esp::HEADER_LEN + IV_LEN;
+const IV_LEN: usize = 8;
+/// SPI and both halves of an extended sequence number: the AAD with ESN.
+const ESN_AAD_LEN: usize = 12;
+
+pub struct EspEncrypt;
+
+impl EspEncrypt {
+    pub const NAME: &'static str = "esp-encrypt";
+    pub const POST: &'static str = "esp-encrypt-post";
+
+    pub fn node() -> AeadNode<EspEncrypt> {
+        AeadNode::default()
+    }
+
+    pub fn post() -> PostNode<EspEncrypt> {
+        PostNode::default()
+    }
+}
+
+impl AeadStage for EspEncrypt {
+    const INFO: NodeInfo = NodeInfo {
+        name: Self::NAME,
+        next: &[IpLookup::NAME],
+        errors: EspEncryptError::TABLE,
+    };
+    const POST_INFO: NodeInfo = NodeInfo {
+        name: Self::POST,
+        ..Self::INFO
+    };
+    const PARKS: bool = false;
+
+    fn not_parked() -> ErrorSlot {
+        EspEncryptError::NotParked.into()
+    }
+
+    fn prepare(
+        cx: &mut Context,
+        h: Handle,
+        _next: &mut u16,
+        c: &mut NodeCounters,
+    ) -> Option<(AeadOp, Resume)> {
+        match frame(cx, h) {
+            Ok(op) => Some(op),
+            Err(e) => {
+                c.drop(e);
+                None
+            }
+        }
+    }
+
+    fn finish(
+        cx: &mut Context,
+        h: Handle,
+        status: OpStatus,
+        resume: Resume,
+        c: &mut NodeCounters,
+    ) -> u16 {
+        let Resume::EspEncrypt { tunnel } = resume else {
+            c.drop(EspEncryptError::NotParked);
+            return FREE;
+        };
+        if status != OpStatus::Ok {
+            c.drop(EspEncryptError::EngineFailed);
+            return FREE;
+        }
+        let Some(t) = cx.tunnels.esp.get(tunnel) else {
+            c.drop(EspEncryptError::NoTunnel);
+            return FREE;
+        };
+        let (from, to) = (t.local, t.remote);
+        let encap = t.encap;
+        let outer = t.outer_len();
+        let m = *cx.arena.meta(h);
+        // `frame` left room for the largest outer headers.
+        let at = m.offset as usize - outer;
+        let end = m.offset as usize + m.len as usize;
+        write_outer(&mut cx.arena.buffer_mut(h)[at..end], from, to, encap);
+        let meta = cx.arena.meta_mut(h);
+        meta.offset = at as u16;
+        meta.len = (end - at) as u16;
+        meta.port = NO_PORT;
+        Next::Lookup as u16
+    }
+}
+
+/// Frames packet `h` for its tunnel (named by `meta.peer`) and makes its op.
+fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptError> {
+    let m = *cx.arena.meta(h);
+    let id = EspTunnelId(u16::try_from(m.peer).map_err(|_| EspEncryptError::NoTunnel)?);
+    let t: &EspTunnel = cx.tunnels.esp.get(id).ok_or(EspEncryptError::NoTunnel)?;
+    let sa = t.outbound().ok_or(EspEncryptError::NoSa)?;
+    let data = cx.arena.data(h);
+    let (src, dst) = ip::addrs(data).map_err(|_| EspEncryptError::BadInner)?;
+    if !t.selects(src, dst, true) {
+        return Err(EspEncryptError::Policy);
+    }
+    let next_header = match src {
+        IpAddr::V4(_) => ip::protocol::IPV4,
+        IpAddr::V6(_) => ip::protocol::IPV6,
+    };
+    let (start, inner_len) = (m.offset as usize, m.len as usize);
+    let alg = sa.alg();
+    let text_len = esp::padded_len(inner_len, alg.pad_align());
+    // In front: the header and IV, and before them room for whichever is longer:
+    // the outer headers (written after sealing) or the ESN AAD (read while sealing).
+    let room = FRONT + ESN_AAD_LEN.max(t.outer_len());
+    if start < room || start + text_len + TAG_LEN > FRAME_SIZE {
+        return Err(EspEncryptError::TooBig);
+    }
+    charge(&sa.usage, &sa.lifetime, &sa.counters, inner_len)
+        .map_err(|_| EspEncryptError::Expired)?;
+    let seq = sa.seq.take().map_err(|_| {
+        SaCounters::add(&sa.counters.seq_exhausted);
+        EspEncryptError::SeqExhausted
+    })?;
+    let (spi, esn, key, nonce) = (sa.spi, sa.esn, sa.key.key, sa.key.nonce(seq.to_be_bytes()));
+    let header = start - FRONT;
+    let buf = cx.arena.buffer_mut(h);
+    esp::emit_trailer(&mut buf[start..start + text_len], inner_len, next_header)
+        .expect("padded_len leaves room for the trailer");
+    esp::emit_header(&mut buf[header..], spi, seq).expect("room checked");
+    buf[header + esp::HEADER_LEN..start].copy_from_slice(&seq.to_be_bytes());
+    let base = Arena::offset_of(h);
+    let aad = if esn {
+        let a = header - ESN_AAD_LEN;
+        buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
+        buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
+        Span::new((base + a) as u32, ESN_AAD_LEN as u32)
+    } else {
+        Span::new((base + header) as u32, esp::HEADER_LEN as u32)
+    };
+    let op = AeadOp::in_place(
+        alg.aead(),
+        key,
+        Direction::Encrypt,
+        nonce,
+        aad,
+        Span::new((base + start) as u32, text_len as u32),
+    );
+    let meta = cx.arena.meta_mut(h);
+    meta.offset = header as u16;
+    meta.len = (FRONT + text_len + TAG_LEN) as u16;
+    Ok((op, Resume::EspEncrypt { tunnel: id }))
+}
+
+/// Writes the outer headers in front of the ESP packet that fills the rest of
+/// `buf`: IP with protocol 50, or IP and UDP (RFC 3948 section 2.1: checksum 0 over
+/// IPv4; IPv6 requires one).
+fn write_outer(buf: &mut [u8], from: IpAddr, to: IpAddr, encap: Encapsulation) {
+    let ip_len = if to.is_ipv4() {
+        wire::ipv4::HEADER_LEN
+    } else {
+        wire::ipv6::HEADER_LEN
+    };
+    match encap {
+        Encapsulation::Udp {
+            local_port,
+            remote_port,
+        } => crate::nodes::udp_encap::write_headers(
+            buf,
+            ip_len,
+            SocketAddr::new(from, local_port),
+            SocketAddr::new(to, remote_port),
+        ),
+        Encapsulation::None => write_ip(buf, ip_len, from, to),
+    }
+}
+
+fn write_ip(buf: &mut [u8], ip_len: usize, from: IpAddr, to: IpAddr) {
+    let payload_len = (buf.len() - ip_len) as u16;
+    let head = &mut buf[..ip_len];
+    // Cannot fail: the header fits `head`, and the addresses are of one family (the
+    // tunnel was refused otherwise).
+    let _ = match (from, to) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => wire::ipv4::Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: ip::protocol::ESP,
+            payload_len,
+            ttl: OUTER_TTL,
+            dscp: 0,
+            ecn: 0,
+            ident: 0,
+            dont_frag: true,
+        }
+        .emit(head),
+        (IpAddr::V6(src), IpAddr::V6(dst)) => wire::ipv6::Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: ip::protocol::ESP,
+            payload_len,
+            hop_limit: OUTER_TTL,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+        .emit(head),
+        _ => unreachable!("a tunnel's addresses are of one family"),
+    };
+}
