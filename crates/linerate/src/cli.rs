@@ -123,6 +123,8 @@ pub enum Show {
     Fib(GatewaySocket),
     /// A running gateway's neighbor table (ARP and ND)
     Neighbors(GatewaySocket),
+    /// A running gateway's ESP tunnels and SAs, with each SA's counters
+    Esp(GatewaySocket),
     /// Measure every engine on every algorithm it serves at the size of every size
     /// class (64, 256, 570, 1024, 1518 bytes; batches of 256) and show which engine
     /// each algorithm would get for each class: the one with the most packets per

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         Some(Command::Show {
             what: Show::Neighbors(g),
         }) => show::gateway(&g.socket, "neighbors"),
+        Some(Command::Show { what: Show::Esp(g) }) => show::gateway(&g.socket, "esp"),
         Some(Command::Show {
             what: Show::Crypto { seconds },
         }) => show::crypto(seconds),

@@ -7,6 +7,7 @@
 //! `wg`, an optional listener serves Prometheus (`metrics`), and SIGHUP applies what
 //! changed in the file (`reload`).
 
+mod esp_report;
 mod follower;
 mod lane;
 mod metrics;

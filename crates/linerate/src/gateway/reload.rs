@@ -50,6 +50,9 @@ impl Changes {
                 "the control socket or metrics address changed: restart to move them".into(),
             );
         }
+        if !crate::gateway_config::same_esps(&old.esps, &new.esps) {
+            return Err("ESP tunnels or their SAs changed: they change only with a restart".into());
+        }
         if old.vxlans != new.vxlans || old.xconnects != new.xconnects {
             return Err(
                 "VXLAN tunnels or cross-connects changed: they change only with a restart".into(),

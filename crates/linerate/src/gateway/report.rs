@@ -1,6 +1,6 @@
 //! What a running gateway tells about itself, as text made on the owner's worker
 //! from its own state and the other workers' snapshots: `linerate show interfaces |
-//! runtime | fib | neighbors`, and the Prometheus metrics. Ports and nodes are
+//! runtime | fib | neighbors | esp`, and the Prometheus metrics. Ports and nodes are
 //! counted by every worker and added up here; `runtime` shows each worker apart, as
 //! VPP does. (`show counters` and `show errors` use the counter report host mode
 //! has too.)
@@ -32,6 +32,7 @@ pub fn show(w: &Shown<'_>, what: &str) -> Option<String> {
         "runtime" => runtime(w),
         "fib" => fib(w),
         "neighbors" => neighbors(w),
+        "esp" => super::esp_report::show(w.gw.context()),
         "metrics" => metrics(w),
         _ => return None,
     })
@@ -357,6 +358,54 @@ fn metrics(w: &Shown<'_>) -> String {
             })
             .collect(),
     );
+    let sas = super::esp_report::rows(w.gw.context());
+    if !sas.is_empty() {
+        let sa = |f: fn(&super::esp_report::SaRow) -> u64| -> Vec<(String, u64)> {
+            sas.iter()
+                .map(|r| {
+                    (
+                        format!(
+                            "tunnel=\"{}\",direction=\"{}\",spi=\"{:#010x}\"",
+                            label(&r.tunnel),
+                            r.direction,
+                            r.spi
+                        ),
+                        f(r),
+                    )
+                })
+                .collect()
+        };
+        family(
+            "linerate_esp_sa_packets_total",
+            "counter",
+            "Packets the ESP SA sealed (out) or opened and took in (in).",
+            sa(|r| r.packets),
+        );
+        family(
+            "linerate_esp_sa_bytes_total",
+            "counter",
+            "Inner bytes the ESP SA carried.",
+            sa(|r| r.bytes),
+        );
+        family(
+            "linerate_esp_sa_replay_drops_total",
+            "counter",
+            "Packets the inbound SA refused as replayed or behind its window.",
+            sa(|r| r.replayed + r.too_old),
+        );
+        family(
+            "linerate_esp_sa_icv_failures_total",
+            "counter",
+            "Packets whose integrity check value did not verify.",
+            sa(|r| r.icv_failed),
+        );
+        family(
+            "linerate_esp_sa_lifetime_drops_total",
+            "counter",
+            "Packets refused because the SA's lifetime ran out or its sequence numbers did.",
+            sa(|r| r.expired + r.seq_exhausted),
+        );
+    }
     if let Some(name) = w.tunnel_name {
         let dev = w.gw.context().wg_device();
         let peers: Vec<_> = dev

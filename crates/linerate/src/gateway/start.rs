@@ -17,6 +17,7 @@ use crate::worker::ControlRequest;
 use crypto::KeyRegistry;
 use crypto::x25519::{PrivateKey, PublicKey};
 use dataplane::Arena;
+use dataplane::esp::{Encapsulation, EspTunnel, InboundSa, OutboundSa, SaSpec};
 use dataplane::fib::{PortId, TunnelId};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
@@ -32,8 +33,8 @@ use wireguard::{Device, PeerId};
 const KEY_CAPACITY: usize = 6 * 65536;
 /// Time per engine, algorithm and size class of the start-up calibration.
 const CALIBRATION_TIME: Duration = Duration::from_millis(12);
-/// The tunnel a worker serves (one WireGuard interface per gateway).
-const WG_TUNNEL: TunnelId = TunnelId(0);
+/// The WireGuard interface's tunnel (one per gateway).
+const WG_TUNNEL: TunnelId = dataplane::context::WG_TUNNEL;
 
 pub fn key_of(bytes: &[u8; 32]) -> PublicKey {
     PublicKey(*bytes)
@@ -55,6 +56,9 @@ pub fn fib_target(t: RouteTarget) -> dataplane::fib::RouteTarget {
             port: PortId(port as u16),
         },
         RouteTarget::Tunnel { .. } => Fib::Tunnel(WG_TUNNEL),
+        RouteTarget::Esp { tunnel } => Fib::Tunnel(dataplane::context::esp_tunnel(
+            dataplane::esp::EspTunnelId(tunnel as u16),
+        )),
         RouteTarget::Blackhole => Fib::Blackhole,
     }
 }
@@ -123,6 +127,7 @@ fn build_graph(
     config: &GatewayConfig,
     engines: crypto::EngineSet,
     device: Device,
+    sas: &[EspSas],
     now: Instant,
 ) -> Result<GatewayGraph, String> {
     let mut gw = GatewayGraph::new(Arena::new(config.buffers), engines, device, now);
@@ -162,8 +167,89 @@ fn build_graph(
         gw.add_route(r.prefix, fib_target(r.target))
             .map_err(|e| format!("route {}: {e}", r.prefix))?;
     }
+    add_esp(config, sas, &mut gw)?;
     add_l2(config, &mut gw)?;
     Ok(gw)
+}
+
+/// An ESP tunnel's SAs, made once and shared by every worker.
+pub struct EspSas {
+    pub outbound: Option<Arc<OutboundSa>>,
+    pub inbound: Vec<Arc<InboundSa>>,
+}
+
+fn sa_spec(s: &gateway_config::SaConfig) -> SaSpec {
+    SaSpec {
+        spi: s.spi,
+        alg: s.algorithm,
+        keymat: s.keymat.clone(),
+        esn: s.esn,
+        replay_window: s.replay_window,
+        lifetime: s.lifetime,
+    }
+}
+
+/// The manual SAs of every ESP tunnel, their keys in `keys`.
+fn esp_sas(config: &GatewayConfig, keys: &Arc<KeyRegistry>) -> Result<Vec<EspSas>, String> {
+    config
+        .esps
+        .iter()
+        .map(|e| {
+            let outbound = match &e.outbound {
+                Some(s) => Some(Arc::new(
+                    OutboundSa::new(keys, &sa_spec(s))
+                        .map_err(|err| format!("esp {}: {err}", e.name))?,
+                )),
+                None => None,
+            };
+            let inbound = e
+                .inbound
+                .iter()
+                .map(|s| {
+                    InboundSa::new(keys, &sa_spec(s))
+                        .map(Arc::new)
+                        .map_err(|err| format!("esp {}: {err}", e.name))
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(EspSas { outbound, inbound })
+        })
+        .collect()
+}
+
+/// The ESP tunnels, each with its SAs (the same on every worker).
+fn add_esp(config: &GatewayConfig, sas: &[EspSas], gw: &mut GatewayGraph) -> Result<(), String> {
+    for (e, sas) in config.esps.iter().zip(sas) {
+        let encap = match e.udp_port {
+            Some(port) => Encapsulation::Udp {
+                local_port: port,
+                remote_port: port,
+            },
+            None => Encapsulation::None,
+        };
+        let id = gw
+            .add_esp(EspTunnel::new(
+                e.name.clone(),
+                e.local,
+                e.remote,
+                encap,
+                e.local_ts.clone(),
+                e.remote_ts.clone(),
+                e.mtu.into(),
+            ))
+            .map_err(|err| err.to_string())?;
+        let table = gw.esp_mut();
+        if let Some(o) = &sas.outbound {
+            table
+                .set_outbound(id, o.clone())
+                .map_err(|err| format!("esp {}: {err}", e.name))?;
+        }
+        for i in &sas.inbound {
+            table
+                .add_inbound(id, i.clone())
+                .map_err(|err| format!("esp {}: {err}", e.name))?;
+        }
+    }
+    Ok(())
 }
 
 /// The VXLAN tunnels and the cross-connects. A tunnel's largest frame is what its
@@ -173,13 +259,13 @@ fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
     use dataplane::l2::L2Interface;
     /// An inner frame's Ethernet header with one VLAN tag.
     const TAGGED_HEADER: usize = 18;
-    let wg_mtu = gw.context().wg_mtu();
     for v in &config.vxlans {
-        let ip = gw.context().ip();
+        let cx = gw.context();
+        let ip = cx.ip();
         let path = dataplane::vxlan::max_frame_to(
             ip.fib(),
             |p| ip.interfaces().get(p).map(|i| i.mtu),
-            wg_mtu,
+            |t| cx.tunnel_mtu(t),
             v.remote,
         )
         .ok_or_else(|| format!("vxlan {}: no route to {}", v.name, v.remote))?;
@@ -221,7 +307,8 @@ fn build_graphs(
     let mut device = owner_device(config, &keys, now)?;
     device.publish();
     let cell = device.view_cell();
-    let mut graphs = vec![build_graph(config, engines, device, now)?];
+    let sas = esp_sas(config, &keys)?;
+    let mut graphs = vec![build_graph(config, engines, device, &sas, now)?];
     for _ in 1..config.workers.len() {
         let (mut link, inbox) = dataplane::wg_follow::link(cell.clone());
         let owner = owner_waker.clone();
@@ -231,7 +318,7 @@ fn build_graphs(
         graphs[0].context_mut().lead_wg_follower(inbox);
         let set = crate::engines::replica(&keys, graphs[0].context().engines())?;
         let own = Device::new(keys.clone(), now, SystemTime::now());
-        let mut g = build_graph(config, set, own, now)?;
+        let mut g = build_graph(config, set, own, &sas, now)?;
         g.context_mut().follow_wg_device(link);
         graphs.push(g);
     }

@@ -1,5 +1,6 @@
 //! Key files: one base64 key as `wg genkey` and `wg genpsk` write it, a trailing newline
-//! allowed. What a file holds never appears in a message.
+//! allowed; or, for ESP, key material in hex. What a file holds never appears in a
+//! message.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -40,4 +41,32 @@ pub(crate) fn read_key_file(path: &Path) -> Result<Zeroizing<[u8; 32]>, String> 
 
 fn not_a_key(shown: &std::path::Display<'_>) -> String {
     format!("{shown}: not a base64 32-byte key (as `wg genkey` writes it)")
+}
+
+/// Reads an ESP key file at `path` (already resolved): exactly `len` bytes in hex, an
+/// optional `0x` in front, whitespace anywhere ignored.
+pub(crate) fn read_hex_key_file(path: &Path, len: usize) -> Result<Zeroizing<Vec<u8>>, String> {
+    let shown = path.display();
+    let text = Zeroizing::new(
+        std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?,
+    );
+    let digits: Zeroizing<String> = Zeroizing::new(
+        text.split_whitespace()
+            .collect::<String>()
+            .trim_start_matches("0x")
+            .to_string(),
+    );
+    if digits.is_empty() {
+        return Err(format!("{shown}: empty (expected {len} bytes in hex)"));
+    }
+    let bytes = Zeroizing::new(
+        hex::decode(digits.as_bytes()).map_err(|_| format!("{shown}: not hex digits"))?,
+    );
+    if bytes.len() != len {
+        return Err(format!(
+            "{shown}: holds {} bytes, expected {len}",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
 }

@@ -23,11 +23,13 @@ pub(super) struct Underlay<'a> {
     pub ports: &'a [PortConfig],
     pub wireguard: &'a [WgConfig],
     pub routes: &'a [RouteConfig],
+    /// The ESP tunnels validated so far (routes into the others lead nowhere yet).
+    pub esps: &'a [super::EspConfig],
 }
 
 impl Underlay<'_> {
     /// Whether `addr` is one of the gateway's own addresses.
-    fn is_ours(&self, addr: IpAddr) -> bool {
+    pub(super) fn is_ours(&self, addr: IpAddr) -> bool {
         let ports = self.ports.iter().flat_map(|p| &p.addresses);
         let tunnels = self.wireguard.iter().flat_map(|w| &w.addresses);
         ports.chain(tunnels).any(|&(a, _)| a == addr)
@@ -36,7 +38,7 @@ impl Underlay<'_> {
     /// The MTU of the link the FIB will send a packet to `dst` by, and its name
     /// (the longest prefix among the routes, the ports' networks and the WireGuard
     /// interfaces' networks); `None` when nothing leads there.
-    fn path_mtu(&self, dst: IpAddr) -> Option<(u16, String)> {
+    pub(super) fn path_mtu(&self, dst: IpAddr) -> Option<(u16, String)> {
         let mut best: Option<(u8, u16, String)> = None;
         let mut consider = |p: Prefix, mtu: Option<(u16, String)>| {
             let covers = p.addr.is_ipv4() == dst.is_ipv4()
@@ -76,6 +78,10 @@ impl Underlay<'_> {
                     .wireguard
                     .get(tunnel)
                     .map(|w| (w.mtu, format!("tunnel {}", w.name))),
+                RouteTarget::Esp { tunnel } => self
+                    .esps
+                    .get(tunnel)
+                    .map(|e| (e.mtu, format!("esp {}", e.name))),
                 RouteTarget::Blackhole => None,
             };
             consider(r.prefix, mtu);

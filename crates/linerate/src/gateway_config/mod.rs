@@ -10,12 +10,14 @@
 //! - `validate`: the whole file, `[gateway]` and the ports, names across tables;
 //! - `wireguard`, `routes`: those tables and the checks between them and the rest;
 //! - `l2`: `[[vxlan]]` and `[[xconnect]]`, and the path MTU of each tunnel;
+//! - `esp`: `[[esp]]` tunnels and their manual SAs;
 //! - `values`: names, addresses, prefixes and socket addresses as written;
 //! - `keyfile`: key files and base64 keys;
 //! - `error`: the error and its `FILE:LINE: KEY:` form;
 //! - `summary`: what `linerate gateway --check` prints.
 
 mod error;
+mod esp;
 mod keyfile;
 mod l2;
 mod raw;
@@ -57,6 +59,54 @@ pub struct GatewayConfig {
     pub vxlans: Vec<VxlanConfig>,
     /// Each RX interface once.
     pub xconnects: Vec<XconnectConfig>,
+    pub esps: Vec<EspConfig>,
+}
+
+/// An ESP tunnel of the gateway, with its manual SAs.
+#[derive(Debug)]
+pub struct EspConfig {
+    pub name: String,
+    /// One of the gateway's addresses.
+    pub local: IpAddr,
+    /// Of local's family, not the gateway's.
+    pub remote: IpAddr,
+    /// ESP in UDP (RFC 3948) from and to this port; `None`: ESP on IP.
+    pub udp_port: Option<u16>,
+    pub local_ts: Vec<Prefix>,
+    pub remote_ts: Vec<Prefix>,
+    /// The largest inner packet; it fits the path to `remote`.
+    pub mtu: u16,
+    pub outbound: Option<SaConfig>,
+    /// SPIs unique per local address.
+    pub inbound: Vec<SaConfig>,
+}
+
+/// A manual SA.
+pub struct SaConfig {
+    pub spi: u32,
+    pub algorithm: ipsec::EspAlgorithm,
+    /// Where the key material was read from (resolved).
+    pub key_file: PathBuf,
+    /// Key then salt.
+    pub keymat: Zeroizing<Vec<u8>>,
+    pub esn: bool,
+    /// Inbound only (0: off).
+    pub replay_window: u32,
+    pub lifetime: ipsec::Lifetime,
+}
+
+impl fmt::Debug for SaConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SaConfig")
+            .field("spi", &format_args!("{:#x}", self.spi))
+            .field("algorithm", &self.algorithm)
+            .field("key_file", &self.key_file)
+            .field("keymat", &format_args!("(hidden)"))
+            .field("esn", &self.esn)
+            .field("replay_window", &self.replay_window)
+            .field("lifetime", &self.lifetime)
+            .finish()
+    }
 }
 
 /// How a port reaches its interface.
@@ -166,6 +216,8 @@ pub enum RouteTarget {
     Port { port: usize, via: Option<IpAddr> },
     /// Into `wireguard[tunnel]`, whose peers' allowed IPs choose the peer.
     Tunnel { tunnel: usize },
+    /// Into `esp[tunnel]`.
+    Esp { tunnel: usize },
     /// Dropped.
     Blackhole,
 }
@@ -216,6 +268,44 @@ impl fmt::Debug for PeerConfig {
             .field("persistent_keepalive", &self.persistent_keepalive)
             .finish()
     }
+}
+
+/// Whether two files' ESP tunnels are the same, keys included (compared in constant
+/// time: they are secrets).
+pub fn same_esps(a: &[EspConfig], b: &[EspConfig]) -> bool {
+    let same_key = |x: &[u8], y: &[u8]| {
+        x.len() == y.len() && x.iter().zip(y).fold(0u8, |acc, (p, q)| acc | (p ^ q)) == 0
+    };
+    let same_sa = |x: &SaConfig, y: &SaConfig| {
+        (x.spi, x.algorithm, x.esn, x.replay_window, x.lifetime)
+            == (y.spi, y.algorithm, y.esn, y.replay_window, y.lifetime)
+            && same_key(&x.keymat, &y.keymat)
+    };
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            (
+                &x.name,
+                x.local,
+                x.remote,
+                x.udp_port,
+                &x.local_ts,
+                &x.remote_ts,
+                x.mtu,
+            ) == (
+                &y.name,
+                y.local,
+                y.remote,
+                y.udp_port,
+                &y.local_ts,
+                &y.remote_ts,
+                y.mtu,
+            ) && match (&x.outbound, &y.outbound) {
+                (Some(p), Some(q)) => same_sa(p, q),
+                (None, None) => true,
+                _ => false,
+            } && x.inbound.len() == y.inbound.len()
+                && x.inbound.iter().zip(&y.inbound).all(|(p, q)| same_sa(p, q))
+        })
 }
 
 /// Reads and validates the file at `path`; errors name it as given.

@@ -4,7 +4,7 @@
 //! with its own message, instead of serde's.
 //!
 //! Each `[gateway]`, `[[port]]`, `[[wireguard]]`, `[[wireguard.peer]]`, `[[route]]`,
-//! `[[vxlan]]` and `[[xconnect]]` table is deserialized on its own (see `split`), so that a structural error in one
+//! `[[vxlan]]`, `[[xconnect]]` and `[[esp]]` table is deserialized on its own (see `split`), so that a structural error in one
 //! (an unknown key, a missing one, a wrong type) does not hide the errors of the others.
 
 use super::error::{MISSING, Sink, join, unknown_key};
@@ -133,7 +133,58 @@ const XCONNECT: Keys = Keys {
     required: &["from", "to"],
 };
 
-const TOP_KEYS: &[&str] = &["gateway", "port", "wireguard", "route", "vxlan", "xconnect"];
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEsp {
+    pub name: S<String>,
+    pub local: S<String>,
+    pub remote: S<String>,
+    pub encapsulation: Option<S<String>>,
+    pub udp_port: Option<S<i64>>,
+    pub local_ts: Option<S<Vec<S<String>>>>,
+    pub remote_ts: Option<S<Vec<S<String>>>>,
+    pub mtu: Option<S<i64>>,
+    pub outbound: Option<RawSa>,
+    pub inbound: Option<Vec<RawSa>>,
+}
+const ESP: Keys = Keys {
+    allowed: &[
+        "name",
+        "local",
+        "remote",
+        "encapsulation",
+        "udp_port",
+        "local_ts",
+        "remote_ts",
+        "mtu",
+        "outbound",
+        "inbound",
+    ],
+    required: &["name", "local", "remote"],
+};
+
+/// A manual SA of an `[[esp]]` table (`[esp.outbound]`, `[[esp.inbound]]`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSa {
+    pub spi: S<i64>,
+    pub algorithm: S<String>,
+    pub key_file: S<String>,
+    pub esn: Option<S<bool>>,
+    pub replay_window: Option<S<i64>>,
+    pub lifetime_bytes: Option<S<i64>>,
+    pub lifetime_packets: Option<S<i64>>,
+}
+
+const TOP_KEYS: &[&str] = &[
+    "gateway",
+    "port",
+    "wireguard",
+    "route",
+    "vxlan",
+    "xconnect",
+    "esp",
+];
 
 /// The keys a table may hold and those it must: checked before serde sees the table,
 /// so that every unknown or missing key is reported (serde stops at the first), and
@@ -171,6 +222,7 @@ pub(crate) struct RawFile {
     pub routes: Vec<Item<RawRoute>>,
     pub vxlans: Vec<Item<RawVxlan>>,
     pub xconnects: Vec<Item<RawXconnect>>,
+    pub esps: Vec<Item<RawEsp>>,
     /// Whether the file has a `port` key at all (even one that is not `[[port]]`).
     pub port_given: bool,
 }
@@ -242,6 +294,12 @@ pub(crate) fn split(text: &str, sink: &mut Sink<'_>) -> Option<RawFile> {
                 for (i, v) in tables(value, "xconnect", sink) {
                     let path = format!("xconnect[{i}]");
                     file.xconnects.push(wrap(v, &path, &XCONNECT, sink, |v| v));
+                }
+            }
+            "esp" => {
+                for (i, v) in tables(value, "esp", sink) {
+                    let path = format!("esp[{i}]");
+                    file.esps.push(wrap(v, &path, &ESP, sink, |v| v));
                 }
             }
             other => sink.at(key.span(), other, unknown_key(TOP_KEYS)),
@@ -376,5 +434,6 @@ mod tests {
         check(&ROUTE, fields::<RawRoute>(), &[]);
         check(&VXLAN, fields::<RawVxlan>(), &[]);
         check(&XCONNECT, fields::<RawXconnect>(), &[]);
+        check(&ESP, fields::<RawEsp>(), &[]);
     }
 }

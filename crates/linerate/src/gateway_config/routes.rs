@@ -1,7 +1,8 @@
-//! `[[route]]` tables: the prefix, exactly one target, the port or tunnel it names,
+//! `[[route]]` tables: the prefix, exactly one target, the port or tunnel (WireGuard
+//! or ESP) it names,
 //! and the next hop inside that port's networks.
 
-use super::raw::{Item, RawFile, RawPort, RawRoute, RawWireguardItem};
+use super::raw::{Item, RawEsp, RawFile, RawPort, RawRoute, RawWireguardItem};
 use super::validate::Ctx;
 use super::values::{addr_len, prefix};
 use super::{Prefix, RouteConfig, RouteTarget};
@@ -148,18 +149,23 @@ pub(super) fn route(
         }
     } else if let Some(t) = &r.tunnel {
         let name = t.get_ref();
+        let esp = find(&raw.esps, name, |e: &RawEsp| e.name.get_ref());
         match find(&raw.wireguard, name, |w: &RawWireguardItem| {
             w.wg.name.get_ref()
         }) {
             Ok(tunnel) => RouteTarget::Tunnel { tunnel },
+            Err(_) if esp.is_ok() => RouteTarget::Esp {
+                tunnel: esp.expect("checked"),
+            },
             Err(broken) => {
-                if !broken {
+                if !broken && esp != Err(true) {
                     let msg = if find(&raw.ports, name, |p: &RawPort| p.name.get_ref()).is_ok() {
                         format!("{name:?} is a port: write port = {name:?}")
                     } else {
                         format!(
-                            "no wireguard interface named {name:?} (wireguard interfaces: {})",
-                            names_of(&raw.wireguard, |w: &RawWireguardItem| w.wg.name.get_ref())
+                            "no tunnel named {name:?} (wireguard interfaces: {}; esp tunnels: {})",
+                            names_of(&raw.wireguard, |w: &RawWireguardItem| w.wg.name.get_ref()),
+                            names_of(&raw.esps, |e: &RawEsp| e.name.get_ref())
                         )
                     };
                     cx.err(t.span(), &format!("{path}.tunnel"), msg);

@@ -87,6 +87,7 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
             }
             RouteTarget::Port { port, via: None } => format!("port {}", c.ports[port].name),
             RouteTarget::Tunnel { tunnel } => format!("tunnel {}", c.wireguard[tunnel].name),
+            RouteTarget::Esp { tunnel } => format!("esp {}", c.esps[tunnel].name),
             RouteTarget::Blackhole => "blackhole".to_string(),
         };
         let _ = writeln!(out, "route {}: {target}", r.prefix);
@@ -97,6 +98,41 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
             "vxlan {}: vni {}, {} -> {} udp port {}, inner mtu {} (the path carries at most {})",
             v.name, v.vni, v.local, v.remote, v.udp_port, v.mtu, v.max_mtu
         );
+    }
+    for e in &c.esps {
+        let ts = |v: &[super::Prefix]| {
+            v.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let _ = writeln!(
+            out,
+            "esp {}: {} -> {} {}, inner mtu {}, local ts {}, remote ts {}",
+            e.name,
+            e.local,
+            e.remote,
+            e.udp_port
+                .map_or_else(|| "on IP".to_string(), |p| format!("in UDP port {p}")),
+            e.mtu,
+            ts(&e.local_ts),
+            ts(&e.remote_ts)
+        );
+        let sa = |dir: &str, s: &super::SaConfig| {
+            format!(
+                "  {dir} spi {:#010x} {}{}, key {}",
+                s.spi,
+                s.algorithm,
+                if s.esn { " esn" } else { "" },
+                s.key_file.display()
+            )
+        };
+        if let Some(o) = &e.outbound {
+            let _ = writeln!(out, "{}", sa("out", o));
+        }
+        for i in &e.inbound {
+            let _ = writeln!(out, "{}, replay window {}", sa("in", i), i.replay_window);
+        }
     }
     let name = |e: L2Endpoint| match e {
         L2Endpoint::Port(i) => format!("port {}", c.ports[i].name),

@@ -3,6 +3,7 @@
 //! error is reported; the configuration is returned only when there are none.
 
 use super::error::Sink;
+use super::esp::esp;
 use super::keyfile::read_key_file;
 use super::l2::{Underlay, l2_ports_connected, vxlan, xconnect};
 use super::raw::{Item, RawFile, RawGateway, RawPort};
@@ -27,7 +28,7 @@ const PORT_MTU_V6: RangeInclusive<i64> = 1280..=1982;
 /// What the checks share: where errors go, and the directory key files are found from.
 pub(super) struct Ctx<'s, 't> {
     sink: &'s mut Sink<'t>,
-    base: &'s Path,
+    pub(super) base: &'s Path,
 }
 
 impl Ctx<'_, '_> {
@@ -171,10 +172,27 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
     }
 
     ok &= tunnel_addresses_unique(&mut cx, &raw, &ports, &wireguard);
+    let mut esps = Vec::new();
+    for (i, e) in raw.esps.iter().enumerate() {
+        let under = Underlay {
+            ports: &ports,
+            wireguard: &wireguard,
+            routes: &routes,
+            esps: &esps,
+        };
+        match e {
+            Item::Ok { value, .. } => match esp(&mut cx, value, i, &under, &esps) {
+                Some(e) => esps.push(e),
+                None => ok = false,
+            },
+            Item::Broken(_) => ok = false,
+        }
+    }
     let under = Underlay {
         ports: &ports,
         wireguard: &wireguard,
         routes: &routes,
+        esps: &esps,
     };
     let mut vxlans = Vec::new();
     for (i, v) in raw.vxlans.iter().enumerate() {
@@ -211,6 +229,7 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         routes,
         vxlans,
         xconnects,
+        esps,
     })
 }
 
@@ -285,8 +304,8 @@ fn gateway(cx: &mut Ctx<'_, '_>, g: &RawGateway) -> Option<GatewayParts> {
     ok.then_some((workers, control, metrics, buffers))
 }
 
-/// Names: the charset, and unique across ports, WireGuard interfaces and VXLAN
-/// tunnels (the later one in the file is the error).
+/// Names: the charset, and unique across ports, WireGuard interfaces, VXLAN and
+/// ESP tunnels (the later one in the file is the error).
 fn names(cx: &mut Ctx<'_, '_>, raw: &RawFile) {
     let mut all: Vec<(Range<usize>, String, String)> = Vec::new();
     for (i, p) in raw.ports.iter().enumerate() {
@@ -308,6 +327,12 @@ fn names(cx: &mut Ctx<'_, '_>, raw: &RawFile) {
         if let Item::Ok { value, .. } = v {
             let n = &value.name;
             all.push((n.span(), format!("vxlan[{i}]"), n.get_ref().clone()));
+        }
+    }
+    for (i, e) in raw.esps.iter().enumerate() {
+        if let Item::Ok { value, .. } = e {
+            let n = &value.name;
+            all.push((n.span(), format!("esp[{i}]"), n.get_ref().clone()));
         }
     }
     all.sort_by_key(|(span, ..)| span.start);
