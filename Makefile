@@ -19,11 +19,14 @@ build:
 test: setup build
 	if [ "$$(id -u)" = 0 ]; then export LINERATE_REQUIRE_PRIVILEGED_TESTS=1; fi; \
 	cargo test --workspace --release
+	tests/esp/known_answers.sh
 	GW_WORKERS=2 tests/net/gateway.sh
 	GW_WORKERS=2 GW_DRIVER=af_packet tests/net/gateway.sh
 	GW_WORKERS=1 tests/net/gateway.sh ping tcp neighbors reload workers
 	GW_WORKERS=2 tests/net/l2.sh
 	GW_DRIVER=af_packet tests/net/l2.sh
+	GW_WORKERS=2 tests/net/esp.sh
+	GW_DRIVER=af_packet tests/net/esp.sh v4_udp v6_esp
 	LINERATE_WORKERS=2 tests/net/interop.sh
 	LINERATE_WORKERS=2 LINERATE_SPREAD=1 tests/net/interop.sh tcp tcp_v6 roaming counters_add_up
 	LINERATE_WORKERS=1 tests/net/interop.sh a_initiates_v4 tcp restart

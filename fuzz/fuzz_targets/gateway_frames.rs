@@ -1,7 +1,8 @@
 //! The gateway graph from its ports: arbitrary Ethernet frames go in on the LAN, the
 //! WAN or the cross-connected L2 port of a gateway with addresses, routes (a next
-//! hop, a tunnel, a blackhole), a WireGuard interface with one peer and a VXLAN
-//! tunnel the L2 port is cross-connected to both ways, and the graph runs. It must
+//! hop, a tunnel, a blackhole), a WireGuard interface with one peer, an ESP tunnel
+//! (inbound SPI 0x100 with ESN, outbound into 198.19.5.0/24) and a VXLAN tunnel the
+//! L2 port is cross-connected to both ways, and the graph runs. It must
 //! never panic, and every buffer must come back: once the clock has moved past every
 //! timer (neighbor probes, packets waiting for a handshake) and the output queues
 //! are drained, the arena is full again.
@@ -14,11 +15,14 @@
 //!   bit 3     advance the clock by a second and run the timers
 //!   bit 5     with bit 1: also an IPv4 and UDP header from the VXLAN remote to
 //!             the VXLAN port, so the bytes reach vxlan-decap
+//!   bit 6     with bit 1 (not 5): also an IPv4 header of protocol 50 from the ESP
+//!             peer, so the bytes reach esp-decrypt
 #![no_main]
 
 use crypto::x25519::PrivateKey;
 use crypto::{EngineSet, KeyRegistry};
-use dataplane::context::OutputId;
+use dataplane::context::{OutputId, esp_tunnel};
+use dataplane::esp::{Encapsulation, EspTunnel, InboundSa, OutboundSa, SaSpec};
 use dataplane::fib::{PortId, RouteTarget, TunnelId};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
@@ -33,6 +37,7 @@ const BUFFERS: usize = 256;
 const LAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
 const WAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
 const VXLAN_REMOTE: [u8; 4] = [198, 18, 2, 2];
+const ESP_REMOTE: [u8; 4] = [198, 18, 2, 3];
 
 fn gateway(now: Instant) -> (GatewayGraph, [PortId; 3]) {
     let keys = Arc::new(KeyRegistry::new(64));
@@ -86,7 +91,33 @@ fn gateway(now: Instant) -> (GatewayGraph, [PortId; 3]) {
         .unwrap();
     gw.add_xconnect(L2Interface::Vxlan(vx), L2Interface::Port(l2))
         .unwrap();
+    let all: Vec<lpm::Prefix> = vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()];
+    let esp = gw
+        .add_esp(EspTunnel::new(
+            "esp0".into(),
+            "198.18.2.1".parse().unwrap(),
+            ESP_REMOTE.into(),
+            Encapsulation::None,
+            all.clone(),
+            all,
+            1300,
+        ))
+        .unwrap();
+    let keys = gw.context().keys().clone();
+    let spec = |spi, esn| SaSpec {
+        spi,
+        alg: ipsec::EspAlgorithm::Aes128Gcm,
+        keymat: zeroize::Zeroizing::new(vec![1; 20]),
+        esn,
+        replay_window: 64,
+        lifetime: Default::default(),
+    };
+    let out = OutboundSa::new(&keys, &spec(0x200, false)).unwrap();
+    let inbound = InboundSa::new(&keys, &spec(0x100, true)).unwrap();
+    gw.esp_mut().set_outbound(esp, Arc::new(out)).unwrap();
+    gw.esp_mut().add_inbound(esp, Arc::new(inbound)).unwrap();
     let route = |gw: &mut GatewayGraph, p: &str, t| gw.add_route(p.parse().unwrap(), t).unwrap();
+    route(&mut gw, "198.19.5.0/24", RouteTarget::Tunnel(esp_tunnel(esp)));
     route(&mut gw, "198.19.3.0/24", RouteTarget::Tunnel(TunnelId(0)));
     route(&mut gw, "2001:2:0:3::/64", RouteTarget::Tunnel(TunnelId(0)));
     route(&mut gw, "198.19.9.0/24", RouteTarget::Blackhole);
@@ -99,6 +130,21 @@ fn gateway(now: Instant) -> (GatewayGraph, [PortId; 3]) {
         },
     );
     (gw, [lan, wan, l2])
+}
+
+/// An IPv4 header of protocol 50 from the ESP peer to the gateway, for an ESP
+/// packet of `len` bytes.
+fn esp_header(len: usize) -> [u8; 20] {
+    let mut h = [0u8; 20];
+    let total = (20 + len).min(usize::from(u16::MAX)) as u16;
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    h[8] = 64;
+    h[9] = 50;
+    h[12..16].copy_from_slice(&ESP_REMOTE);
+    h[16..20].copy_from_slice(&[198, 18, 2, 1]);
+    wire::ipv4::Packet::new_unchecked(&mut h[..]).fill_checksum();
+    h
 }
 
 /// An IPv4 and UDP header from the VXLAN remote to the gateway's VXLAN port, for a
@@ -147,6 +193,8 @@ fuzz_target!(|data: &[u8]| {
             frame.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x10, 0x08, 0x00]);
             if kind & 32 != 0 {
                 frame.extend_from_slice(&outer_headers(bytes.len()));
+            } else if kind & 64 != 0 {
+                frame.extend_from_slice(&esp_header(bytes.len()));
             }
         }
         frame.extend_from_slice(bytes);
