@@ -348,3 +348,5 @@ impl GatewayConfig {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_esp;

@@ -22,7 +22,7 @@ impl TempDir {
         TempDir(dir)
     }
 
-    fn write(&self, name: &str, text: &str) -> PathBuf {
+    pub(super) fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.0.join(name);
         std::fs::write(&path, text).unwrap();
         path
@@ -67,7 +67,7 @@ fn key_dir() -> TempDir {
 
 /// Writes `text` as `gw.toml` beside the key files and validates it: every error,
 /// with the directory taken out of the file names and paths.
-fn errors_of(dir: &TempDir, text: &str) -> Vec<String> {
+pub(super) fn errors_of(dir: &TempDir, text: &str) -> Vec<String> {
     let text = text.replace("{own_public}", &own_public());
     let path = dir.write("gw.toml", &text);
     let shown = format!("{}/", dir.0.display());
@@ -417,7 +417,7 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         true,
         "[[route]]\nprefix = \"0.0.0.0/0\"\ntunnel = \"wg9\"\n",
         &[
-            "gw.toml:7: route[0].tunnel: no wireguard interface named \"wg9\" (wireguard interfaces: none)",
+            "gw.toml:7: route[0].tunnel: no tunnel named \"wg9\" (wireguard interfaces: none; esp tunnels: none)",
         ],
     ),
     (
