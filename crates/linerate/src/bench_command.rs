@@ -2,7 +2,7 @@
 //! print its table, write JSON and SVG where asked.
 
 use crate::cli::GraphBench;
-use crate::{bench, bench_crypto, bench_l2, engines, svg};
+use crate::{bench, bench_crypto, bench_esp, bench_l2, engines, svg};
 
 /// `linerate bench`: the whole graph, a table, and optionally JSON and SVG.
 pub fn graph(args: &GraphBench) -> Result<(), String> {
@@ -24,6 +24,9 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
     engines::parse_choice(opts.engine.as_deref().unwrap_or(""))?;
     if args.l2 {
         return l2(&opts, json_path);
+    }
+    if args.tunnel == "esp" {
+        return esp(&opts, args.alg, json_path);
     }
     println!(
         "linerate bench: {} worker(s) on {} peer(s){}, engines {}, {} s per size, on {}",
@@ -113,6 +116,41 @@ fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
     if let Some(path) = json_path {
         let text = serde_json::to_string_pretty(&bench_l2::json(&rows, opts.seconds, opts.repeat))
             .map_err(|e| e.to_string())?;
+        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
+
+/// `linerate bench --tunnel esp`: the gateway's ESP path beside its WireGuard path
+/// and the raw engine.
+fn esp(
+    opts: &bench::Options,
+    alg: ipsec::EspAlgorithm,
+    json_path: Option<String>,
+) -> Result<(), String> {
+    println!(
+        "linerate bench --tunnel esp --alg {alg}: two gateways in memory on one core (routed into the tunnel, out of the WAN port, into the other gateway and out of its LAN port), ESP and WireGuard in turns, engines {}, {} s per size, median of {}, on {}",
+        opts.engine.as_deref().unwrap_or("calibrated"),
+        opts.seconds,
+        opts.repeat,
+        bench::machine()
+    );
+    println!(
+        "counted: packet operations (each packet encrypted once and decrypted once) x inner IPv4 packet size; raw: the engine chosen for {alg} alone, operations x size; ESP/raw is the share the whole path keeps"
+    );
+    let rows = bench_esp::run(
+        opts.engine.as_deref(),
+        alg,
+        &opts.sizes,
+        opts.seconds,
+        opts.repeat,
+    )?;
+    print!("{}", bench_esp::table(&rows));
+    if let Some(path) = json_path {
+        let text =
+            serde_json::to_string_pretty(&bench_esp::json(&rows, alg, opts.seconds, opts.repeat))
+                .map_err(|e| e.to_string())?;
         std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
         println!("wrote {path}");
     }

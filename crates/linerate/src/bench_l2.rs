@@ -13,6 +13,10 @@
 //! A third path runs in the same turns: the same pair routing the packets instead
 //! (into A's LAN port, through the tunnel, out of B's LAN port to a host the
 //! harness answers ARP for), so that L2 over routed is what L2 and VXLAN alone cost.
+//!
+//! The pair also has an ESP tunnel between the WAN addresses, which a second host
+//! on B's LAN is routed through: `linerate bench --tunnel esp` (`bench_esp`) drives
+//! that path beside the routed WireGuard one.
 
 use crate::bench::{self, Size};
 use crate::engines;
@@ -43,15 +47,18 @@ const HOST_B: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0x10];
 
 /// The way frames cross the pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Path {
+pub(crate) enum Path {
     /// A cross-connected port, VXLAN inside the tunnel.
     L2,
-    /// IP packets routed from a LAN port into the tunnel and out of the other's.
+    /// IP packets routed from a LAN port into the WireGuard tunnel and out of the
+    /// other's.
     Routed,
+    /// IP packets routed from a LAN port into the ESP tunnel and out of the other's.
+    Esp,
 }
 
 /// One gateway of the pair.
-struct Site {
+pub(crate) struct Site {
     gw: GatewayGraph,
     l2: PortId,
     lan: PortId,
@@ -61,6 +68,8 @@ struct Site {
 
 /// The host behind B's LAN port, which the harness answers ARP for.
 const HOST_B_IP: [u8; 4] = [198, 19, 0, 3];
+/// A second host there, which A routes through the ESP tunnel.
+const HOST_B_ESP_IP: [u8; 4] = [198, 19, 0, 4];
 const HOST_A_IP: [u8; 4] = [198, 19, 1, 10];
 
 /// Gateway `id` (1: A, 2: B): WAN 198.18.2.<id>/24, tunnel address
@@ -73,6 +82,7 @@ fn site(
     me: &crypto::x25519::PrivateKey,
     them: &crypto::x25519::PrivateKey,
     engine: Option<&str>,
+    esp: ipsec::EspAlgorithm,
 ) -> Result<Site, String> {
     let now = Instant::now();
     let keys = Arc::new(crypto::KeyRegistry::new(64));
@@ -155,6 +165,7 @@ fn site(
     ] {
         gw.add_xconnect(rx, tx).map_err(|e| e.to_string())?;
     }
+    add_esp(&mut gw, id, esp)?;
     Ok(Site {
         gw,
         l2,
@@ -164,7 +175,60 @@ fn site(
     })
 }
 
+/// An ESP tunnel between the WAN addresses, sealing with an SA of `alg` whose SPI
+/// is the other side's inbound one; A routes B's second host into it.
+fn add_esp(gw: &mut GatewayGraph, id: u8, alg: ipsec::EspAlgorithm) -> Result<(), String> {
+    use dataplane::esp::{Encapsulation, EspTunnel, InboundSa, OutboundSa, SaSpec};
+    let all: Vec<lpm::Prefix> = vec!["0.0.0.0/0".parse().expect("literal")];
+    let t = gw
+        .add_esp(EspTunnel::new(
+            "esp0".into(),
+            format!("198.18.2.{id}").parse().expect("literal"),
+            format!("198.18.2.{}", 3 - id).parse().expect("literal"),
+            Encapsulation::None,
+            all.clone(),
+            all,
+            TUNNEL_MTU,
+        ))
+        .map_err(|e| e.to_string())?;
+    // Fixed key material: both ends of an in-memory bench, no secret to keep.
+    let spec = |spi| SaSpec {
+        spi,
+        alg,
+        keymat: zeroize::Zeroizing::new(vec![0x5a; alg.keymat_len()]),
+        esn: true,
+        replay_window: ipsec::DEFAULT_WINDOW,
+        lifetime: Default::default(),
+    };
+    let keys = gw.context().keys().clone();
+    let (out, inb) = (0x1000 + u32::from(id), 0x1000 + u32::from(3 - id));
+    let out = OutboundSa::new(&keys, &spec(out)).map_err(|e| e.to_string())?;
+    let inb = InboundSa::new(&keys, &spec(inb)).map_err(|e| e.to_string())?;
+    let table = gw.esp_mut();
+    table
+        .set_outbound(t, Arc::new(out))
+        .map_err(|e| e.to_string())?;
+    table
+        .add_inbound(t, Arc::new(inb))
+        .map_err(|e| e.to_string())?;
+    if id == 1 {
+        let host = lpm::Prefix::new(IpAddr::from(HOST_B_ESP_IP), 32).expect("a host route");
+        gw.add_route(host, RouteTarget::Tunnel(dataplane::context::esp_tunnel(t)))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 impl Site {
+    fn port(&self, path: Path) -> PortId {
+        if path == Path::L2 { self.l2 } else { self.lan }
+    }
+
+    /// The gateway's engines.
+    pub(crate) fn engines(&self) -> &crypto::EngineSet {
+        self.gw.context().engines()
+    }
+
     /// Takes frames made by `fill` (at most a frame of the graph) in on the port
     /// of `path`.
     fn take_in(&mut self, path: Path, n: usize, mut fill: impl FnMut(&mut [u8]) -> usize) -> usize {
@@ -176,16 +240,14 @@ impl Site {
             arena.meta_mut(h).len = len as u16;
             handles.push(h);
         }
-        let port = if path == Path::L2 { self.l2 } else { self.lan };
-        self.gw.from_port(port, &handles);
+        self.gw.from_port(self.port(path), &handles);
         handles.len()
     }
 
     /// Frames this gateway's port of `path` sends, counted and freed; on the LAN,
     /// ARP requests for the host are answered (and not counted).
     fn delivered(&mut self, path: Path, now: Instant) -> u64 {
-        let port = if path == Path::L2 { self.l2 } else { self.lan };
-        let q = self.gw.port_output(port).expect("the port");
+        let q = self.gw.port_output(self.port(path)).expect("the port");
         let mut n = 0;
         let mut answers: Vec<[u8; 42]> = Vec::new();
         self.gw.context_mut().send_output(q, |arena, hs| {
@@ -212,7 +274,10 @@ fn arp_answer(frame: &[u8]) -> Option<[u8; 42]> {
         return None;
     }
     let req = wire::arp::Packet::new_checked(&frame[14..]).ok()?;
-    if req.operation() != wire::arp::operation::REQUEST || req.target_ip().octets() != HOST_B_IP {
+    let target = req.target_ip().octets();
+    if req.operation() != wire::arp::operation::REQUEST
+        || (target != HOST_B_IP && target != HOST_B_ESP_IP)
+    {
         return None;
     }
     let mut out = [0u8; 42];
@@ -251,29 +316,36 @@ fn frame(buf: &mut [u8], len: usize, seq: u16, path: Path, gw_mac: [u8; 6]) -> u
     buf[6..12].copy_from_slice(&HOST_A);
     buf[12..14].copy_from_slice(&[0x08, 0x00]);
     bench::inner_packet(&mut buf[14..], len, seq);
-    if path == Path::Routed {
+    if path != Path::L2 {
         buf[14 + 12..14 + 16].copy_from_slice(&HOST_A_IP);
+        if path == Path::Esp {
+            buf[14 + 16..14 + 20].copy_from_slice(&HOST_B_ESP_IP);
+        }
         wire::ipv4::Packet::new_unchecked(&mut buf[14..14 + len]).fill_checksum();
     }
     14 + len
 }
 
-/// The pair, with the handshake done and the WAN neighbors resolved.
-fn pair(engine: Option<&str>) -> Result<(Site, Site), String> {
+/// The pair, with the handshake done and the WAN neighbors resolved; its ESP
+/// tunnel seals with `esp`.
+pub(crate) fn pair(engine: Option<&str>, esp: ipsec::EspAlgorithm) -> Result<(Site, Site), String> {
     let (ka, kb) = (
         crypto::x25519::PrivateKey::generate(),
         crypto::x25519::PrivateKey::generate(),
     );
-    let mut a = site(1, &ka, &kb, engine)?;
-    let mut b = site(2, &kb, &ka, engine)?;
+    let mut a = site(1, &ka, &kb, engine, esp)?;
+    let mut b = site(2, &kb, &ka, engine, esp)?;
     // One frame of each path starts it all (ARP, the handshake); the wire runs
     // until both are across. (More would wait for ARP, and past its queue be
     // dropped.)
     let mac = a.lan_mac;
-    for path in [Path::L2, Path::Routed] {
+    const PATHS: [Path; 3] = [Path::L2, Path::Routed, Path::Esp];
+    for path in PATHS {
         a.take_in(path, 1, |buf| frame(buf, 64, 0, path, mac));
     }
-    let mut across = [false; 2];
+    // The routed and ESP paths leave by the same LAN port: two frames out of it
+    // are both across.
+    let (mut l2_across, mut lan_across) = (false, 0);
     for _ in 0..SETUP_ROUNDS {
         let now = Instant::now();
         a.gw.run(now);
@@ -281,19 +353,35 @@ fn pair(engine: Option<&str>) -> Result<(Site, Site), String> {
         b.gw.tick(now);
         wire(&mut a, &mut b, now);
         wire(&mut b, &mut a, now);
-        for (i, path) in [Path::L2, Path::Routed].into_iter().enumerate() {
-            across[i] |= b.delivered(path, now) > 0;
+        l2_across |= b.delivered(Path::L2, now) > 0;
+        lan_across += b.delivered(Path::Routed, now);
+        for path in PATHS {
             a.delivered(path, now);
         }
-        if across == [true; 2] {
+        if l2_across && lan_across >= 2 {
             return Ok((a, b));
         }
     }
-    Err("the two gateways did not get a frame across (handshake or ARP)".into())
+    let drops: Vec<String> = [("a", &a.gw), ("b", &b.gw)]
+        .iter()
+        .flat_map(|(side, gw)| {
+            drops_of(gw)
+                .into_iter()
+                .map(move |(k, n)| format!("{side} {k}: {n}"))
+        })
+        .collect();
+    Err(format!(
+        "the two gateways did not get frames across (L2: {l2_across}, routed and ESP: {lan_across} of 2; drops: {})",
+        if drops.is_empty() {
+            "none".to_string()
+        } else {
+            drops.join(", ")
+        }
+    ))
 }
 
 /// Frames of `size` from A's port of `path` to B's for `seconds`.
-fn drive(
+pub(crate) fn drive(
     a: &mut Site,
     b: &mut Site,
     path: Path,
@@ -384,11 +472,11 @@ pub struct L2Row {
     pub l2_mpps: f64,
 }
 
-fn mpps(m: &bench::Measured) -> f64 {
+pub(crate) fn mpps(m: &bench::Measured) -> f64 {
     m.packets as f64 / m.elapsed.as_secs_f64() / 1e6
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
@@ -410,7 +498,7 @@ pub fn run(
                 .ok_or("no graph")?;
             // Delivered packets, each encrypted and decrypted once, as here.
             plain.push(mpps(&bench::drive(g, size, seconds)?));
-            let (mut a, mut b) = pair(engine)?;
+            let (mut a, mut b) = pair(engine, ipsec::EspAlgorithm::Aes128Gcm)?;
             routed.push(mpps(&drive(&mut a, &mut b, Path::Routed, size, seconds)?));
             l2.push(mpps(&drive(&mut a, &mut b, Path::L2, size, seconds)?));
         }
@@ -469,8 +557,12 @@ mod tests {
 
     #[test]
     fn frames_cross_the_l2_pair_and_none_is_dropped() {
-        let (mut a, mut b) = pair(Some("chacha20-poly1305=aws-lc")).unwrap();
-        for path in [Path::L2, Path::Routed] {
+        let (mut a, mut b) = pair(
+            Some("chacha20-poly1305=aws-lc"),
+            ipsec::EspAlgorithm::Aes128Gcm,
+        )
+        .unwrap();
+        for path in [Path::L2, Path::Routed, Path::Esp] {
             let m = drive(&mut a, &mut b, path, Size::Imix, 0.05).unwrap();
             assert!(m.packets > 100, "{path:?}: {} frames", m.packets);
         }

@@ -204,12 +204,33 @@ pub struct GraphBench {
     /// with the plain graph at the same sizes
     #[arg(long, conflicts_with_all = ["spread", "svg"])]
     pub l2: bool,
+    /// The tunnel measured: wireguard (the host graph, above) or esp (two gateways
+    /// in memory, ESP beside WireGuard on the same path, and the raw engine of
+    /// --alg, one core)
+    #[arg(long, default_value = "wireguard", value_parser = ["wireguard", "esp"],
+          conflicts_with_all = ["spread", "svg", "l2"])]
+    pub tunnel: String,
+    /// With --tunnel esp: the ESP algorithm (aes128gcm16, aes256gcm16,
+    /// chacha20poly1305)
+    #[arg(long, default_value = "aes128gcm16", value_parser = esp_alg)]
+    pub alg: ipsec::EspAlgorithm,
     /// Write the results as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
     /// Write a chart (SVG) here, with the published figures beside
     #[arg(long, value_name = "FILE")]
     pub svg: Option<String>,
+}
+
+/// An ESP algorithm by its name.
+fn esp_alg(s: &str) -> Result<ipsec::EspAlgorithm, String> {
+    ipsec::EspAlgorithm::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = ipsec::EspAlgorithm::ALL.iter().map(|a| a.name()).collect();
+        format!(
+            "{s:?} is not an ESP algorithm (one of {})",
+            names.join(", ")
+        )
+    })
 }
 
 /// `linerate bench traffic send`: IPv4/UDP packets out of an interface, as fast as it

@@ -5,6 +5,7 @@ mod background;
 mod bench;
 mod bench_command;
 mod bench_crypto;
+mod bench_esp;
 mod bench_l2;
 mod bench_traffic;
 mod cli;

@@ -1,0 +1,162 @@
+//! `linerate bench --tunnel esp --alg ALG`: the gateway's ESP path in memory,
+//! beside the same gateway's WireGuard path and the raw engine of ALG, all in the
+//! same run. Two gateways on one thread (`bench_l2`'s pair): A routes IPv4 packets
+//! from its LAN port into the tunnel (`ip-lookup`, `esp-encrypt` or `wg-encrypt`,
+//! the outer packet routed out of the WAN port), the harness carries the frames to
+//! B's WAN port, where B opens them (`ip-local`, `esp-decrypt` or `wg-decrypt`,
+//! `tunnel-input`, the IP checks) and routes them out of its LAN port to a host.
+//!
+//! Counted as `linerate bench` counts: packet operations (each packet is encrypted
+//! once and decrypted once) times the inner size, so that graph/raw is the share of
+//! the engine's speed the whole path keeps.
+
+use crate::bench::{self, IMIX, Size};
+use crate::bench_l2::{Path, drive, median, mpps, pair};
+use crate::engines;
+use ipsec::EspAlgorithm;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct EspRow {
+    pub size: Size,
+    /// Delivered packets per second (millions), each encrypted and decrypted once.
+    pub esp_mpps: f64,
+    pub wg_mpps: f64,
+    /// Packet operations (two per packet) times the inner size.
+    pub esp_gbps: f64,
+    pub wg_gbps: f64,
+    /// The raw engine of ALG at this size (IMIX: a 7:4:1 mix), operations per second
+    /// times the size.
+    pub raw_gbps: f64,
+    /// The engines ALG ran on at this size.
+    pub engine: String,
+}
+
+/// Packet operations (two per packet: sealed by A, opened by B) times the inner
+/// size, per second.
+fn op_gbps(m: &bench::Measured) -> f64 {
+    2.0 * m.bytes as f64 * 8.0 / m.elapsed.as_secs_f64() / 1e9
+}
+
+/// The engine `engines` chose for `alg` at each size of `size`, run alone on one
+/// core: Gbit/s of operations, and the engines' names.
+fn raw(
+    engines: &crypto::EngineSet,
+    alg: crypto::Algorithm,
+    size: Size,
+    seconds: f64,
+) -> Result<(f64, String), String> {
+    let time = Duration::from_secs_f64(seconds.max(0.01) / 3.0);
+    let mix: Vec<(usize, u32)> = match size {
+        Size::Fixed(n) => vec![(n, 1)],
+        Size::Imix => IMIX.to_vec(),
+    };
+    let (mut secs, mut bits) = (0.0, 0.0);
+    let mut names: Vec<String> = Vec::new();
+    for (n, weight) in mix {
+        let name = engines
+            .chosen_for(alg, n as u32)
+            .ok_or("no engine for it")?;
+        if !names.iter().any(|m| m == name) {
+            names.push(name.to_string());
+        }
+        let mut e = engines::all(&Arc::new(crypto::KeyRegistry::new(4)))
+            .into_iter()
+            .find(|e| e.name() == name)
+            .ok_or_else(|| format!("engine {name} vanished"))?;
+        let m = crypto::calibrate::measure(e.as_mut(), alg, n, time)
+            .ok_or_else(|| format!("{name} failed the raw measurement at {n} bytes"))?;
+        secs += f64::from(weight) / (m.mpps * 1e6);
+        bits += (weight as usize * n * 8) as f64;
+    }
+    Ok((bits / secs / 1e9, names.join("+")))
+}
+
+/// Every size: ESP, WireGuard and the raw engine in turns, `repeat` times; the
+/// median of each.
+pub fn run(
+    engine: Option<&str>,
+    alg: EspAlgorithm,
+    sizes: &[Size],
+    seconds: f64,
+    repeat: usize,
+) -> Result<Vec<EspRow>, String> {
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let (mut esp, mut wg, mut raws) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut esp_g, mut wg_g) = (Vec::new(), Vec::new());
+        let mut engine_name = String::new();
+        for _ in 0..repeat.max(1) {
+            let (mut a, mut b) = pair(engine, alg)?;
+            let m = drive(&mut a, &mut b, Path::Esp, size, seconds)?;
+            esp.push(mpps(&m));
+            esp_g.push(op_gbps(&m));
+            let m = drive(&mut a, &mut b, Path::Routed, size, seconds)?;
+            wg.push(mpps(&m));
+            wg_g.push(op_gbps(&m));
+            let (g, name) = raw(a.engines(), alg.aead(), size, seconds)?;
+            raws.push(g);
+            engine_name = name;
+        }
+        rows.push(EspRow {
+            size,
+            esp_mpps: median(esp),
+            wg_mpps: median(wg),
+            esp_gbps: median(esp_g),
+            wg_gbps: median(wg_g),
+            raw_gbps: median(raws),
+            engine: engine_name,
+        });
+    }
+    Ok(rows)
+}
+
+pub fn table(rows: &[EspRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}  engine",
+        "size", "ESP Mpps", "ESP Gb/s", "WG Mpps", "WG Gb/s", "ESP/WG", "raw Gb/s", "ESP/raw"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<8} {:>9.3} {:>9.2} {:>9.3} {:>9.2} {:>7.2}x {:>9.2} {:>9.2}  {}",
+            r.size.label(),
+            r.esp_mpps,
+            r.esp_gbps,
+            r.wg_mpps,
+            r.wg_gbps,
+            r.esp_mpps / r.wg_mpps,
+            r.raw_gbps,
+            r.esp_gbps / r.raw_gbps,
+            r.engine
+        );
+    }
+    out
+}
+
+pub fn json(rows: &[EspRow], alg: EspAlgorithm, seconds: f64, repeat: usize) -> serde_json::Value {
+    serde_json::json!({
+        "machine": bench::machine(),
+        "tunnel": "esp",
+        "alg": alg.name(),
+        "workers": 1,
+        "seconds_per_size": seconds,
+        "rounds": repeat,
+        "counted": "packet operations (each packet encrypted once and decrypted once) x inner IPv4 packet size; raw: the engine alone, operations x size",
+        "results": rows.iter().map(|r| serde_json::json!({
+            "size": r.size.label(),
+            "mpps": r.esp_mpps,
+            "gbps": r.esp_gbps,
+            "wireguard_mpps": r.wg_mpps,
+            "wireguard_gbps": r.wg_gbps,
+            "over_wireguard": r.esp_mpps / r.wg_mpps,
+            "raw_gbps": r.raw_gbps,
+            "graph_over_raw": r.esp_gbps / r.raw_gbps,
+            "engine": r.engine,
+        })).collect::<Vec<_>>(),
+    })
+}
