@@ -380,6 +380,37 @@ impl EspTunnels {
         Ok(())
     }
 
+    /// Stops sealing the tunnel's packets: they are dropped (`no-sa`) until an SA is
+    /// set again. Whether there was one.
+    pub fn clear_outbound(&mut self, id: EspTunnelId) -> Result<bool, EspError> {
+        let t = self
+            .tunnels
+            .get_mut(usize::from(id.0))
+            .ok_or(EspError::NoTunnel)?;
+        Ok(t.outbound.take().is_some())
+    }
+
+    /// Stops taking packets for `spi` to the tunnel's local address (they are
+    /// counted as `unknown-spi` from now on). The slot stays empty: a slot is never
+    /// given to another SA.
+    pub fn remove_inbound(&mut self, id: EspTunnelId, spi: u32) -> Result<(), EspError> {
+        let local = self.get(id).ok_or(EspError::NoTunnel)?.local;
+        let slot = self
+            .by_spi
+            .get(&(spi, local))
+            .copied()
+            .filter(|s| matches!(self.inbound(*s), Some((t, _)) if *t == id))
+            .ok_or(EspError::NoSa { spi })?;
+        self.by_spi.remove(&(spi, local));
+        self.inbound[slot.0 as usize] = None;
+        Ok(())
+    }
+
+    /// The tunnel called `name`.
+    pub fn find(&self, name: &str) -> Option<EspTunnelId> {
+        self.iter().find(|(_, t)| t.name == name).map(|(id, _)| id)
+    }
+
     /// Takes packets for `sa`'s SPI to the tunnel's local address from now on.
     pub fn add_inbound(&mut self, id: EspTunnelId, sa: Arc<InboundSa>) -> Result<(), EspError> {
         let local = self.get(id).ok_or(EspError::NoTunnel)?.local;
@@ -413,6 +444,61 @@ impl EspTunnels {
     }
 }
 
+/// A change to every worker's ESP table, made once by the control plane (the SAs
+/// it carries are shared) and applied on each worker between runs.
+#[derive(Clone)]
+pub enum EspChange {
+    SetOutbound(EspTunnelId, Arc<OutboundSa>),
+    ClearOutbound(EspTunnelId),
+    AddInbound(EspTunnelId, Arc<InboundSa>),
+    RemoveInbound(EspTunnelId, u32),
+}
+
+impl EspChange {
+    /// Applies the change; what was done, in words, or why nothing was.
+    pub fn apply(&self, table: &mut EspTunnels) -> Result<String, EspError> {
+        let name = |table: &EspTunnels, id: EspTunnelId| {
+            table.get(id).map_or_else(String::new, |t| t.name.clone())
+        };
+        match self {
+            EspChange::SetOutbound(id, sa) => {
+                table.set_outbound(*id, sa.clone())?;
+                Ok(format!(
+                    "esp {}: out SA {:#x} {}",
+                    name(table, *id),
+                    sa.spi,
+                    sa.alg()
+                ))
+            }
+            EspChange::ClearOutbound(id) => {
+                let had = table.clear_outbound(*id)?;
+                Ok(format!(
+                    "esp {}: {}",
+                    name(table, *id),
+                    if had {
+                        "out SA removed"
+                    } else {
+                        "had no out SA"
+                    }
+                ))
+            }
+            EspChange::AddInbound(id, sa) => {
+                table.add_inbound(*id, sa.clone())?;
+                Ok(format!(
+                    "esp {}: in SA {:#x} {}",
+                    name(table, *id),
+                    sa.spi,
+                    sa.alg()
+                ))
+            }
+            EspChange::RemoveInbound(id, spi) => {
+                table.remove_inbound(*id, *spi)?;
+                Ok(format!("esp {}: in SA {spi:#x} removed", name(table, *id)))
+            }
+        }
+    }
+}
+
 /// Why a tunnel or an SA was refused; nothing changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EspError {
@@ -427,6 +513,10 @@ pub enum EspError {
         local: IpAddr,
     },
     ReservedSpi(u32),
+    /// No inbound SA of the tunnel has this SPI.
+    NoSa {
+        spi: u32,
+    },
     KeyLength {
         spi: u32,
         alg: EspAlgorithm,
@@ -458,6 +548,7 @@ impl fmt::Display for EspError {
             ),
             EspError::Key(e) | EspError::Replay(e) => f.write_str(e),
             EspError::NoTunnel => f.write_str("no such ESP tunnel"),
+            EspError::NoSa { spi } => write!(f, "the tunnel has no inbound SA with SPI {spi:#x}"),
             EspError::TooMany => f.write_str("too many ESP tunnels or SAs"),
         }
     }
