@@ -9,6 +9,10 @@
 #   v4_udp     IPv4 outer, ESP in UDP (RFC 3948), aes256gcm16 with ESN
 #   v6_esp     IPv6 outer, ESP on IP, chacha20poly1305 with ESN
 #   v6_udp     IPv6 outer, ESP in UDP, aes128gcm16
+#   sas_at_run_time  no SA in the files: `linerate esp add` brings the tunnel
+#              up, then a new pair of SAs replaces the first during a transfer
+#              (inbound added before the peer seals with it, the old removed
+#              after), nothing lost
 #
 # Each: ping both ways over IPv4 and IPv6 inside, 100 MiB over TCP each way
 # (sha256 checked), the SAs' counters in `linerate show esp`,
@@ -33,7 +37,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(v4_esp v4_udp v6_esp v6_udp)
+SCENARIOS=(v4_esp v4_udp v6_esp v6_udp sas_at_run_time)
 
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 SPI_AB=0x0000a0b1 SPI_BA=0x0000b0a1
@@ -50,10 +54,11 @@ esp_keys() {
     "$PYTHON" -c "import os; print(os.urandom($n).hex())" >"$LR_TMP/ba.key")
 }
 
-# esp_config SIDE FAMILY(4|6) ENCAP(none|udp) ALG ESN(true|false): that
-# gateway's file: its ESP tunnel to the other, the other site's LAN routed in.
+# esp_config SIDE FAMILY(4|6) ENCAP(none|udp) ALG ESN(true|false) [SAS(yes|no)]:
+# that gateway's file: its ESP tunnel to the other, the other site's LAN routed
+# in, and (unless SAS is no) its manual SAs.
 esp_config() {
-  local side=$1 fam=$2 encap=$3 alg=$4 esn=$5 lan4 lan6 wan4 wan6 local remote
+  local side=$1 fam=$2 encap=$3 alg=$4 esn=$5 sas=${6:-yes} lan4 lan6 wan4 wan6 local remote
   local mine4 mine6 theirs4 theirs6 out_spi in_spi out_key in_key
   if [ "$side" = a ]; then
     lan4=$G4_A lan6=$G6_A wan4=$W4_A wan6=$W6_A
@@ -74,6 +79,22 @@ esp_config() {
     cores="cores = [0"
     for ((c = 1; c < GW_WORKERS; c++)); do cores+=", $c"; done
     cores+="]"
+  fi
+  local sa_tables=""
+  if [ "$sas" = yes ]; then
+    sa_tables="[esp.outbound]
+spi = $out_spi
+algorithm = \"$alg\"
+key_file = \"$out_key\"
+esn = $esn
+
+[[esp.inbound]]
+spi = $in_spi
+algorithm = \"$alg\"
+key_file = \"$in_key\"
+esn = $esn
+replay_window = 4096
+"
   fi
   cat >"$LR_TMP/gw-$side.toml" <<EOF
 [gateway]
@@ -101,19 +122,7 @@ encapsulation = "$encap"
 local_ts = ["$mine4", "$mine6"]
 remote_ts = ["$theirs4", "$theirs6"]
 
-[esp.outbound]
-spi = $out_spi
-algorithm = "$alg"
-key_file = "$out_key"
-esn = $esn
-
-[[esp.inbound]]
-spi = $in_spi
-algorithm = "$alg"
-key_file = "$in_key"
-esn = $esn
-replay_window = 4096
-
+$sa_tables
 [[route]]
 prefix = "$theirs4"
 tunnel = "site"
@@ -161,6 +170,65 @@ through() {
     test "$(gw_counter a 'esp-decrypt\.drop\..*') $(gw_counter b 'esp-decrypt\.drop\..*')" = "0 0"
   assert "nothing refused in esp-encrypt" \
     test "$(gw_counter a 'esp-encrypt\.drop\..*') $(gw_counter b 'esp-encrypt\.drop\..*')" = "0 0"
+  sleep 0.5
+  assert "no buffer leaked on gateway a" buffers_all_back a
+  assert "no buffer leaked on gateway b" buffers_all_back b
+}
+
+# not COMMAND...: COMMAND fails (for assert).
+not() { ! "$@"; }
+
+# esp_sa SIDE ARGS...: `linerate esp ARGS` on that gateway's socket.
+esp_sa() { local side=$1; shift; "$LINERATE" esp "$@" --socket "$LR_TMP/gw-$side.sock" >/dev/null; }
+
+# spi_packets SIDE SPI: the packets of that gateway's SA with SPI, from show esp.
+spi_packets() {
+  gw_show "$1" esp | awk -v s="$(printf '0x%08x' "$2")" '$2 == "spi" && $3 == s {
+    for (i = 4; i < NF; i++) if ($(i + 1) == "packets") { print $i; exit } }'
+}
+
+scenario_sas_at_run_time() {
+  local alg=aes128gcm16 spi_ab2=0x0000a0b2 spi_ba2=0x0000b0a2 k
+  topology
+  esp_keys "$alg"
+  esp_config a 4 udp "$alg" true no
+  esp_config b 4 udp "$alg" true no
+  gw_start a
+  gw_start b
+  assert "no SA yet: nothing gets through" not ping_ok "$NS_HA" "$H4_B" 1 2
+  assert "and gateway a counted why (no-sa)" counter_at_least a 'esp-encrypt\.drop\.no-sa' 1
+  local args=(--tunnel site --algorithm "$alg" --esn)
+  assert "b takes a's SPI" esp_sa b add "${args[@]}" --direction in --spi "$SPI_AB" --key-file "$LR_TMP/ab.key"
+  assert "a seals with it" esp_sa a add "${args[@]}" --direction out --spi "$SPI_AB" --key-file "$LR_TMP/ab.key"
+  assert "a takes b's SPI" esp_sa a add "${args[@]}" --direction in --spi "$SPI_BA" --key-file "$LR_TMP/ba.key"
+  assert "b seals with it" esp_sa b add "${args[@]}" --direction out --spi "$SPI_BA" --key-file "$LR_TMP/ba.key"
+  assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
+  for k in ab2 ba2; do
+    (umask 077; "$PYTHON" -c "import os; print(os.urandom(20).hex())" >"$LR_TMP/$k.key")
+  done
+  # New SAs during a transfer: each side takes the new inbound SPI before the
+  # other seals with it, and lets the old one go after.
+  make_payload 100
+  XFER_TIMEOUT=120
+  # Paced, so that the new SAs come in while it runs.
+  xfer_start "$NS_HA" "$NS_HB" "$H4_B" 40
+  sleep 0.5
+  assert "b takes a's new SPI" esp_sa b add "${args[@]}" --direction in --spi "$spi_ab2" --key-file "$LR_TMP/ab2.key"
+  assert "a seals with it" esp_sa a add "${args[@]}" --direction out --spi "$spi_ab2" --key-file "$LR_TMP/ab2.key"
+  assert "a takes b's new SPI" esp_sa a add "${args[@]}" --direction in --spi "$spi_ba2" --key-file "$LR_TMP/ba2.key"
+  assert "b seals with it" esp_sa b add "${args[@]}" --direction out --spi "$spi_ba2" --key-file "$LR_TMP/ba2.key"
+  sleep 0.5
+  assert "b lets a's old SPI go" esp_sa b remove --tunnel site --direction in --spi "$SPI_AB"
+  assert "a lets b's old SPI go" esp_sa a remove --tunnel site --direction in --spi "$SPI_BA"
+  assert "the transfer went on through the change, sha256 matches" xfer_finish
+  assert "b's new inbound SA took most of it" test "$(spi_packets b "$spi_ab2")" -ge 20000
+  assert "b's old one is gone" test -z "$(spi_packets b "$SPI_AB")"
+  assert "nothing dropped in esp-decrypt on either side" \
+    test "$(gw_counter a 'esp-decrypt\.drop\..*') $(gw_counter b 'esp-decrypt\.drop\..*')" = "0 0"
+  assert "removing an SPI that is not there is refused" not esp_sa b remove --tunnel site --direction in --spi "$SPI_AB"
+  assert "an unknown tunnel is refused" not esp_sa a remove --tunnel nope --direction out
+  "$PYTHON" -c "import os; print(os.urandom(10).hex())" >"$LR_TMP/short.key"
+  assert "a key of the wrong length is refused" not esp_sa a add "${args[@]}" --direction in --spi 0x999 --key-file "$LR_TMP/short.key"
   sleep 0.5
   assert "no buffer leaked on gateway a" buffers_all_back a
   assert "no buffer leaked on gateway b" buffers_all_back b

@@ -303,7 +303,7 @@ fn handle_connection(
     let mut writer = conn.try_clone()?;
     let mut reader = BufReader::new(conn);
     loop {
-        let text = match read_request(&mut reader)? {
+        let mut text = match read_request(&mut reader)? {
             None => return Ok(()),
             Some(Ok(text)) => text,
             Some(Err(e)) => {
@@ -317,6 +317,19 @@ fn handle_connection(
             Control::Counters
         } else if let Some(what) = text.strip_prefix("linerate-show=") {
             Control::Show(what.trim().to_string())
+        } else if let Some(req) = text.strip_prefix(crate::esp_control::PREFIX) {
+            let parsed = crate::esp_control::parse(req);
+            // The request may hold a key.
+            zeroize::Zeroize::zeroize(&mut text);
+            match parsed {
+                Ok(r) => Control::Esp(r),
+                Err(why) => {
+                    writer.write_all(
+                        format!("{why}\nerrno={}\n\n", crate::uapi::EINVAL).as_bytes(),
+                    )?;
+                    continue;
+                }
+            }
         } else {
             match crate::uapi::parse(&text) {
                 Ok(request) => Control::Uapi(request),

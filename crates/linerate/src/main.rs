@@ -12,6 +12,7 @@ mod cli;
 mod counter_report;
 mod daemon;
 mod engines;
+mod esp_control;
 mod follower_thread;
 mod gateway;
 mod gateway_config;
@@ -67,6 +68,7 @@ fn main() -> ExitCode {
             None => bench_command::graph(&b.graph),
         },
         Some(Command::Gateway { config, check }) => gateway(&config, check),
+        Some(Command::Esp { action }) => esp_control::send(&action),
         None => host_mode(cli.daemon),
     };
     match result {

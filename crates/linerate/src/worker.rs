@@ -31,6 +31,8 @@ pub enum Control {
     /// `linerate show WHAT` of a gateway (interfaces, runtime, fib, neighbors,
     /// metrics); host mode has none of these and refuses.
     Show(String),
+    /// An ESP SA added or removed (a gateway's; host mode refuses).
+    Esp(crate::esp_control::EspRequest),
 }
 
 pub struct ControlRequest {
@@ -200,7 +202,7 @@ impl Worker {
                                 .reply
                                 .send(self.counter_report().to_text() + "errno=0\n\n");
                         }
-                        Control::Show(_) => {
+                        Control::Show(_) | Control::Esp(_) => {
                             let _ = req.reply.send(uapi::errno(uapi::EINVAL));
                         }
                         Control::Uapi(r) => {

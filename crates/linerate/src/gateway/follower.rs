@@ -24,6 +24,11 @@ pub enum LaneControl {
     Reload(Changes, SyncSender<String>),
     /// The tunnel's UDP port and inner MTU, after a `wg set`.
     Tunnel { listen_port: u16, mtu: usize },
+    /// An ESP SA added or removed (the owner applied it already).
+    Esp(
+        dataplane::esp::EspChange,
+        SyncSender<Result<String, String>>,
+    ),
 }
 
 /// The owner's hold on a follower.
@@ -38,6 +43,11 @@ impl FollowerThread<LaneControl> {
     /// answer in time.
     pub fn report(&self) -> bool {
         self.ask(LaneControl::Report).is_some()
+    }
+
+    /// Applies an ESP change there; its result, or `None` if no answer came.
+    pub fn esp(&self, change: dataplane::esp::EspChange) -> Option<Result<String, String>> {
+        self.ask(|tx| LaneControl::Esp(change, tx))
     }
 
     /// Applies a reload's changes there; what was done, or `None` if no answer came.
@@ -109,5 +119,8 @@ fn obey(lane: &mut Lane, c: LaneControl) {
             let _ = reply.send(text);
         }
         LaneControl::Tunnel { listen_port, mtu } => lane.gw.set_wireguard(listen_port, mtu),
+        LaneControl::Esp(change, reply) => {
+            let _ = reply.send(change.apply(lane.gw.esp_mut()).map_err(|e| e.to_string()));
+        }
     }
 }

@@ -151,6 +151,10 @@ impl Worker {
                     self.jobs.push_back((job, req.reply));
                     continue;
                 }
+                Control::Esp(r) => match self.esp_change(r) {
+                    Ok(text) => format!("{text}\nerrno=0\n\n"),
+                    Err(why) => format!("{why}\nerrno={}\n\n", crate::uapi::EINVAL),
+                },
             };
             let _ = req.reply.send(reply);
         }
@@ -160,6 +164,61 @@ impl Worker {
             };
             let _ = reply.send(text);
         }
+    }
+
+    /// Adds or removes an ESP SA on every worker: made once here (its key in the
+    /// registry all engines read), applied here first (which checks it), then on
+    /// each follower.
+    fn esp_change(&mut self, r: crate::esp_control::EspRequest) -> Result<String, String> {
+        use crate::esp_control::{EspRequest, SaDirection};
+        use dataplane::esp::{EspChange, InboundSa, OutboundSa};
+        let cx = self.lane.gw.context();
+        let keys = cx.keys().clone();
+        let tunnel = |name: &str| {
+            cx.esp()
+                .find(name)
+                .ok_or_else(|| format!("no ESP tunnel named {name:?}"))
+        };
+        let change = match &r {
+            EspRequest::Add {
+                tunnel: t,
+                direction: SaDirection::Out,
+                sa,
+            } => EspChange::SetOutbound(
+                tunnel(t)?,
+                Arc::new(OutboundSa::new(&keys, sa).map_err(|e| e.to_string())?),
+            ),
+            EspRequest::Add {
+                tunnel: t,
+                direction: SaDirection::In,
+                sa,
+            } => EspChange::AddInbound(
+                tunnel(t)?,
+                Arc::new(InboundSa::new(&keys, sa).map_err(|e| e.to_string())?),
+            ),
+            EspRequest::Remove {
+                tunnel: t,
+                direction: SaDirection::Out,
+                ..
+            } => EspChange::ClearOutbound(tunnel(t)?),
+            EspRequest::Remove {
+                tunnel: t,
+                direction: SaDirection::In,
+                spi,
+            } => EspChange::RemoveInbound(tunnel(t)?, spi.ok_or("spi= is missing")?),
+        };
+        let text = change
+            .apply(self.lane.gw.esp_mut())
+            .map_err(|e| e.to_string())?;
+        for f in &self.followers {
+            match f.esp(change.clone()) {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(format!("worker {}: {e}", f.index)),
+                None => return Err(format!("worker {} did not answer", f.index)),
+            }
+        }
+        eprintln!("linerate: {text}");
+        Ok(text)
     }
 
     /// Applies a reload: everything on this worker, the routes and tunnel settings

@@ -45,7 +45,11 @@ fn not_a_key(shown: &std::path::Display<'_>) -> String {
 
 /// Reads an ESP key file at `path` (already resolved): exactly `len` bytes in hex, an
 /// optional `0x` in front, whitespace anywhere ignored.
-pub(crate) fn read_hex_key_file(path: &Path, len: usize) -> Result<Zeroizing<Vec<u8>>, String> {
+pub(crate) fn read_hex_key_file(
+    path: &Path,
+    len: impl Into<Option<usize>>,
+) -> Result<Zeroizing<Vec<u8>>, String> {
+    let len: Option<usize> = len.into();
     let shown = path.display();
     let text = Zeroizing::new(
         std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?,
@@ -57,12 +61,14 @@ pub(crate) fn read_hex_key_file(path: &Path, len: usize) -> Result<Zeroizing<Vec
             .to_string(),
     );
     if digits.is_empty() {
-        return Err(format!("{shown}: empty (expected {len} bytes in hex)"));
+        return Err(format!("{shown}: empty (expected key material in hex)"));
     }
     let bytes = Zeroizing::new(
         hex::decode(digits.as_bytes()).map_err(|_| format!("{shown}: not hex digits"))?,
     );
-    if bytes.len() != len {
+    if let Some(len) = len
+        && bytes.len() != len
+    {
         return Err(format!(
             "{shown}: holds {} bytes, expected {len}",
             bytes.len()

@@ -308,6 +308,12 @@ pub fn same_esps(a: &[EspConfig], b: &[EspConfig]) -> bool {
         })
 }
 
+/// The key material in an ESP key file (hex, as `key_file` in the file), whatever its
+/// length: the receiver checks it against the algorithm.
+pub fn read_hex_key(path: &Path) -> Result<Zeroizing<Vec<u8>>, String> {
+    keyfile::read_hex_key_file(path, None)
+}
+
 /// Reads and validates the file at `path`; errors name it as given.
 pub fn load(path: &Path) -> Result<GatewayConfig, ConfigErrors> {
     match std::fs::read_to_string(path) {
