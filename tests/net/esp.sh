@@ -9,6 +9,9 @@
 #   v4_udp     IPv4 outer, ESP in UDP (RFC 3948), aes256gcm16 with ESN
 #   v6_esp     IPv6 outer, ESP on IP, chacha20poly1305 with ESN
 #   v6_udp     IPv6 outer, ESP in UDP, aes128gcm16
+#   tshark_decodes  tshark opens gw-a's ESP (captured on gw-b's WAN, AF_PACKET
+#              ports so the capture sees it) with the SA's key, finds every
+#              ICV correct and the inner datagrams as host a sent them
 #   sas_at_run_time  no SA in the files: `linerate esp add` brings the tunnel
 #              up, then a new pair of SAs replaces the first during a transfer
 #              (inbound added before the peer seals with it, the old removed
@@ -37,7 +40,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(v4_esp v4_udp v6_esp v6_udp sas_at_run_time)
+SCENARIOS=(v4_esp v4_udp v6_esp v6_udp tshark_decodes sas_at_run_time)
 
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 SPI_AB=0x0000a0b1 SPI_BA=0x0000b0a1
@@ -232,6 +235,43 @@ scenario_sas_at_run_time() {
   sleep 0.5
   assert "no buffer leaked on gateway a" buffers_all_back a
   assert "no buffer leaked on gateway b" buffers_all_back b
+}
+
+# Wireshark's ESP decoder knows AES-GCM (not ChaCha20-Poly1305 in the version
+# Debian has) and checks its ICV without ESN.
+scenario_tshark_decodes() {
+  local alg=aes128gcm16 n=20 got good
+  GW_DRIVER=af_packet
+  topology
+  esp_keys "$alg"
+  esp_config a 4 none "$alg" false
+  esp_config b 4 none "$alg" false
+  gw_start a
+  gw_start b
+  assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 15
+  in_ns "$NS_GB" timeout 15 dumpcap -q -i wan -f 'ip proto 50' -w "$LR_TMP/esp.pcapng" -a duration:4 2>/dev/null &
+  local cap=$!
+  sleep 1.5
+  in_ns "$NS_HA" "$PYTHON" - "$H4_B" "$n" <<'PYEOF2'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[2])):
+    s.sendto(b"linerate-esp-%04d" % i, (sys.argv[1], 9))
+PYEOF2
+  wait "$cap" || true
+  local sa="\"IPv4\",\"$W4_A\",\"$W4_B\",\"$SPI_AB\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x$(cat "$LR_TMP/ab.key")\",\"NULL\",\"\""
+  tshark -r "$LR_TMP/esp.pcapng" -o esp.enable_encryption_decode:TRUE \
+    -o esp.enable_authentication_check:TRUE -o "uat:esp_sa:$sa" \
+    -T fields -E separator=' ' -e esp.icv_good -e ip.src -e udp.dstport -e data.data \
+    >"$LR_TMP/decoded.txt" 2>/dev/null
+  got=$(awk '$2 ~ /,198\.19\.1\.10$/ && $3 == 9' "$LR_TMP/decoded.txt" | wc -l)
+  good=$(awk '$2 ~ /,198\.19\.1\.10$/ && $3 == 9 && $1 == 1' "$LR_TMP/decoded.txt" | wc -l)
+  assert_eq "tshark opened every datagram host a sent" "$n" "$got"
+  assert_eq "and found every ICV correct" "$n" "$good"
+  local want
+  want=$("$PYTHON" -c "print(' '.join((b'linerate-esp-%04d' % i).hex() for i in range($n)))")
+  assert "the inner datagrams are as sent" test \
+    "$(awk '$3 == 9 { printf "%s ", $4 }' "$LR_TMP/decoded.txt" | sed 's/ $//')" = "$want"
 }
 
 scenario_v4_esp() { through 4 none aes128gcm16 false; }
