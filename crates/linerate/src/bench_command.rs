@@ -137,7 +137,7 @@ fn esp(
         bench::machine()
     );
     println!(
-        "counted: packet operations (each packet encrypted once and decrypted once) x inner IPv4 packet size; raw: the engine chosen for {alg} alone, operations x size; ESP/raw is the share the whole path keeps"
+        "counted: packet operations (each packet encrypted once and decrypted once) x inner IPv4 packet size; raw: the engine chosen for {alg} alone, operations x size; ESP/raw is the share the whole path (two gateways) keeps; nodes: the same over the time in the tunnel's encrypt and decrypt nodes alone"
     );
     let rows = bench_esp::run(
         opts.engine.as_deref(),

@@ -27,6 +27,11 @@ pub struct EspRow {
     /// Packet operations (two per packet) times the inner size.
     pub esp_gbps: f64,
     pub wg_gbps: f64,
+    /// The same, over the time spent in the tunnel's two crypto nodes alone (A's
+    /// encrypt, B's decrypt): what the tunnel's nodes keep of the engine's speed,
+    /// without the rest of the two gateways' paths.
+    pub esp_nodes_gbps: f64,
+    pub wg_nodes_gbps: f64,
     /// The raw engine of ALG at this size (IMIX: a 7:4:1 mix), operations per second
     /// times the size.
     pub raw_gbps: f64,
@@ -38,6 +43,21 @@ pub struct EspRow {
 /// size, per second.
 fn op_gbps(m: &bench::Measured) -> f64 {
     2.0 * m.bytes as f64 * 8.0 / m.elapsed.as_secs_f64() / 1e9
+}
+
+/// The same over the time of A's `encrypt` and B's `decrypt` node alone (their
+/// TSC clocks per packet, the TSC's rate from the run).
+fn nodes_gbps(m: &bench::Measured, encrypt: &str, decrypt: &str) -> f64 {
+    let clocks = |name: &str| {
+        m.nodes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(f64::NAN, |(_, c)| *c)
+    };
+    let per_packet = clocks(&format!("a {encrypt}")) + clocks(&format!("b {decrypt}"));
+    let tsc_hz = m.clocks as f64 / m.elapsed.as_secs_f64();
+    let mean = m.bytes as f64 / m.packets.max(1) as f64;
+    2.0 * mean * 8.0 * tsc_hz / per_packet / 1e9
 }
 
 /// The engine `engines` chose for `alg` at each size of `size`, run alone on one
@@ -87,15 +107,18 @@ pub fn run(
     for &size in sizes {
         let (mut esp, mut wg, mut raws) = (Vec::new(), Vec::new(), Vec::new());
         let (mut esp_g, mut wg_g) = (Vec::new(), Vec::new());
+        let (mut esp_n, mut wg_n) = (Vec::new(), Vec::new());
         let mut engine_name = String::new();
         for _ in 0..repeat.max(1) {
             let (mut a, mut b) = pair(engine, alg)?;
             let m = drive(&mut a, &mut b, Path::Esp, size, seconds)?;
             esp.push(mpps(&m));
             esp_g.push(op_gbps(&m));
+            esp_n.push(nodes_gbps(&m, "esp-encrypt", "esp-decrypt"));
             let m = drive(&mut a, &mut b, Path::Routed, size, seconds)?;
             wg.push(mpps(&m));
             wg_g.push(op_gbps(&m));
+            wg_n.push(nodes_gbps(&m, "wg-encrypt", "wg-decrypt"));
             let (g, name) = raw(a.engines(), alg.aead(), size, seconds)?;
             raws.push(g);
             engine_name = name;
@@ -106,6 +129,8 @@ pub fn run(
             wg_mpps: median(wg),
             esp_gbps: median(esp_g),
             wg_gbps: median(wg_g),
+            esp_nodes_gbps: median(esp_n),
+            wg_nodes_gbps: median(wg_n),
             raw_gbps: median(raws),
             engine: engine_name,
         });
@@ -117,13 +142,23 @@ pub fn table(rows: &[EspRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}  engine",
-        "size", "ESP Mpps", "ESP Gb/s", "WG Mpps", "WG Gb/s", "ESP/WG", "raw Gb/s", "ESP/raw"
+        "{:<8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>9}  engine",
+        "size",
+        "ESP Mpps",
+        "ESP Gb/s",
+        "WG Mpps",
+        "WG Gb/s",
+        "ESP/WG",
+        "raw Gb/s",
+        "ESP/raw",
+        "nodes:",
+        "ESP/raw",
+        "ESP/WG"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<8} {:>9.3} {:>9.2} {:>9.3} {:>9.2} {:>7.2}x {:>9.2} {:>9.2}  {}",
+            "{:<8} {:>8.3} {:>8.2} {:>8.3} {:>8.2} {:>6.2}x {:>8.2} {:>8.2} {:>8} {:>9.2} {:>8.2}x  {}",
             r.size.label(),
             r.esp_mpps,
             r.esp_gbps,
@@ -132,6 +167,9 @@ pub fn table(rows: &[EspRow]) -> String {
             r.esp_mpps / r.wg_mpps,
             r.raw_gbps,
             r.esp_gbps / r.raw_gbps,
+            "",
+            r.esp_nodes_gbps / r.raw_gbps,
+            r.esp_nodes_gbps / r.wg_nodes_gbps,
             r.engine
         );
     }
@@ -156,6 +194,10 @@ pub fn json(rows: &[EspRow], alg: EspAlgorithm, seconds: f64, repeat: usize) -> 
             "over_wireguard": r.esp_mpps / r.wg_mpps,
             "raw_gbps": r.raw_gbps,
             "graph_over_raw": r.esp_gbps / r.raw_gbps,
+            "nodes_gbps": r.esp_nodes_gbps,
+            "wireguard_nodes_gbps": r.wg_nodes_gbps,
+            "nodes_over_raw": r.esp_nodes_gbps / r.raw_gbps,
+            "nodes_over_wireguard_nodes": r.esp_nodes_gbps / r.wg_nodes_gbps,
             "engine": r.engine,
         })).collect::<Vec<_>>(),
     })
