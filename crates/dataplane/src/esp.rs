@@ -211,16 +211,43 @@ fn check_spi(spi: u32) -> Result<(), EspError> {
     Ok(())
 }
 
-/// Counts a lifetime refusal; used by both directions.
-pub(crate) fn charge(
-    usage: &Usage,
-    lifetime: &Lifetime,
-    counters: &SaCounters,
-    bytes: usize,
-) -> Result<(), Expired> {
-    usage.charge(lifetime, bytes as u64).inspect_err(|_| {
-        SaCounters::add(&counters.expired);
-    })
+/// A worker's packets and bytes on one SA not yet added to its shared usage: the
+/// nodes tally a frame here and add it once at the frame's end, so the packet path
+/// takes no locked instruction for it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tally {
+    packets: u64,
+    bytes: u64,
+}
+
+impl Tally {
+    /// Takes one packet of `bytes` into the tally if the SA's lifetime has room for
+    /// it beside what is counted already; a refusal is counted on the SA. True when
+    /// the tally was empty before (the caller marks it for flushing).
+    fn charge(
+        &mut self,
+        usage: &Usage,
+        lifetime: &Lifetime,
+        counters: &SaCounters,
+        bytes: usize,
+    ) -> Result<bool, Expired> {
+        let bytes = bytes as u64;
+        if let Some(e) = usage.would_pass(lifetime, self.packets + 1, self.bytes + bytes) {
+            SaCounters::add(&counters.expired);
+            return Err(e);
+        }
+        let first = self.packets == 0;
+        self.packets += 1;
+        self.bytes += bytes;
+        Ok(first)
+    }
+
+    fn flush(&mut self, usage: &Usage) {
+        if self.packets > 0 {
+            usage.add(self.packets, self.bytes);
+            *self = Tally::default();
+        }
+    }
 }
 
 /// One ESP tunnel interface.
@@ -238,6 +265,22 @@ pub struct EspTunnel {
     /// The largest inner packet; larger ones are answered as for any too-small link.
     pub mtu: usize,
     pub(crate) outbound: Option<Arc<OutboundSa>>,
+    /// This worker's packets on `outbound` not yet in its usage.
+    out_tally: Tally,
+    /// Per family (IPv4, IPv6): whether the selectors hold every address, so the
+    /// common route-based tunnel checks nothing per packet.
+    local_any: [bool; 2],
+    remote_any: [bool; 2],
+}
+
+/// Per family (IPv4, IPv6): whether `ts` holds that family's every address.
+fn holds_all(ts: &[Prefix]) -> [bool; 2] {
+    let all = |v4: bool| ts.iter().any(|p| p.len == 0 && p.addr.is_ipv4() == v4);
+    [all(true), all(false)]
+}
+
+fn family(a: IpAddr) -> usize {
+    usize::from(a.is_ipv6())
 }
 
 impl EspTunnel {
@@ -257,10 +300,13 @@ impl EspTunnel {
             local,
             remote,
             encap,
-            local_ts,
-            remote_ts,
             mtu,
             outbound: None,
+            out_tally: Tally::default(),
+            local_any: holds_all(&local_ts),
+            remote_any: holds_all(&remote_ts),
+            local_ts,
+            remote_ts,
         }
     }
 
@@ -282,8 +328,9 @@ impl EspTunnel {
     /// for the inbound check).
     pub(crate) fn selects(&self, src: IpAddr, dst: IpAddr, outbound: bool) -> bool {
         let (ours, theirs) = if outbound { (src, dst) } else { (dst, src) };
-        self.local_ts.iter().any(|p| p.contains(ours))
-            && self.remote_ts.iter().any(|p| p.contains(theirs))
+        (self.local_any[family(ours)] || self.local_ts.iter().any(|p| p.contains(ours)))
+            && (self.remote_any[family(theirs)]
+                || self.remote_ts.iter().any(|p| p.contains(theirs)))
     }
 
     pub fn outbound(&self) -> Option<&Arc<OutboundSa>> {
@@ -326,6 +373,11 @@ pub struct EspTunnels {
     /// Inbound SAs and the tunnel each belongs to; `None`: removed (slots are not
     /// reused while a frame could still name them: only between runs).
     inbound: Vec<Option<(EspTunnelId, Arc<InboundSa>)>>,
+    /// Per inbound slot: this worker's packets not yet in the SA's usage.
+    in_tally: Vec<Tally>,
+    /// The tallies that hold packets: tunnels' (outbound) and slots' (inbound).
+    dirty_out: Vec<EspTunnelId>,
+    dirty_in: Vec<InboundSlot>,
     by_spi: HashMap<(u32, IpAddr), InboundSlot, BuildHasherDefault<SpiHasher>>,
     /// Whether any tunnel takes ESP in UDP on this port.
     udp_ports: Vec<u16>,
@@ -372,6 +424,7 @@ impl EspTunnels {
     /// Seals the tunnel's packets with `sa` from now on (the one before, if any, is
     /// let go: it ends when no frame holds it).
     pub fn set_outbound(&mut self, id: EspTunnelId, sa: Arc<OutboundSa>) -> Result<(), EspError> {
+        self.flush();
         let t = self
             .tunnels
             .get_mut(usize::from(id.0))
@@ -383,6 +436,7 @@ impl EspTunnels {
     /// Stops sealing the tunnel's packets: they are dropped (`no-sa`) until an SA is
     /// set again. Whether there was one.
     pub fn clear_outbound(&mut self, id: EspTunnelId) -> Result<bool, EspError> {
+        self.flush();
         let t = self
             .tunnels
             .get_mut(usize::from(id.0))
@@ -394,6 +448,7 @@ impl EspTunnels {
     /// counted as `unknown-spi` from now on). The slot stays empty: a slot is never
     /// given to another SA.
     pub fn remove_inbound(&mut self, id: EspTunnelId, spi: u32) -> Result<(), EspError> {
+        self.flush();
         let local = self.get(id).ok_or(EspError::NoTunnel)?.local;
         let slot = self
             .by_spi
@@ -420,8 +475,58 @@ impl EspTunnels {
         }
         let slot = InboundSlot(u32::try_from(self.inbound.len()).map_err(|_| EspError::TooMany)?);
         self.inbound.push(Some((id, sa)));
+        self.in_tally.push(Tally::default());
         self.by_spi.insert(key, slot);
         Ok(())
+    }
+
+    /// Charges a packet of `bytes` sealed on tunnel `id`'s outbound SA to this
+    /// worker's tally, if the SA's lifetime has room.
+    pub(crate) fn charge_out(&mut self, id: EspTunnelId, bytes: usize) -> Result<(), Expired> {
+        let Some(t) = self.tunnels.get_mut(usize::from(id.0)) else {
+            return Ok(());
+        };
+        let Some(sa) = t.outbound.as_ref() else {
+            return Ok(());
+        };
+        if t.out_tally
+            .charge(&sa.usage, &sa.lifetime, &sa.counters, bytes)?
+        {
+            self.dirty_out.push(id);
+        }
+        Ok(())
+    }
+
+    /// Charges a packet of `bytes` opened on the inbound SA in `slot`.
+    pub(crate) fn charge_in(&mut self, slot: InboundSlot, bytes: usize) -> Result<(), Expired> {
+        let i = slot.0 as usize;
+        let (Some(Some((_, sa))), Some(tally)) = (self.inbound.get(i), self.in_tally.get_mut(i))
+        else {
+            return Ok(());
+        };
+        if tally.charge(&sa.usage, &sa.lifetime, &sa.counters, bytes)? {
+            self.dirty_in.push(slot);
+        }
+        Ok(())
+    }
+
+    /// Adds this worker's tallies to the SAs' shared usage (at each frame's end).
+    pub(crate) fn flush(&mut self) {
+        for id in self.dirty_out.drain(..) {
+            if let Some(t) = self.tunnels.get_mut(usize::from(id.0))
+                && let Some(sa) = t.outbound.as_ref()
+            {
+                t.out_tally.flush(&sa.usage);
+            }
+        }
+        for slot in self.dirty_in.drain(..) {
+            let i = slot.0 as usize;
+            if let (Some(Some((_, sa))), Some(tally)) =
+                (self.inbound.get(i), self.in_tally.get_mut(i))
+            {
+                tally.flush(&sa.usage);
+            }
+        }
     }
 
     /// The inbound SA for `spi` at `dst`, and its slot.

@@ -76,6 +76,30 @@ impl Usage {
         Ok(())
     }
 
+    /// Which limit `packets` more packets of `bytes` more bytes would pass, given
+    /// what is counted now; `None` when they fit. Changes nothing: a worker that
+    /// tallies a frame's packets itself checks each one here (against its tally so
+    /// far) and counts them all at once with [`Usage::add`]. Workers doing so at
+    /// once may pass a limit by what their frames in flight hold together.
+    pub fn would_pass(&self, limit: &Lifetime, packets: u64, bytes: u64) -> Option<Expired> {
+        let over = |max: Option<u64>, now: u64, more: u64| {
+            max.is_some_and(|m| now.saturating_add(more) > m)
+        };
+        if over(limit.packets, self.packets(), packets) {
+            Some(Expired::Packets)
+        } else if over(limit.bytes, self.bytes(), bytes) {
+            Some(Expired::Bytes)
+        } else {
+            None
+        }
+    }
+
+    /// Counts `packets` packets of `bytes` bytes, checked already.
+    pub fn add(&self, packets: u64, bytes: u64) {
+        self.packets.fetch_add(packets, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// Bytes let through. A charge being refused may show in it for a moment.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
@@ -90,6 +114,25 @@ impl Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tally_is_checked_then_added() {
+        let limit = Lifetime {
+            bytes: Some(3000),
+            packets: Some(5),
+        };
+        let usage = Usage::new();
+        assert_eq!(usage.would_pass(&limit, 2, 3000), None);
+        usage.add(2, 3000);
+        assert_eq!(usage.would_pass(&limit, 1, 1), Some(Expired::Bytes));
+        assert_eq!(usage.would_pass(&limit, 4, 0), Some(Expired::Packets));
+        assert_eq!(usage.would_pass(&limit, 3, 0), None);
+        assert_eq!((usage.packets(), usage.bytes()), (2, 3000));
+        assert_eq!(
+            usage.would_pass(&Lifetime::default(), u64::MAX, u64::MAX),
+            None
+        );
+    }
 
     #[test]
     fn packets_limit_is_exact() {

@@ -42,6 +42,8 @@ pub trait AeadStage: Send + 'static {
         resume: Resume,
         c: &mut NodeCounters,
     ) -> u16;
+    /// After a frame: what the stage tallied per frame goes where it is kept.
+    fn end_frame(_cx: &mut Context) {}
 }
 
 /// A crypto node: one batch of ops per frame.
@@ -68,6 +70,19 @@ impl<S: AeadStage> Node<Context> for AeadNode<S> {
     }
 
     fn process(
+        &mut self,
+        cx: &mut Context,
+        packets: &[Handle],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        self.run_frame(cx, packets, next, c);
+        S::end_frame(cx);
+    }
+}
+
+impl<S: AeadStage> AeadNode<S> {
+    fn run_frame(
         &mut self,
         cx: &mut Context,
         packets: &[Handle],

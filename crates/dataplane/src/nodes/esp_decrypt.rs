@@ -10,7 +10,7 @@
 use crate::arena::{Arena, Handle};
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
-use crate::esp::{SaCounters, charge};
+use crate::esp::SaCounters;
 use crate::graph::{FREE, NodeInfo};
 use crate::inflight::Resume;
 use crate::nodes::TunnelInput;
@@ -80,6 +80,10 @@ impl AeadStage for EspDecrypt {
 
     fn not_parked() -> ErrorSlot {
         EspDecryptError::NotParked.into()
+    }
+
+    fn end_frame(cx: &mut Context) {
+        cx.tunnels.esp.flush();
     }
 
     fn prepare(
@@ -246,7 +250,9 @@ fn finish(
     let Some(inner_len) = inner else {
         return Err(EspDecryptError::Dummy);
     };
-    charge(&sa.usage, &sa.lifetime, &sa.counters, inner_len)
+    cx.tunnels
+        .esp
+        .charge_in(slot, inner_len)
         .map_err(|_| EspDecryptError::Expired)?;
     let meta = cx.arena.meta_mut(h);
     meta.offset += FRONT as u16;

@@ -15,7 +15,7 @@
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
-use crate::esp::{Encapsulation, EspTunnel, EspTunnelId, SaCounters, charge};
+use crate::esp::{Encapsulation, EspTunnel, EspTunnelId, OutboundSa, SaCounters};
 use crate::graph::{FREE, NodeInfo};
 use crate::inflight::Resume;
 use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
@@ -81,6 +81,10 @@ impl AeadStage for EspEncrypt {
 
     fn not_parked() -> ErrorSlot {
         EspEncryptError::NotParked.into()
+    }
+
+    fn end_frame(cx: &mut Context) {
+        cx.tunnels.esp.flush();
     }
 
     fn prepare(
@@ -154,15 +158,28 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
     // In front: the header and IV, and before them room for whichever is longer:
     // the outer headers (written after sealing) or the ESN AAD (read while sealing).
     let room = FRONT + ESN_AAD_LEN.max(t.outer_len());
+
     if start < room || start + text_len + TAG_LEN > FRAME_SIZE {
         return Err(EspEncryptError::TooBig);
     }
-    charge(&sa.usage, &sa.lifetime, &sa.counters, inner_len)
-        .map_err(|_| EspEncryptError::Expired)?;
-    let seq = sa.seq.take().map_err(|_| {
+    let exhausted = |sa: &OutboundSa| {
         SaCounters::add(&sa.counters.seq_exhausted);
         EspEncryptError::SeqExhausted
-    })?;
+    };
+    if sa.seq.is_exhausted() {
+        return Err(exhausted(sa));
+    }
+    cx.tunnels
+        .esp
+        .charge_out(id, inner_len)
+        .map_err(|_| EspEncryptError::Expired)?;
+    let sa = cx
+        .tunnels
+        .esp
+        .get(id)
+        .and_then(|t| t.outbound())
+        .ok_or(EspEncryptError::NoSa)?;
+    let seq = sa.seq.take().map_err(|_| exhausted(sa))?;
     let (spi, esn, key, nonce) = (sa.spi, sa.esn, sa.key.key, sa.key.nonce(seq.to_be_bytes()));
     let header = start - FRONT;
     let buf = cx.arena.buffer_mut(h);
