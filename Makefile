@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .NOTPARALLEL:
-.PHONY: setup build test demo demo-gateway demo-l2 fuzz lint
+.PHONY: setup build test demo demo-gateway demo-l2 demo-ipsec fuzz lint
 
 setup:
 	scripts/setup.sh
@@ -39,6 +39,11 @@ demo-gateway: setup build
 
 demo-l2: setup build
 	scripts/l2-bench.sh --seconds 3
+
+demo-ipsec: setup build
+	tests/net/esp.sh v4_esp tshark_decodes
+	target/release/linerate bench --tunnel esp --alg aes128gcm16 --sizes 64,512,1420,imix --seconds 1
+	target/release/linerate bench --tunnel esp --alg chacha20poly1305 --sizes 64,512,1420,imix --seconds 1
 
 fuzz:
 	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh all 600; \
