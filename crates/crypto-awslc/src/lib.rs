@@ -31,11 +31,12 @@ impl AwsLcEngine {
     }
 }
 
-fn library_algorithm(alg: Algorithm) -> &'static aead::Algorithm {
+fn library_algorithm(alg: Algorithm) -> Option<&'static aead::Algorithm> {
     match alg {
-        Algorithm::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
-        Algorithm::Aes128Gcm => &aead::AES_128_GCM,
-        Algorithm::Aes256Gcm => &aead::AES_256_GCM,
+        Algorithm::ChaCha20Poly1305 => Some(&aead::CHACHA20_POLY1305),
+        Algorithm::Aes128Gcm => Some(&aead::AES_128_GCM),
+        Algorithm::Aes256Gcm => Some(&aead::AES_256_GCM),
+        _ => None,
     }
 }
 
@@ -44,17 +45,22 @@ impl Engine for AwsLcEngine {
         Self::NAME
     }
 
-    fn supports(&self, _alg: Algorithm) -> bool {
-        true
+    fn supports(&self, alg: Algorithm) -> bool {
+        !alg.is_chained()
     }
 
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+        for op in ops.iter_mut().filter(|o| o.alg.is_chained()) {
+            if op.status == OpStatus::Pending {
+                op.status = OpStatus::Unsupported;
+            }
+        }
         self.keys.process_each(keys, mem, ops, expand, run);
     }
 }
 
 fn expand(m: &crypto::KeyMaterial) -> Option<LessSafeKey> {
-    UnboundKey::new(library_algorithm(m.alg), m.bytes())
+    UnboundKey::new(library_algorithm(m.alg)?, m.bytes())
         .ok()
         .map(LessSafeKey::new)
 }

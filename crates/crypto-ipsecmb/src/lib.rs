@@ -99,8 +99,8 @@ impl Engine for IpsecMbEngine {
         Self::NAME
     }
 
-    fn supports(&self, _alg: Algorithm) -> bool {
-        true
+    fn supports(&self, alg: Algorithm) -> bool {
+        !alg.is_chained()
     }
 
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
@@ -122,6 +122,10 @@ impl Engine for IpsecMbEngine {
         for i in 0..run.ops.len() {
             let op = run.ops[i];
             if op.status != OpStatus::Pending {
+                continue;
+            }
+            if op.alg.is_chained() {
+                run.ops[i].status = OpStatus::Unsupported;
                 continue;
             }
             if let Err(status) = op.validate(mem_len) {
@@ -196,9 +200,7 @@ impl Run<'_> {
                 ffi::IMB_CIPHER_CHACHA20_POLY1305,
                 ffi::IMB_AUTH_CHACHA20_POLY1305,
             ),
-            Algorithm::Aes128Gcm | Algorithm::Aes256Gcm => {
-                (ffi::IMB_CIPHER_GCM, ffi::IMB_AUTH_AES_GMAC)
-            }
+            _ => (ffi::IMB_CIPHER_GCM, ffi::IMB_AUTH_AES_GMAC),
         };
         let (cipher_direction, chain_order) = if decrypt {
             (ffi::IMB_DIR_DECRYPT, ffi::IMB_ORDER_HASH_CIPHER)
@@ -340,6 +342,7 @@ impl ExpandedKey {
             }
             Algorithm::Aes128Gcm => mgr.gcm128_pre,
             Algorithm::Aes256Gcm => mgr.gcm256_pre,
+            _ => return None,
         };
         let mut data = Box::new(GcmKeyData { bytes: [0; 1024] });
         // SAFETY: `pre` is the manager's `gcmNNN_pre` for this key size; it reads

@@ -47,7 +47,7 @@ fn register(rng: &mut StdRng, reg: &KeyRegistry, per_alg: usize) -> Vec<(Algorit
     let mut keys = Vec::new();
     for alg in Algorithm::ALL {
         for _ in 0..per_alg {
-            let mut k = [0u8; 32];
+            let mut k = [0u8; 64];
             rng.fill_bytes(&mut k);
             keys.push((alg, reg.insert(alg, &k[..alg.key_len()]).unwrap()));
         }
@@ -146,15 +146,15 @@ fn mixed_vector_of_256_ops() {
     }
 }
 
-/// Every text length from 0 to 300 and aad lengths up to past 64 KiB, each
-/// algorithm, in one vector per algorithm: the job API has length paths (partial
+/// Every text length from 0 to 300 and aad lengths up to past 64 KiB, each AEAD,
+/// in one vector per algorithm: the job API has length paths (partial
 /// blocks, long aad) that packet-sized batches alone would not reach.
 #[test]
 fn lengths_and_long_aad_match_the_reference() {
     let mut rng = StdRng::seed_from_u64(300);
     let reg = KeyRegistry::new(64);
     let keys = register(&mut rng, &reg, 2);
-    for alg in Algorithm::ALL {
+    for alg in Algorithm::ALL.into_iter().filter(|a| !a.is_chained()) {
         let mut plan: Vec<_> = (0..=300)
             .map(|len| (alg, len, len % 40, len % 3 == 0))
             .collect();

@@ -1,16 +1,16 @@
 //! Measuring engines, and choosing one per algorithm and size class by measurement.
 //!
 //! A measurement runs batches of in-place encryptions of one size through an engine
-//! for a short, fixed time on scratch memory. Every engine is measured at the size of
+//! for a short, fixed time on scratch memory (a chained algorithm's laid out as ESP
+//! runs it: header, IV, text padded to whole blocks, ICV). Every engine is measured at the size of
 //! every class ([`size_class::SIZES`]), and each class of each algorithm goes to the
 //! engine with the most packets per second at that size: small packets can go to a
 //! multi-buffer engine while large ones go to whatever is fastest for them.
 //! Asynchronous engines are measured but only run when configured.
 
-use crate::{
-    AeadOp, Algorithm, Direction, Engine, EngineSet, KeyRegistry, OpStatus, Span, TAG_LEN,
-    size_class,
-};
+use crate::aead::{CBC_BLOCK_LEN, MAX_KEY_LEN};
+use crate::op_layout::{OpLayout, OpShape};
+use crate::{AeadOp, Algorithm, Engine, EngineSet, KeyRegistry, OpStatus, size_class};
 use std::time::{Duration, Instant};
 
 pub use crate::size_class::IMIX;
@@ -26,8 +26,17 @@ pub struct Measurement {
     pub gbps: f64,
 }
 
+/// The ESP header in front of a measured chained op's IV, under its MAC (SPI and
+/// sequence number, RFC 4303 section 2).
+const ESP_HEADER_LEN: usize = 8;
+
 /// Encrypts batches of `BATCH` ops of `size` bytes for about `time`; at least one
 /// batch. `None` when the engine does not serve `alg` or an op failed.
+///
+/// An AEAD op is `size` bytes of text and its tag. A chained op carries `size` bytes
+/// as ESP would: its text padded to whole AES blocks, its IV in front, the MAC over
+/// an 8-byte header, the IV and the ciphertext; the figures count `size` bytes a
+/// packet, as for an AEAD.
 pub fn measure(
     engine: &mut dyn Engine,
     alg: Algorithm,
@@ -38,28 +47,37 @@ pub fn measure(
         return None;
     }
     let keys = KeyRegistry::new(4);
-    let key = keys.insert(alg, &[0x42; 32][..alg.key_len()]).ok()?;
-    let stride = size + TAG_LEN;
-    let mut mem = vec![0x5a_u8; stride * BATCH];
-    let mut ops: Vec<AeadOp> = (0..BATCH)
-        .map(|i| {
-            AeadOp::in_place(
-                alg,
-                key,
-                Direction::Encrypt,
-                [0; 12],
-                Span::EMPTY,
-                Span::new((i * stride) as u32, size as u32),
-            )
-        })
-        .collect();
+    let key = keys
+        .insert(alg, &[0x42; MAX_KEY_LEN][..alg.key_len()])
+        .ok()?;
+    let (aad_len, len) = if alg.is_chained() {
+        (ESP_HEADER_LEN, size.max(1).next_multiple_of(CBC_BLOCK_LEN))
+    } else {
+        (0, size)
+    };
+    let mut layout = OpLayout::new();
+    for _ in 0..BATCH {
+        layout.push(OpShape {
+            alg,
+            key,
+            nonce: [0; 12],
+            aad_len,
+            len,
+            in_place: true,
+        });
+    }
+    let OpLayout { mut mem, mut ops } = layout;
+    mem.fill(0x5a);
     let mut counter = 0u64;
     let mut batches = 0u64;
+    let chained = alg.is_chained();
     // One warm-up batch: key expansion and first-touch page faults are not the engine's speed.
     let mut run = |ops: &mut [AeadOp], engine: &mut dyn Engine| -> bool {
         for op in ops.iter_mut() {
             counter += 1;
-            op.nonce[4..].copy_from_slice(&counter.to_le_bytes());
+            if !chained {
+                op.nonce[4..].copy_from_slice(&counter.to_le_bytes());
+            }
             op.status = OpStatus::Pending;
         }
         engine.process(&keys, &mut mem, ops);
@@ -156,6 +174,22 @@ mod tests {
         assert_eq!(ms.len(), Algorithm::ALL.len() * size_class::SIZES.len());
         assert!(ms.iter().all(|m| m.mpps > 0.0 && m.gbps > 0.0));
         assert_eq!(set.chosen(Algorithm::Aes128Gcm), Some("reference"));
+        assert_eq!(set.chosen(Algorithm::Aes256CbcHmacSha1), Some("reference"));
+    }
+
+    /// Chained ops are measured at sizes that are no whole number of blocks too
+    /// (padded as ESP pads), and what they count is the size asked for.
+    #[test]
+    fn chained_algorithms_are_measured_at_any_size() {
+        let mut engine = ReferenceEngine::new();
+        for alg in Algorithm::ALL.into_iter().filter(|a| a.is_chained()) {
+            for size in [1, 64, 570, 1420, 1518] {
+                let m = measure(&mut engine, alg, size, Duration::from_millis(1))
+                    .unwrap_or_else(|| panic!("{alg} at {size} B"));
+                assert_eq!((m.alg, m.size), (alg, size));
+                assert!(m.mpps > 0.0);
+            }
+        }
     }
 
     /// Does no crypto (marks every op done) and is slow (a pause per call) for ops

@@ -1,9 +1,14 @@
-//! The conformance suite every engine runs in its tests: known answers from Wycheproof
-//! and differential checks against the [`ReferenceEngine`] on random batches.
+//! The conformance suite every engine runs in its tests: known answers (Wycheproof for
+//! the AEADs; for AES-CBC with HMAC, vectors made by Python's `cryptography`, see
+//! [`chained`]) and differential checks against the [`ReferenceEngine`] on random
+//! batches, one algorithm at a time and all of them mixed.
 //!
 //! Each check returns `Err(description)` on the first mismatch so that a failing
 //! engine test says which op, size and direction went wrong.
 
+pub mod chained;
+
+use crate::aead::CBC_BLOCK_LEN;
 use crate::op_layout::{OpLayout, OpShape};
 use crate::reference::ReferenceEngine;
 use crate::{
@@ -25,16 +30,27 @@ pub fn run_all(make: &dyn Fn() -> Box<dyn Engine>) -> Result<(), String> {
 /// [`run_all`] for engines bound to one key registry.
 pub fn run_all_with_registry(make: MakeEngine) -> Result<(), String> {
     let engine = make(&Arc::new(KeyRegistry::new(1)));
-    for alg in Algorithm::ALL {
-        if !engine.supports(alg) {
-            continue;
+    let served: Vec<Algorithm> = Algorithm::ALL
+        .into_iter()
+        .filter(|&a| engine.supports(a))
+        .collect();
+    for &alg in &served {
+        if alg.is_chained() {
+            chained::known_answers(make, alg)?;
+        } else {
+            wycheproof_vectors(make, alg)?;
         }
-        wycheproof_vectors(make, alg)?;
         for seed in 0..4 {
             random_batches(make, alg, seed, 1 + (seed as usize * 97) % 300, 9000)?;
         }
         flipped_bits(make, alg, 11)?;
         stale_keys_and_bad_ranges(make, alg)?;
+        if alg.is_chained() {
+            chained::bad_ranges(make, alg)?;
+        }
+    }
+    for seed in 0..3 {
+        mixed_batches(make, &served, seed)?;
     }
     Ok(())
 }
@@ -45,6 +61,7 @@ pub fn wycheproof_vectors(make: MakeEngine, alg: Algorithm) -> Result<(), String
     let name = match alg {
         Algorithm::ChaCha20Poly1305 => TestName::ChaCha20Poly1305,
         Algorithm::Aes128Gcm | Algorithm::Aes256Gcm => TestName::AesGcm,
+        chained => return Err(format!("Wycheproof has no AEAD vectors for {chained}")),
     };
     let set = TestSet::load(name).map_err(|e| format!("loading vectors: {e:?}"))?;
     let keys = Arc::new(KeyRegistry::new(16));
@@ -113,39 +130,64 @@ pub fn wycheproof_vectors(make: MakeEngine, alg: Algorithm) -> Result<(), String
 }
 
 /// Lays out `count` ops of random sizes up to `max_len`, random keys out of a few,
-/// random aad, half of them out of place, with random plaintext.
+/// random aad, half of them out of place (none with `in_place_only`), with random
+/// plaintext. Chained ops get whole blocks of text, an ESP-like header of random
+/// length in front of their IV and, for some, ESN bytes after the text under the MAC.
 fn random_batch(
     rng: &mut StdRng,
     alg: Algorithm,
     keys: &[KeyHandle],
     count: usize,
     max_len: usize,
+    in_place_only: bool,
 ) -> OpLayout {
     let mut batch = OpLayout::new();
     for _ in 0..count {
-        let len = match rng.gen_range(0..4) {
-            0 => rng.gen_range(0..=64.min(max_len)),
-            _ => rng.gen_range(0..=max_len),
-        };
-        let mut nonce = [0u8; 12];
-        rng.fill_bytes(&mut nonce);
-        batch.push(OpShape {
-            alg,
-            key: keys[rng.gen_range(0..keys.len())],
-            nonce,
-            aad_len: [0, 8, 12, 13, 32][rng.gen_range(0..5)],
-            len,
-            in_place: rng.gen_bool(0.5),
-        });
+        push_random(rng, &mut batch, alg, keys, max_len, in_place_only);
     }
     rng.fill_bytes(&mut batch.mem);
+    batch.copy_ivs();
     batch
+}
+
+/// One op of `alg` with random shape and key (see [`random_batch`]).
+fn push_random(
+    rng: &mut StdRng,
+    batch: &mut OpLayout,
+    alg: Algorithm,
+    keys: &[KeyHandle],
+    max_len: usize,
+    in_place_only: bool,
+) {
+    let mut len = match rng.gen_range(0..4) {
+        0 => rng.gen_range(0..=64.min(max_len)),
+        _ => rng.gen_range(0..=max_len),
+    };
+    let mut nonce = [0u8; 12];
+    if alg.is_chained() {
+        len = (len / CBC_BLOCK_LEN).max(1) * CBC_BLOCK_LEN;
+    } else {
+        rng.fill_bytes(&mut nonce);
+    }
+    let shape = OpShape {
+        alg,
+        key: keys[rng.gen_range(0..keys.len())],
+        nonce,
+        aad_len: [0, 8, 12, 13, 32][rng.gen_range(0..5)],
+        len,
+        in_place: in_place_only || rng.gen_bool(0.5),
+    };
+    if alg.is_chained() {
+        batch.push_chained(shape, [0, 4][rng.gen_range(0..2)]);
+    } else {
+        batch.push(shape);
+    }
 }
 
 fn fresh_keys(rng: &mut StdRng, reg: &KeyRegistry, alg: Algorithm, n: usize) -> Vec<KeyHandle> {
     (0..n)
         .map(|_| {
-            let mut k = [0u8; 32];
+            let mut k = [0u8; crate::aead::MAX_KEY_LEN];
             rng.fill_bytes(&mut k);
             reg.insert(alg, &k[..alg.key_len()])
                 .expect("registry capacity")
@@ -170,7 +212,7 @@ pub fn random_batches(
     let OpLayout {
         mem: plain,
         mut ops,
-    } = random_batch(&mut rng, alg, &keys, count, max_len);
+    } = random_batch(&mut rng, alg, &keys, count, max_len, false);
 
     let mut ours = plain.clone();
     let mut theirs = plain.clone();
@@ -228,7 +270,8 @@ pub fn random_batches(
 }
 
 /// Flips one random bit of ciphertext, tag or aad in one op of a batch; exactly that op
-/// must fail, its output must not hold the plaintext, and all others must pass.
+/// must fail, its output must not hold the plaintext (for a chained op: must be
+/// untouched), and all others must pass.
 pub fn flipped_bits(make: MakeEngine, alg: Algorithm, seed: u64) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let reg = Arc::new(KeyRegistry::new(64));
@@ -236,10 +279,8 @@ pub fn flipped_bits(make: MakeEngine, alg: Algorithm, seed: u64) -> Result<(), S
     let keys = fresh_keys(&mut rng, &reg, alg, 3);
     for round in 0..40 {
         let count = rng.gen_range(1..=40);
-        let OpLayout { mut mem, mut ops } = random_batch(&mut rng, alg, &keys, count, 2000);
-        for o in ops.iter_mut() {
-            o.dst = o.src; // in place, so the flipped ciphertext is what gets decrypted
-        }
+        // In place, so the flipped ciphertext is what gets decrypted.
+        let OpLayout { mut mem, mut ops } = random_batch(&mut rng, alg, &keys, count, 2000, true);
         let plain = mem.clone();
         engine.process(&reg, &mut mem, &mut ops);
         let victim = rng.gen_range(0..ops.len());
@@ -253,6 +294,7 @@ pub fn flipped_bits(make: MakeEngine, alg: Algorithm, seed: u64) -> Result<(), S
             o.direction = Direction::Decrypt;
             o.status = OpStatus::Pending;
         }
+        let flipped = mem.clone();
         engine.process(&reg, &mut mem, &mut ops);
         for (i, o) in ops.iter().enumerate() {
             let want = if i == victim {
@@ -266,10 +308,15 @@ pub fn flipped_bits(make: MakeEngine, alg: Algorithm, seed: u64) -> Result<(), S
                     o.status
                 ));
             }
-            if i == victim && o.len > 0 && mem[o.dst_span().range()] == plain[o.dst_span().range()]
-            {
+            let out = o.dst_span().range();
+            if i == victim && o.len > 0 && mem[out.clone()] == plain[out.clone()] {
                 return Err(format!(
                     "{alg} round {round}: a failed op released its plaintext"
+                ));
+            }
+            if i == victim && alg.is_chained() && mem[out.clone()] != flipped[out] {
+                return Err(format!(
+                    "{alg} round {round}: a failed chained op wrote its output"
                 ));
             }
         }
@@ -284,13 +331,13 @@ pub fn stale_keys_and_bad_ranges(make: MakeEngine, alg: Algorithm) -> Result<(),
     let reg = Arc::new(KeyRegistry::new(64));
     let mut engine = make(&reg);
     let keys = fresh_keys(&mut rng, &reg, alg, 2);
-    let OpLayout { mut mem, mut ops } = random_batch(&mut rng, alg, &keys[..1], 6, 100);
+    let OpLayout { mut mem, mut ops } = random_batch(&mut rng, alg, &keys[..1], 6, 100, false);
     engine.process(&reg, &mut mem, &mut ops); // warm the engine's key cache
     for o in ops.iter_mut() {
         o.status = OpStatus::Pending;
     }
     reg.remove(keys[0]);
-    let _replacement = reg.insert(alg, &[0x55; 32][..alg.key_len()]);
+    let _replacement = reg.insert(alg, &[0x55; crate::aead::MAX_KEY_LEN][..alg.key_len()]);
     ops[1].key = KeyHandle::INVALID;
     ops[2].tag = u32::MAX - 3;
     ops[3].key = keys[1];
@@ -306,6 +353,72 @@ pub fn stale_keys_and_bad_ranges(make: MakeEngine, alg: Algorithm) -> Result<(),
     ];
     if got != want {
         return Err(format!("{alg}: statuses {got:?}, want {want:?}"));
+    }
+    Ok(())
+}
+
+/// Batches of every algorithm in `algs` at once (AEAD and chained ops side by side,
+/// sizes, keys and layouts random): encrypted by the engine and by the reference,
+/// compared byte for byte, then decrypted back by the engine.
+pub fn mixed_batches(make: MakeEngine, algs: &[Algorithm], seed: u64) -> Result<(), String> {
+    if algs.is_empty() {
+        return Ok(());
+    }
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x6d69_7865_645f_6f70);
+    let reg = Arc::new(KeyRegistry::new(64));
+    let mut engine = make(&reg);
+    let keys: Vec<Vec<KeyHandle>> = algs
+        .iter()
+        .map(|&a| fresh_keys(&mut rng, &reg, a, 3))
+        .collect();
+    let mut batch = OpLayout::new();
+    for _ in 0..rng.gen_range(50..=256) {
+        let a = rng.gen_range(0..algs.len());
+        push_random(&mut rng, &mut batch, algs[a], &keys[a], 1600, false);
+    }
+    rng.fill_bytes(&mut batch.mem);
+    batch.copy_ivs();
+    let OpLayout {
+        mem: plain,
+        mut ops,
+    } = batch;
+    let (mut ours, mut theirs, mut ref_ops) = (plain.clone(), plain.clone(), ops.clone());
+    engine.process(&reg, &mut ours, &mut ops);
+    ReferenceEngine::new().process(&reg, &mut theirs, &mut ref_ops);
+    for (i, (o, r)) in ops.iter().zip(&ref_ops).enumerate() {
+        if o.status != OpStatus::Ok || r.status != OpStatus::Ok {
+            return Err(format!(
+                "mixed seed {seed} op {i} ({}, len {}): encrypt status {:?}, reference {:?}",
+                o.alg, o.len, o.status, r.status
+            ));
+        }
+    }
+    if ours != theirs {
+        let i = ops
+            .iter()
+            .position(|o| {
+                [o.dst_span(), o.tag_span()]
+                    .iter()
+                    .any(|s| ours[s.range()] != theirs[s.range()])
+            })
+            .map_or("outside every op".to_string(), |i| {
+                format!("op {i} ({}, len {})", ops[i].alg, ops[i].len)
+            });
+        return Err(format!("mixed seed {seed}: {i} differs from the reference"));
+    }
+    for op in ops.iter_mut() {
+        op.direction = Direction::Decrypt;
+        op.status = OpStatus::Pending;
+        core::mem::swap(&mut op.src, &mut op.dst);
+    }
+    engine.process(&reg, &mut ours, &mut ops);
+    for (i, o) in ops.iter().enumerate() {
+        if o.status != OpStatus::Ok || ours[o.dst_span().range()] != plain[o.dst_span().range()] {
+            return Err(format!(
+                "mixed seed {seed} op {i} ({}, len {}): decrypt status {:?} or wrong plaintext",
+                o.alg, o.len, o.status
+            ));
+        }
     }
     Ok(())
 }

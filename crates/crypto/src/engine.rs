@@ -513,6 +513,75 @@ mod tests {
         assert_eq!(set.describe(Algorithm::Aes256Gcm), "none for every size");
     }
 
+    /// A chained op is routed as any other: by its algorithm and the class of its
+    /// length, beside AEAD ops of the same vector.
+    #[test]
+    fn a_chained_op_goes_to_the_engine_chosen_for_it() {
+        const CBC: Algorithm = Algorithm::Aes256CbcHmacSha256;
+        let log = Log::default();
+        let fake = |name, mark| {
+            Box::new(Fake {
+                name,
+                algs: vec![CHACHA, CBC],
+                mark,
+                log: log.clone(),
+            }) as Box<dyn Engine>
+        };
+        let mut set = EngineSet::new(vec![
+            fake("small", OpStatus::Ok),
+            fake("large", OpStatus::BadTag),
+        ]);
+        assert_eq!(set.describe(CBC), "small for every size");
+        let (s, l) = (Some("small"), Some("large"));
+        set.choose_by_class(CBC, [l, l, s, s, s]).unwrap();
+        let keys = KeyRegistry::new(1);
+        let chained = |id: u32, len| {
+            let mut o = AeadOp::chained_in_place(
+                CBC,
+                KeyHandle::INVALID,
+                Direction::Decrypt,
+                Span::new(0, 24 + len),
+                Span::new(24, len),
+                24 + len,
+            );
+            o.nonce[..4].copy_from_slice(&id.to_le_bytes());
+            o
+        };
+        let mut ops = vec![
+            chained(0, 64),
+            op(1, CHACHA, 64),
+            chained(2, 1424),
+            chained(3, 256),
+            op(4, Algorithm::Aes128CbcHmacSha1, 64),
+        ];
+        set.process(&keys, &mut [], &mut ops);
+        let statuses: Vec<_> = ops.iter().map(|o| o.status).collect();
+        assert_eq!(
+            statuses,
+            [
+                OpStatus::BadTag,
+                OpStatus::Ok,
+                OpStatus::Ok,
+                OpStatus::BadTag,
+                OpStatus::Unsupported
+            ]
+        );
+        let calls = std::mem::take(&mut *log.lock().unwrap());
+        let went = |id| calls.iter().find(|c| c.ids.contains(&id)).map(|c| c.engine);
+        assert_eq!(
+            [went(0), went(1), went(2), went(3), went(4)],
+            [
+                Some("large"),
+                Some("small"),
+                Some("small"),
+                Some("large"),
+                None
+            ]
+        );
+        assert_eq!(set.chosen_for(CBC, 1424), Some("small"));
+        assert!(!set.supports(Algorithm::Aes128CbcHmacSha1));
+    }
+
     #[test]
     fn the_split_reuses_its_groups() {
         let (mut set, log) = split_set();

@@ -5,6 +5,7 @@
 //! so the data path reads no lock: it compares a handle's generation with the cached one.
 
 use crate::Algorithm;
+use crate::aead::MAX_KEY_LEN;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use zeroize::{Zeroize, ZeroizeOnDrop};
@@ -25,12 +26,14 @@ impl KeyHandle {
     };
 }
 
-/// Raw key bytes and their algorithm; zeroed on drop.
+/// Raw key bytes and their algorithm; zeroed on drop. A chained algorithm's key is
+/// its cipher key followed by its MAC key ([`KeyMaterial::cipher_key`],
+/// [`KeyMaterial::auth_key`]).
 #[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct KeyMaterial {
     #[zeroize(skip)]
     pub alg: Algorithm,
-    bytes: [u8; 32],
+    bytes: [u8; MAX_KEY_LEN],
 }
 
 impl KeyMaterial {
@@ -41,13 +44,23 @@ impl KeyMaterial {
                 got: key.len(),
             });
         }
-        let mut bytes = [0u8; 32];
+        let mut bytes = [0u8; MAX_KEY_LEN];
         bytes[..key.len()].copy_from_slice(key);
         Ok(KeyMaterial { alg, bytes })
     }
 
     pub fn bytes(&self) -> &[u8] {
         &self.bytes[..self.alg.key_len()]
+    }
+
+    /// The cipher's key: all of an AEAD's key, the first part of a chained one's.
+    pub fn cipher_key(&self) -> &[u8] {
+        &self.bytes[..self.alg.cipher_key_len()]
+    }
+
+    /// The MAC's key, after the cipher's; empty for an AEAD.
+    pub fn auth_key(&self) -> &[u8] {
+        &self.bytes[self.alg.cipher_key_len()..self.alg.key_len()]
     }
 }
 
@@ -319,6 +332,28 @@ mod tests {
             reg.insert(Algorithm::Aes128Gcm, &[0; 16]),
             Err(KeyError::Full)
         );
+    }
+
+    #[test]
+    fn chained_keys_are_cipher_then_mac_key() {
+        let mut key = [0u8; 64];
+        key.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        for alg in Algorithm::ALL {
+            let m = KeyMaterial::new(alg, &key[..alg.key_len()]).unwrap();
+            assert_eq!(m.bytes(), &key[..alg.key_len()], "{alg}");
+            assert_eq!(m.cipher_key(), &key[..alg.cipher_key_len()], "{alg}");
+            assert_eq!(
+                m.auth_key(),
+                &key[alg.cipher_key_len()..alg.key_len()],
+                "{alg}"
+            );
+            assert!(
+                KeyMaterial::new(alg, &key[..alg.key_len() - 1]).is_err(),
+                "{alg}"
+            );
+        }
+        let m = KeyMaterial::new(Algorithm::Aes256CbcHmacSha256, &key).unwrap();
+        assert_eq!((m.cipher_key().len(), m.auth_key().len()), (32, 32));
     }
 
     /// Handle numbers repeat across registries; a cache never serves one registry's

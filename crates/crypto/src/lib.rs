@@ -2,7 +2,7 @@
 //!
 //! Two halves live here:
 //! - the **engine API** used by the data path: [`AeadOp`] vectors over one block of
-//!   packet memory, keys registered once in a [`KeyRegistry`] and named by
+//!   packet memory (AEADs, and AES-CBC with HMAC chained as ESP uses it), keys registered once in a [`KeyRegistry`] and named by
 //!   [`KeyHandle`], engines behind the [`Engine`] trait, and an [`EngineSet`] that
 //!   picks one engine per [`Algorithm`] and [`size_class`];
 //! - the **handshake primitives** WireGuard needs: [`blake2s`] (hash, MAC, HMAC and
@@ -17,6 +17,7 @@
 pub mod aead;
 pub mod blake2s;
 pub mod calibrate;
+pub mod chained;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod engine;
