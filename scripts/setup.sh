@@ -8,7 +8,7 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 APT_PACKAGES=(
   iproute2 iputils-ping iperf3 wireguard-tools tshark libipsec-mb-dev
   pkg-config build-essential libclang-dev clang openssl procps psmisc python3
-  libxdp-dev libbpf-dev xdp-tools ethtool python3-scapy
+  libxdp-dev libbpf-dev xdp-tools ethtool python3-scapy python3-venv
 )
 
 need_apt=()
@@ -36,6 +36,15 @@ if ! command -v wireguard-go >/dev/null 2>&1; then
     GOFLAGS=-mod=mod go install golang.zx2c4.com/wireguard@latest
   fi
   ln -sf "$GOBIN_DIR/wireguard" /usr/local/bin/wireguard-go
+fi
+
+# scapy 2.6.1 for the ESP known answers: Debian 12's 2.5 leaves the ESN out of
+# ESP's HMAC. A venv of its own, on Debian's python3 and its cryptography.
+SCAPY_VENV=/opt/linerate/scapy
+if ! "$SCAPY_VENV/bin/python" -c 'import sys, scapy; sys.exit(scapy.__version__ != "2.6.1")' 2>/dev/null; then
+  log "installing scapy 2.6.1 in $SCAPY_VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$SCAPY_VENV"
+  "$SCAPY_VENV/bin/pip" install -q scapy==2.6.1
 fi
 
 CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"

@@ -9,6 +9,8 @@
 #   v4_udp     IPv4 outer, ESP in UDP (RFC 3948), aes256gcm16 with ESN
 #   v6_esp     IPv6 outer, ESP on IP, chacha20poly1305 with ESN
 #   v6_udp     IPv6 outer, ESP in UDP, aes128gcm16
+#   v4_cbc     IPv4 outer, ESP on IP, aes128-sha1 (AES-CBC, HMAC-SHA1-96) with ESN
+#   v6_cbc     IPv6 outer, ESP in UDP, aes256-sha256
 #   tshark_decodes  tshark opens gw-a's ESP (captured on gw-b's WAN, AF_PACKET
 #              ports so the capture sees it) with the SA's key, finds every
 #              ICV correct and the inner datagrams as host a sent them
@@ -40,7 +42,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(v4_esp v4_udp v6_esp v6_udp tshark_decodes sas_at_run_time)
+SCENARIOS=(v4_esp v4_udp v6_esp v6_udp v4_cbc v6_cbc tshark_decodes sas_at_run_time)
 
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 SPI_AB=0x0000a0b1 SPI_BA=0x0000b0a1
@@ -50,7 +52,10 @@ esp_keys() {
   local n
   case $1 in
     aes128gcm16) n=20 ;;
-    *) n=36 ;;
+    aes256gcm16 | chacha20poly1305 | aes128-sha1) n=36 ;;
+    aes128-sha256) n=48 ;;
+    aes256-sha1) n=52 ;;
+    aes256-sha256) n=64 ;;
   esac
   (umask 077
     "$PYTHON" -c "import os; print(os.urandom($n).hex())" >"$LR_TMP/ab.key"
@@ -278,6 +283,8 @@ scenario_v4_esp() { through 4 none aes128gcm16 false; }
 scenario_v4_udp() { through 4 udp aes256gcm16 true; }
 scenario_v6_esp() { through 6 none chacha20poly1305 true; }
 scenario_v6_udp() { through 6 udp aes128gcm16 false; }
+scenario_v4_cbc() { through 4 none aes128-sha1 true; }
+scenario_v6_cbc() { through 6 udp aes256-sha256 false; }
 
 run_scenarios "esp" "$GW_DRIVER, $GW_WORKERS worker(s)" \
   "ESP tunnels between gateways ($GW_DRIVER ports, $GW_WORKERS worker(s) each)" "$@"

@@ -91,14 +91,17 @@ impl SaKey {
                 got: spec.keymat.len(),
             });
         }
-        let (key, salt) = spec.keymat.split_at(alg.key_len());
+        let (key, salt_bytes) = spec.keymat.split_at(alg.key_len());
         let key = registry
             .insert(alg.aead(), key)
             .map_err(|e| EspError::Key(format!("SPI {:#x}: {e}", spec.spi)))?;
+        // The AEADs' salt (CBC has none).
+        let mut salt = [0u8; 4];
+        salt[..salt_bytes.len()].copy_from_slice(salt_bytes);
         Ok(SaKey {
             alg,
             key,
-            salt: salt.try_into().expect("salt_len is 4"),
+            salt,
             registry: registry.clone(),
         })
     }
@@ -381,6 +384,8 @@ pub struct EspTunnels {
     by_spi: HashMap<(u32, IpAddr), InboundSlot, BuildHasherDefault<SpiHasher>>,
     /// Whether any tunnel takes ESP in UDP on this port.
     udp_ports: Vec<u16>,
+    /// This worker's generator of CBC IVs, made at the first one.
+    iv_rng: Option<rand::rngs::StdRng>,
 }
 
 impl EspTunnels {
@@ -508,6 +513,18 @@ impl EspTunnels {
             self.dirty_in.push(slot);
         }
         Ok(())
+    }
+
+    /// A fresh IV for a CBC packet: 16 bytes of this worker's CSPRNG (ChaCha,
+    /// seeded from the system's), as RFC 3602 section 3 asks (unpredictable).
+    pub(crate) fn random_iv(&mut self) -> [u8; 16] {
+        use rand::{RngCore, SeedableRng};
+        let rng = self
+            .iv_rng
+            .get_or_insert_with(rand::rngs::StdRng::from_entropy);
+        let mut iv = [0u8; 16];
+        rng.fill_bytes(&mut iv);
+        iv
     }
 
     /// Adds this worker's tallies to the SAs' shared usage (at each frame's end).

@@ -18,13 +18,35 @@ use crypto::{AeadOp, Algorithm, OpStatus};
 use std::collections::VecDeque;
 use wireguard::{PeerId, RecvTicket};
 
+/// An ICV an op wrote away from its place in the packet (ESP with ESN and a chained
+/// op: the MAC covered bytes where the ICV goes), to move there: offsets in the
+/// packet's buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct MovedIcv {
+    pub from: u16,
+    pub to: u16,
+    pub len: u8,
+}
+
 /// What a post node needs to finish one packet after an asynchronous engine.
 #[derive(Clone, Copy, Debug)]
 pub enum Resume {
-    Encrypt { peer: PeerId, inner_len: usize },
-    Decrypt { ticket: RecvTicket, counter: u64 },
-    EspEncrypt { tunnel: EspTunnelId },
-    EspDecrypt { slot: InboundSlot, seq: u64 },
+    Encrypt {
+        peer: PeerId,
+        inner_len: usize,
+    },
+    Decrypt {
+        ticket: RecvTicket,
+        counter: u64,
+    },
+    EspEncrypt {
+        tunnel: EspTunnelId,
+        icv: Option<MovedIcv>,
+    },
+    EspDecrypt {
+        slot: InboundSlot,
+        seq: u64,
+    },
 }
 
 /// Hands a frame's ops to the asynchronous engine serving ChaCha20-Poly1305, if the

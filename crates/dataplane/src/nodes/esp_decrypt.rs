@@ -15,14 +15,15 @@ use crate::graph::{FREE, NodeInfo};
 use crate::inflight::Resume;
 use crate::nodes::TunnelInput;
 use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
-use crypto::{AeadOp, Direction, OpStatus, Span, TAG_LEN};
+use crypto::{AeadOp, Direction, OpStatus, Span};
 use ipsec::ReplayError;
 use wire::{esp, ip};
 
 crate::node_errors! {
     /// Why esp-decrypt drops a packet.
     pub enum EspDecryptError {
-        Truncated => "truncated", "Shorter than an ESP header, IV, trailer and ICV.";
+        Truncated => "truncated", "Shorter than an ESP header, IV, trailer (a block for CBC) and ICV.";
+        NotBlocks => "not-blocks", "CBC text that is not whole cipher blocks.";
         ReservedSpi => "reserved-spi", "An SPI below 256, which RFC 4303 reserves.";
         UnknownSpi => "unknown-spi", "No inbound SA has this SPI and destination.";
         Replayed => "replayed", "A sequence number the SA received before.";
@@ -44,11 +45,7 @@ enum Next {
     Tunnel = 0,
 }
 
-const IV_LEN: usize = 8;
-/// Header and IV in front of the text.
-const FRONT: usize = esp::HEADER_LEN + IV_LEN;
-/// The shortest ESP packet: header, IV, a trailer and the ICV.
-const MIN_LEN: usize = FRONT + esp::TRAILER_LEN + TAG_LEN;
+/// SPI and both halves of an extended sequence number: the AEADs' AAD with ESN.
 const ESN_AAD_LEN: usize = 12;
 
 pub struct EspDecrypt;
@@ -143,9 +140,6 @@ fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspDecryptError
         wire::Error::ReservedSpi => EspDecryptError::ReservedSpi,
         _ => EspDecryptError::Truncated,
     })?;
-    if data.len() < MIN_LEN {
-        return Err(EspDecryptError::Truncated);
-    }
     let (spi, seq_low) = (p.spi(), p.seq());
     let slot = cx
         .tunnels
@@ -157,38 +151,70 @@ fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspDecryptError
         .esp
         .inbound(slot)
         .ok_or(EspDecryptError::UnknownSpi)?;
+    let alg = sa.alg();
+    let Some(text_len) = text_len(alg, data.len()) else {
+        return Err(EspDecryptError::Truncated);
+    };
+    if alg.is_chained() && text_len % alg.pad_align() != 0 {
+        return Err(EspDecryptError::NotBlocks);
+    }
     let seq = sa
         .replay
         .check(seq_low)
         .map_err(|e| replay_error(e, &sa.counters))?;
-    let iv: [u8; IV_LEN] = data[esp::HEADER_LEN..FRONT]
-        .try_into()
-        .expect("length checked");
-    let (alg, key, nonce, esn) = (sa.alg(), sa.key.key, sa.key.nonce(iv), sa.esn);
+    let front = esp::HEADER_LEN + alg.iv_len();
+    let (key, esn, icv_len) = (sa.key.key, sa.esn, alg.icv_len());
     let header = m.offset as usize;
-    let text_len = m.len as usize - FRONT - TAG_LEN;
+    let text_end = header + front + text_len;
     let base = Arena::offset_of(h);
-    let aad = if esn {
-        // The outer headers in front are spent: the AAD goes where they were.
-        let a = header
-            .checked_sub(ESN_AAD_LEN)
-            .ok_or(EspDecryptError::Truncated)?;
-        let buf = cx.arena.buffer_mut(h);
-        buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
-        buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
-        Span::new((base + a) as u32, ESN_AAD_LEN as u32)
+    let at = |offset: usize| (base + offset) as u32;
+    let text = Span::new(at(header + front), text_len as u32);
+    // With ESN, what the ICV or AAD needs beside the packet goes in front of the
+    // header, where the outer headers were: they are spent.
+    let scratch = |len: usize| header.checked_sub(len).ok_or(EspDecryptError::Truncated);
+    let op = if alg.is_chained() {
+        let (mac_len, tag) = if esn {
+            // The MAC covers the high half of the sequence number after the
+            // ciphertext, where the ICV is: the ICV moves out of its way first.
+            let icv = scratch(icv_len)?;
+            let buf = cx.arena.buffer_mut(h);
+            buf.copy_within(text_end..text_end + icv_len, icv);
+            buf[text_end..text_end + 4].copy_from_slice(&((seq >> 32) as u32).to_be_bytes());
+            (text_end + 4 - header, icv)
+        } else {
+            (text_end - header, text_end)
+        };
+        let mac = Span::new(at(header), mac_len as u32);
+        AeadOp::chained_in_place(alg.aead(), key, Direction::Decrypt, mac, text, at(tag))
     } else {
-        Span::new((base + header) as u32, esp::HEADER_LEN as u32)
+        let iv: [u8; 8] = data[esp::HEADER_LEN..front]
+            .try_into()
+            .expect("length checked");
+        let nonce = sa.key.nonce(iv);
+        let aad = if esn {
+            let a = scratch(ESN_AAD_LEN)?;
+            let buf = cx.arena.buffer_mut(h);
+            buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
+            buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
+            Span::new(at(a), ESN_AAD_LEN as u32)
+        } else {
+            Span::new(at(header), esp::HEADER_LEN as u32)
+        };
+        AeadOp::in_place(alg.aead(), key, Direction::Decrypt, nonce, aad, text)
     };
-    let op = AeadOp::in_place(
-        alg.aead(),
-        key,
-        Direction::Decrypt,
-        nonce,
-        aad,
-        Span::new((base + header + FRONT) as u32, text_len as u32),
-    );
     Ok((op, Resume::EspDecrypt { slot, seq }))
+}
+
+/// The length of the encrypted text (payload, padding, trailer) of an ESP packet of
+/// `len` bytes under `alg`, if it holds at least a trailer (a block for CBC).
+fn text_len(alg: ipsec::EspAlgorithm, len: usize) -> Option<usize> {
+    let least = if alg.is_chained() {
+        alg.pad_align()
+    } else {
+        esp::TRAILER_LEN
+    };
+    len.checked_sub(esp::HEADER_LEN + alg.iv_len() + alg.icv_len())
+        .filter(|&n| n >= least)
 }
 
 /// After the crypto: the trailer, the inner packet and the selectors, then the
@@ -214,8 +240,10 @@ fn finish(
         _ => return Err(EspDecryptError::EngineFailed),
     }
     let m = *cx.arena.meta(h);
-    let text_len = m.len as usize - FRONT - TAG_LEN;
-    let text = &cx.arena.data(h)[FRONT..FRONT + text_len];
+    let alg = sa.alg();
+    let front = esp::HEADER_LEN + alg.iv_len();
+    let text_len = text_len(alg, m.len as usize).ok_or(EspDecryptError::Truncated)?;
+    let text = &cx.arena.data(h)[front..front + text_len];
     let (payload_len, next_header) =
         esp::parse_trailer(text).map_err(|_| EspDecryptError::BadPadding)?;
     let version = match next_header {
@@ -255,7 +283,7 @@ fn finish(
         .charge_in(slot, inner_len)
         .map_err(|_| EspDecryptError::Expired)?;
     let meta = cx.arena.meta_mut(h);
-    meta.offset += FRONT as u16;
+    meta.offset += front as u16;
     meta.len = inner_len as u16;
     Ok(Next::Tunnel as u16)
 }

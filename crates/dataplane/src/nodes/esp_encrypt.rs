@@ -6,21 +6,25 @@
 //! batch of AEAD ops, then put the outer IP header (and UDP, RFC 3948) in front and
 //! hand the packet to `ip-lookup`, which routes it like the gateway's own.
 //!
-//! The explicit IV is the 64-bit sequence number: unique per key, as RFC 4106
-//! section 3.1 and RFC 7634 section 2 require, and what most implementations send.
-//! With ESN the AAD is SPI, high and low halves of the sequence number (RFC 4106
-//! section 5); the twelve bytes are written in the headroom in front of the header,
-//! which the outer headers overwrite after sealing.
+//! For the AEADs the explicit IV is the 64-bit sequence number: unique per key, as
+//! RFC 4106 section 3.1 and RFC 7634 section 2 require, and what most
+//! implementations send. With ESN the AAD is SPI, high and low halves of the
+//! sequence number (RFC 4106 section 5); the twelve bytes are written in the
+//! headroom in front of the header, which the outer headers overwrite after
+//! sealing. For AES-CBC with HMAC (a chained op: encrypt, then MAC over header, IV
+//! and ciphertext) the IV is random, from the worker's generator; with ESN the MAC
+//! also covers the high half of the sequence number, put where the ICV goes while
+//! the ICV is made in the headroom and moved into place after.
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::esp::{Encapsulation, EspTunnel, EspTunnelId, OutboundSa, SaCounters};
 use crate::graph::{FREE, NodeInfo};
-use crate::inflight::Resume;
+use crate::inflight::{MovedIcv, Resume};
 use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
 use crate::nodes::{IpLookup, NO_PORT};
-use crypto::{AeadOp, Direction, OpStatus, Span, TAG_LEN};
+use crypto::{AeadOp, Direction, OpStatus, Span};
 use std::net::{IpAddr, SocketAddr};
 use wire::{esp, ip};
 
@@ -46,11 +50,11 @@ enum Next {
 
 /// The TTL (hop limit) of the outer header, before the rewrite takes one off.
 const OUTER_TTL: u8 = 64;
-/// ESP header and explicit IV, in front of the inner packet.
-const FRONT: usize = esp::HEADER_LEN + IV_LEN;
-const IV_LEN: usize = 8;
 /// SPI and both halves of an extended sequence number: the AAD with ESN.
 const ESN_AAD_LEN: usize = 12;
+/// What an op may use in front of the ESP header while it runs: the ESN AAD, or a
+/// chained op's ICV (at most 16 bytes) while the ESN bytes sit where it goes.
+const SCRATCH: usize = 16;
 
 pub struct EspEncrypt;
 
@@ -109,7 +113,7 @@ impl AeadStage for EspEncrypt {
         resume: Resume,
         c: &mut NodeCounters,
     ) -> u16 {
-        let Resume::EspEncrypt { tunnel } = resume else {
+        let Resume::EspEncrypt { tunnel, icv } = resume else {
             c.drop(EspEncryptError::NotParked);
             return FREE;
         };
@@ -125,6 +129,10 @@ impl AeadStage for EspEncrypt {
         let encap = t.encap;
         let outer = t.outer_len();
         let m = *cx.arena.meta(h);
+        if let Some(icv) = icv {
+            let (from, to, len) = (icv.from as usize, icv.to as usize, icv.len as usize);
+            cx.arena.buffer_mut(h).copy_within(from..from + len, to);
+        }
         // `frame` left room for the largest outer headers.
         let at = m.offset as usize - outer;
         let end = m.offset as usize + m.len as usize;
@@ -154,12 +162,14 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
     };
     let (start, inner_len) = (m.offset as usize, m.len as usize);
     let alg = sa.alg();
+    let (iv_len, icv_len) = (alg.iv_len(), alg.icv_len());
+    let front = esp::HEADER_LEN + iv_len;
     let text_len = esp::padded_len(inner_len, alg.pad_align());
-    // In front: the header and IV, and before them room for whichever is longer:
-    // the outer headers (written after sealing) or the ESN AAD (read while sealing).
-    let room = FRONT + ESN_AAD_LEN.max(t.outer_len());
-
-    if start < room || start + text_len + TAG_LEN > FRAME_SIZE {
+    // In front: the header and IV, and before them room for whichever is longest:
+    // the outer headers (written after sealing), or what the op reads or writes
+    // there while sealing (the ESN AAD, or a chained op's ICV with ESN).
+    let room = front + SCRATCH.max(t.outer_len());
+    if start < room || start + text_len + icv_len > FRAME_SIZE {
         return Err(EspEncryptError::TooBig);
     }
     let exhausted = |sa: &OutboundSa| {
@@ -173,6 +183,12 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
         .esp
         .charge_out(id, inner_len)
         .map_err(|_| EspEncryptError::Expired)?;
+    let iv = if alg.is_chained() {
+        // CBC needs an IV the sender cannot predict (RFC 3602 section 3).
+        cx.tunnels.esp.random_iv()
+    } else {
+        [0; 16]
+    };
     let sa = cx
         .tunnels
         .esp
@@ -180,34 +196,54 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
         .and_then(|t| t.outbound())
         .ok_or(EspEncryptError::NoSa)?;
     let seq = sa.seq.take().map_err(|_| exhausted(sa))?;
-    let (spi, esn, key, nonce) = (sa.spi, sa.esn, sa.key.key, sa.key.nonce(seq.to_be_bytes()));
-    let header = start - FRONT;
+    let (spi, esn, key) = (sa.spi, sa.esn, sa.key.key);
+    let header = start - front;
+    let text_end = start + text_len;
     let buf = cx.arena.buffer_mut(h);
-    esp::emit_trailer(&mut buf[start..start + text_len], inner_len, next_header)
+    esp::emit_trailer(&mut buf[start..text_end], inner_len, next_header)
         .expect("padded_len leaves room for the trailer");
     esp::emit_header(&mut buf[header..], spi, seq).expect("room checked");
-    buf[header + esp::HEADER_LEN..start].copy_from_slice(&seq.to_be_bytes());
     let base = Arena::offset_of(h);
-    let aad = if esn {
-        let a = header - ESN_AAD_LEN;
-        buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
-        buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
-        Span::new((base + a) as u32, ESN_AAD_LEN as u32)
+    let at = |offset: usize| (base + offset) as u32;
+    let text = Span::new(at(start), text_len as u32);
+    let (op, icv) = if alg.is_chained() {
+        buf[header + esp::HEADER_LEN..start].copy_from_slice(&iv);
+        // The MAC covers header, IV and ciphertext, and with ESN the high half of
+        // the sequence number after them (RFC 4303 section 2.2.1), where the ICV
+        // goes: the ICV is made in front of the header meanwhile, and moved.
+        let (mac_len, tag, icv) = if esn {
+            buf[text_end..text_end + 4].copy_from_slice(&((seq >> 32) as u32).to_be_bytes());
+            let scratch = header - icv_len;
+            let icv = MovedIcv {
+                from: scratch as u16,
+                to: text_end as u16,
+                len: icv_len as u8,
+            };
+            (text_end + 4 - header, scratch, Some(icv))
+        } else {
+            (text_end - header, text_end, None)
+        };
+        let mac = Span::new(at(header), mac_len as u32);
+        let op = AeadOp::chained_in_place(alg.aead(), key, Direction::Encrypt, mac, text, at(tag));
+        (op, icv)
     } else {
-        Span::new((base + header) as u32, esp::HEADER_LEN as u32)
+        buf[header + esp::HEADER_LEN..start].copy_from_slice(&seq.to_be_bytes());
+        let aad = if esn {
+            let a = header - ESN_AAD_LEN;
+            buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
+            buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
+            Span::new(at(a), ESN_AAD_LEN as u32)
+        } else {
+            Span::new(at(header), esp::HEADER_LEN as u32)
+        };
+        let nonce = sa.key.nonce(seq.to_be_bytes());
+        let op = AeadOp::in_place(alg.aead(), key, Direction::Encrypt, nonce, aad, text);
+        (op, None)
     };
-    let op = AeadOp::in_place(
-        alg.aead(),
-        key,
-        Direction::Encrypt,
-        nonce,
-        aad,
-        Span::new((base + start) as u32, text_len as u32),
-    );
     let meta = cx.arena.meta_mut(h);
     meta.offset = header as u16;
-    meta.len = (FRONT + text_len + TAG_LEN) as u16;
-    Ok((op, Resume::EspEncrypt { tunnel: id }))
+    meta.len = (front + text_len + icv_len) as u16;
+    Ok((op, Resume::EspEncrypt { tunnel: id, icv }))
 }
 
 /// Writes the outer headers in front of the ESP packet that fills the rest of

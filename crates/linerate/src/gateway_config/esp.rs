@@ -22,14 +22,28 @@ const LIFETIME: RangeInclusive<i64> = 1..=i64::MAX;
 /// The least inner MTU worth carrying: IPv6's minimum link MTU (RFC 8200), which
 /// also covers IPv4's 68.
 const MIN_INNER_MTU: u16 = 1280;
-/// ESP header, explicit IV, the longest padding the stream modes need (3), the
-/// trailer and the ICV: what ESP adds to an inner packet at most.
-const ESP_OVERHEAD: u16 = 8 + 8 + 3 + 2 + 16;
+/// What ESP adds to an inner packet at most under `alg`: header, IV, the longest
+/// padding, the trailer and the ICV.
+fn esp_overhead(alg: EspAlgorithm) -> u16 {
+    (wire::esp::HEADER_LEN + alg.iv_len() + alg.pad_align() - 1
+        + wire::esp::TRAILER_LEN
+        + alg.icv_len()) as u16
+}
 
-/// Outer headers and ESP's own, for a tunnel to `remote`.
-fn overhead(remote: IpAddr, udp: bool) -> u16 {
+/// Outer headers and ESP's own, for a tunnel to `remote` sealing with `alg`, or
+/// with whichever transform adds the most when the file names none (its SAs come
+/// at run time).
+fn overhead(remote: IpAddr, udp: bool, alg: Option<EspAlgorithm>) -> u16 {
     let ip = if remote.is_ipv4() { 20 } else { 40 };
-    ip + if udp { 8 } else { 0 } + ESP_OVERHEAD
+    let esp = match alg {
+        Some(a) => esp_overhead(a),
+        None => EspAlgorithm::ALL
+            .into_iter()
+            .map(esp_overhead)
+            .max()
+            .unwrap_or(0),
+    };
+    ip + if udp { 8 } else { 0 } + esp
 }
 
 fn ip(cx: &mut Ctx<'_, '_>, s: &Spanned<String>, key: &str) -> Option<IpAddr> {
@@ -145,11 +159,18 @@ fn sa(cx: &mut Ctx<'_, '_>, s: &RawSa, path: &str, inbound: bool) -> Option<SaCo
             let file = cx.base.join(s.key_file.get_ref());
             match read_hex_key_file(&file, alg.keymat_len()) {
                 Ok(k) => keymat = Some((file, k)),
-                Err(e) => cx.err(
-                    s.key_file.span(),
-                    &key_key,
-                    format!("{e} ({alg}: {} bytes of key and 4 of salt)", alg.key_len()),
-                ),
+                Err(e) => {
+                    let what = if alg.is_chained() {
+                        format!(
+                            "{} bytes of cipher key and {} of HMAC key",
+                            alg.aead().cipher_key_len(),
+                            alg.aead().auth_key_len()
+                        )
+                    } else {
+                        format!("{} bytes of key and 4 of salt", alg.key_len())
+                    };
+                    cx.err(s.key_file.span(), &key_key, format!("{e} ({alg}: {what})"))
+                }
             }
         }
     }
@@ -250,7 +271,11 @@ pub(super) fn esp(
     // The largest inner packet the path to the remote carries unfragmented.
     let mut mtu = None;
     if let Some(r) = remote {
-        let over = overhead(r, udp_port.is_some());
+        let sealing = e
+            .outbound
+            .as_ref()
+            .and_then(|o| EspAlgorithm::from_name(o.algorithm.get_ref()));
+        let over = overhead(r, udp_port.is_some(), sealing);
         match under.path_mtu(r) {
             None => cx.err(
                 e.remote.span(),
@@ -275,8 +300,9 @@ pub(super) fn esp(
                                 m.span(),
                                 &key,
                                 format!(
-                                    "{} does not fit the path to {r}: {name} has MTU {link}, less {over} for ESP and the outer headers leaves {max}",
-                                    m.get_ref()
+                                    "{} does not fit the path to {r}: {name} has MTU {link}, less {over} for ESP{} and the outer headers leaves {max}",
+                                    m.get_ref(),
+                                    if sealing.is_none() { " (the most any transform adds: the file names no outbound SA)" } else { "" }
                                 ),
                             );
                             mtu = None;

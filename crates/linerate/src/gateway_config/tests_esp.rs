@@ -64,7 +64,7 @@ fn a_good_file_gives_its_tunnels_and_sas() {
     assert_eq!(c.esps.len(), 2);
     let site = &c.esps[0];
     assert_eq!(site.udp_port, Some(4500));
-    // The WAN port's 1500 less IPv4 (20), UDP (8) and ESP's most (37).
+    // The WAN port's 1500 less IPv4 (20), UDP (8) and ESP's most under AES-GCM (37).
     assert_eq!(site.mtu, 1500 - 20 - 8 - 37);
     assert_eq!(
         site.local_ts.len(),
@@ -154,7 +154,7 @@ mtu = 1480
             "gw.toml:16: esp[0].udp_port: a UDP port is for encapsulation = \"udp\"",
             "gw.toml:17: esp[0].local_ts: empty: leave it out for every address of both families",
             "gw.toml:18: esp[0].remote_ts[0]: \"198.19.3.1/24\" has host bits set (the prefix is 198.19.3.0/24)",
-            "gw.toml:19: esp[0].mtu: 1480 does not fit the path to 198.18.2.2: port wan has MTU 1500, less 57 for ESP and the outer headers leaves 1443",
+            "gw.toml:19: esp[0].mtu: 1480 does not fit the path to 198.18.2.2: port wan has MTU 1500, less 77 for ESP (the most any transform adds: the file names no outbound SA) and the outer headers leaves 1423",
         ],
     ),
     (
@@ -167,7 +167,7 @@ remote = "198.18.2.2"
 
 [esp.outbound]
 spi = 255
-algorithm = "aes128-sha1"
+algorithm = "aes128-cbc"
 key_file = "a.key"
 replay_window = 64
 
@@ -186,7 +186,7 @@ replay_window = 16
 "#,
         &[
             "gw.toml:17: esp[0].outbound.spi: 255 is out of range (256..=4294967295)",
-            "gw.toml:18: esp[0].outbound.algorithm: \"aes128-sha1\" is not an algorithm served (one of aes128gcm16, aes256gcm16, chacha20poly1305)",
+            "gw.toml:18: esp[0].outbound.algorithm: \"aes128-cbc\" is not an algorithm served (one of aes128gcm16, aes256gcm16, chacha20poly1305, aes128-sha1, aes256-sha1, aes128-sha256, aes256-sha256)",
             "gw.toml:20: esp[0].outbound.replay_window: the replay window is an inbound SA's",
             "gw.toml:25: esp[0].inbound[0].key_file: short.key: holds 19 bytes, expected 20 (aes128gcm16: 16 bytes of key and 4 of salt)",
             "gw.toml:27: esp[0].inbound[0].replay_window: 0 turns the check off, which ESN cannot do without (the high half of each sequence number is inferred from the window)",
