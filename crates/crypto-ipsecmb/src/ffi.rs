@@ -1,6 +1,7 @@
 //! Hand-written bindings to the part of intel-ipsec-mb 1.3 (`intel-ipsec-mb.h`) this
 //! engine uses: the manager's allocation and set-up, its job-API function pointers,
-//! the AES-GCM key expansion pointers, and the job structure.
+//! the AES-GCM and AES-CBC key expansion and one-block SHA pointers (for HMAC's
+//! precomputed pads), and the job structure.
 //!
 //! Written by hand rather than generated because the engine needs a dozen names out
 //! of a 4000-line header, and because the manager is only ever allocated by the
@@ -28,6 +29,8 @@ pub const IMB_ARCH_AVX512: c_int = 5;
 pub const IMB_STATUS_COMPLETED: c_int = 3;
 
 // IMB_CIPHER_MODE
+pub const IMB_CIPHER_CBC: c_int = 1;
+pub const IMB_CIPHER_NULL: c_int = 3;
 pub const IMB_CIPHER_GCM: c_int = 5;
 pub const IMB_CIPHER_CHACHA20_POLY1305: c_int = 19;
 
@@ -36,6 +39,9 @@ pub const IMB_DIR_ENCRYPT: c_int = 1;
 pub const IMB_DIR_DECRYPT: c_int = 2;
 
 // IMB_HASH_ALG
+pub const IMB_AUTH_HMAC_SHA_1: c_int = 1;
+pub const IMB_AUTH_HMAC_SHA_256: c_int = 3;
+pub const IMB_AUTH_NULL: c_int = 8;
 pub const IMB_AUTH_AES_GMAC: c_int = 9;
 pub const IMB_AUTH_CHACHA20_POLY1305: c_int = 29;
 
@@ -49,6 +55,32 @@ pub const IMB_FEATURE_PCLMULQDQ: u64 = 1 << 2;
 pub const IMB_FEATURE_VAES: u64 = 1 << 12;
 pub const IMB_FEATURE_VPCLMULQDQ: u64 = 1 << 13;
 pub const IMB_FEATURE_AVX512_IFMA: u64 = 1 << 17;
+
+/// `IMB_SHA1_BLOCK_SIZE` and `IMB_SHA_256_BLOCK_SIZE`: HMAC's pads are one block.
+pub const IMB_SHA_BLOCK_SIZE: usize = 64;
+/// `IMB_SHA256_DIGEST_SIZE_IN_BYTES`: what `sha256_one_block` writes, and room for
+/// what `sha1_one_block` writes (`IMB_SHA1_DIGEST_SIZE_IN_BYTES`, 20).
+pub const IMB_SHA256_DIGEST_SIZE_IN_BYTES: usize = 32;
+
+/// The job's hash-specific union `u`, with the members the engine uses.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union HashFields {
+    pub aead: AeadFields,
+    pub hmac: HmacFields,
+}
+
+/// `u.HMAC`: the hash states after one block of the key XORed with ipad and with
+/// opad (RFC 2104), which the engine computes once per key.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct HmacFields {
+    pub hashed_auth_key_xor_ipad: *const u8,
+    pub hashed_auth_key_xor_opad: *const u8,
+    /// Not part of `u.HMAC`: the rest of the union, written as null so that every
+    /// byte of a reused job slot is written.
+    pub rest: *const c_void,
+}
 
 /// The fields the AES-GCM (`u.GCM`) and ChaCha20-Poly1305 (`u.CHACHA20_POLY1305`)
 /// members of the job's hash-specific union share: both are `aad`, `aad_len_in_bytes`
@@ -82,7 +114,7 @@ pub struct ImbJob {
     pub iv_len_in_bytes: u64,
     pub auth_tag_output: *mut u8,
     pub auth_tag_output_len_in_bytes: u64,
-    pub u: AeadFields,
+    pub u: HashFields,
     pub status: c_int,
     pub cipher_mode: c_int,
     pub cipher_direction: c_int,
@@ -99,6 +131,12 @@ pub struct ImbJob {
 
 pub type JobFn = unsafe extern "C" fn(*mut ImbMgr) -> *mut ImbJob;
 pub type GcmPreFn = unsafe extern "C" fn(key: *const c_void, key_data: *mut GcmKeyData);
+/// `keyexp_t`: an AES key into its encryption and decryption round keys.
+pub type KeyExpFn =
+    unsafe extern "C" fn(key: *const c_void, enc_exp_keys: *mut c_void, dec_exp_keys: *mut c_void);
+/// `hash_one_block_t`: one block through the hash's compression function from its
+/// initial state, the state written out as the digest.
+pub type OneBlockFn = unsafe extern "C" fn(data: *const c_void, digest: *mut c_void);
 
 /// The leading fields of `IMB_MGR`, through the last function pointer the engine
 /// calls. Only ever used behind a pointer from `alloc_mb_mgr`: the real structure is
@@ -116,8 +154,17 @@ pub struct ImbMgr {
     pub submit_job_nocheck: Option<JobFn>,
     pub get_completed_job: Option<JobFn>,
     pub flush_job: Option<JobFn>,
-    /// `queue_size` through `gcm256_precomp`: 43 function pointers not used here.
-    pub unused: [*const c_void; 43],
+    pub queue_size: *const c_void,
+    pub keyexp_128: Option<KeyExpFn>,
+    pub keyexp_192: *const c_void,
+    pub keyexp_256: Option<KeyExpFn>,
+    /// `cmac_subkey_gen_128`, `xcbc_keyexp`, `des_key_sched`.
+    pub unused_1: [*const c_void; 3],
+    pub sha1_one_block: Option<OneBlockFn>,
+    pub sha224_one_block: *const c_void,
+    pub sha256_one_block: Option<OneBlockFn>,
+    /// `sha384_one_block` through `gcm256_precomp`: 33 function pointers not used here.
+    pub unused_2: [*const c_void; 33],
     pub gcm128_pre: Option<GcmPreFn>,
     pub gcm192_pre: Option<GcmPreFn>,
     pub gcm256_pre: Option<GcmPreFn>,
@@ -154,6 +201,7 @@ mod tests {
     /// installed header, next to what Rust computes for the declarations above.
     #[test]
     fn layout_matches_header() {
+        let u = offset_of!(ImbJob, u);
         let ours: Vec<(&str, usize)> = vec![
             ("sizeof(IMB_JOB)", size_of::<ImbJob>()),
             ("job.enc_keys", offset_of!(ImbJob, enc_keys)),
@@ -184,19 +232,33 @@ mod tests {
                 "job.auth_tag_output_len_in_bytes",
                 offset_of!(ImbJob, auth_tag_output_len_in_bytes),
             ),
-            ("sizeof(job.u)", size_of::<AeadFields>()),
-            ("job.u.GCM.aad", offset_of!(ImbJob, u.aad)),
+            ("sizeof(job.u)", size_of::<HashFields>()),
+            ("job.u.GCM.aad", u + offset_of!(AeadFields, aad)),
             (
                 "job.u.GCM.aad_len_in_bytes",
-                offset_of!(ImbJob, u.aad_len_in_bytes),
+                u + offset_of!(AeadFields, aad_len_in_bytes),
             ),
-            ("job.u.GCM.ctx", offset_of!(ImbJob, u.ctx)),
-            ("job.u.CHACHA20_POLY1305.aad", offset_of!(ImbJob, u.aad)),
+            ("job.u.GCM.ctx", u + offset_of!(AeadFields, ctx)),
+            (
+                "job.u.CHACHA20_POLY1305.aad",
+                u + offset_of!(AeadFields, aad),
+            ),
             (
                 "job.u.CHACHA20_POLY1305.aad_len_in_bytes",
-                offset_of!(ImbJob, u.aad_len_in_bytes),
+                u + offset_of!(AeadFields, aad_len_in_bytes),
             ),
-            ("job.u.CHACHA20_POLY1305.ctx", offset_of!(ImbJob, u.ctx)),
+            (
+                "job.u.CHACHA20_POLY1305.ctx",
+                u + offset_of!(AeadFields, ctx),
+            ),
+            (
+                "job.u.HMAC._hashed_auth_key_xor_ipad",
+                u + offset_of!(HmacFields, hashed_auth_key_xor_ipad),
+            ),
+            (
+                "job.u.HMAC._hashed_auth_key_xor_opad",
+                u + offset_of!(HmacFields, hashed_auth_key_xor_opad),
+            ),
             ("job.status", offset_of!(ImbJob, status)),
             ("job.cipher_mode", offset_of!(ImbJob, cipher_mode)),
             ("job.cipher_direction", offset_of!(ImbJob, cipher_direction)),
@@ -218,7 +280,15 @@ mod tests {
                 offset_of!(ImbMgr, get_completed_job),
             ),
             ("mgr.flush_job", offset_of!(ImbMgr, flush_job)),
-            ("mgr.queue_size", offset_of!(ImbMgr, unused)),
+            ("mgr.queue_size", offset_of!(ImbMgr, queue_size)),
+            ("mgr.keyexp_128", offset_of!(ImbMgr, keyexp_128)),
+            ("mgr.keyexp_192", offset_of!(ImbMgr, keyexp_192)),
+            ("mgr.keyexp_256", offset_of!(ImbMgr, keyexp_256)),
+            ("mgr.cmac_subkey_gen_128", offset_of!(ImbMgr, unused_1)),
+            ("mgr.sha1_one_block", offset_of!(ImbMgr, sha1_one_block)),
+            ("mgr.sha224_one_block", offset_of!(ImbMgr, sha224_one_block)),
+            ("mgr.sha256_one_block", offset_of!(ImbMgr, sha256_one_block)),
+            ("mgr.sha384_one_block", offset_of!(ImbMgr, unused_2)),
             ("mgr.gcm128_pre", offset_of!(ImbMgr, gcm128_pre)),
             ("mgr.gcm256_pre", offset_of!(ImbMgr, gcm256_pre)),
             ("sizeof(struct gcm_key_data)", size_of::<GcmKeyData>()),
@@ -232,6 +302,8 @@ mod tests {
             ("IMB_ARCH_NONE", IMB_ARCH_NONE.into()),
             ("IMB_ARCH_SSE", IMB_ARCH_SSE.into()),
             ("IMB_STATUS_COMPLETED", IMB_STATUS_COMPLETED.into()),
+            ("IMB_CIPHER_CBC", IMB_CIPHER_CBC.into()),
+            ("IMB_CIPHER_NULL", IMB_CIPHER_NULL.into()),
             ("IMB_CIPHER_GCM", IMB_CIPHER_GCM.into()),
             (
                 "IMB_CIPHER_CHACHA20_POLY1305",
@@ -239,6 +311,9 @@ mod tests {
             ),
             ("IMB_DIR_ENCRYPT", IMB_DIR_ENCRYPT.into()),
             ("IMB_DIR_DECRYPT", IMB_DIR_DECRYPT.into()),
+            ("IMB_AUTH_HMAC_SHA_1", IMB_AUTH_HMAC_SHA_1.into()),
+            ("IMB_AUTH_HMAC_SHA_256", IMB_AUTH_HMAC_SHA_256.into()),
+            ("IMB_AUTH_NULL", IMB_AUTH_NULL.into()),
             ("IMB_AUTH_AES_GMAC", IMB_AUTH_AES_GMAC.into()),
             (
                 "IMB_AUTH_CHACHA20_POLY1305",
@@ -252,6 +327,12 @@ mod tests {
             ("IMB_FEATURE_VPCLMULQDQ", IMB_FEATURE_VPCLMULQDQ as i64),
             ("IMB_FEATURE_AVX512_IFMA", IMB_FEATURE_AVX512_IFMA as i64),
             ("IMB_VERSION(1, 3, 0)", IMB_VERSION_1_3.into()),
+            ("IMB_SHA1_BLOCK_SIZE", IMB_SHA_BLOCK_SIZE as i64),
+            ("IMB_SHA_256_BLOCK_SIZE", IMB_SHA_BLOCK_SIZE as i64),
+            (
+                "IMB_SHA256_DIGEST_SIZE_IN_BYTES",
+                IMB_SHA256_DIGEST_SIZE_IN_BYTES as i64,
+            ),
         ];
 
         let mut c = String::from(

@@ -1,10 +1,12 @@
 //! Whole vectors the way the data path hands them over, checked op by op against the
-//! reference engine: mixed algorithms, sizes and layouts, with failures of every kind
-//! in the same vector as good ops.
+//! reference engine (and, for the mixed vector, against AWS-LC too): mixed
+//! algorithms, AEAD and chained, sizes and layouts, with failures of every kind in the
+//! same vector as good ops.
 
 use crypto::op_layout::{OpLayout, OpShape};
 use crypto::reference::ReferenceEngine;
-use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus};
+use crypto::{AeadOp, Algorithm, Direction, Engine, KeyHandle, KeyRegistry, OpStatus, Span};
+use crypto_awslc::AwsLcEngine;
 use crypto_ipsecmb::IpsecMbEngine;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -19,7 +21,9 @@ fn engine() -> IpsecMbEngine {
 }
 
 /// One op per entry of `plan` (algorithm, text length, aad length, in place),
-/// each with its own memory, a random key of its algorithm and random contents.
+/// each with its own memory, a random key of its algorithm and random contents. A
+/// chained op's text is rounded up to whole blocks, its aad length is the header
+/// before its IV, and an odd one has ESN bytes after its text.
 fn lay_out(
     rng: &mut StdRng,
     keys: &[(Algorithm, KeyHandle)],
@@ -30,16 +34,23 @@ fn lay_out(
         let own: Vec<_> = keys.iter().filter(|(a, _)| *a == alg).collect();
         let mut nonce = [0u8; 12];
         rng.fill_bytes(&mut nonce);
-        batch.push(OpShape {
+        let mut shape = OpShape {
             alg,
             key: own[rng.gen_range(0..own.len())].1,
             nonce,
             aad_len,
             len,
             in_place,
-        });
+        };
+        if alg.is_chained() {
+            shape.len = len.div_ceil(16).max(1) * 16;
+            batch.push_chained(shape, 4 * (aad_len % 2));
+        } else {
+            batch.push(shape);
+        }
     }
     rng.fill_bytes(&mut batch.mem);
+    batch.copy_ivs();
     (batch.mem, batch.ops)
 }
 
@@ -55,10 +66,10 @@ fn register(rng: &mut StdRng, reg: &KeyRegistry, per_alg: usize) -> Vec<(Algorit
     keys
 }
 
-/// 256 ops of all three algorithms, every size and aad size above, in and out of
-/// place; encrypted as one vector, compared with the reference, then decrypted as one
-/// vector with stale keys, wrong-algorithm keys, bad ranges, forged tags and ops that
-/// are not pending mixed in.
+/// 256 ops of all seven algorithms, every size and aad size above, in and out of
+/// place; encrypted as one vector, compared with the reference and with AWS-LC, then
+/// decrypted as one vector with stale keys, wrong-algorithm keys, bad ranges, forged
+/// tags and ops that are not pending mixed in.
 #[test]
 fn mixed_vector_of_256_ops() {
     let mut rng = StdRng::seed_from_u64(256);
@@ -67,7 +78,7 @@ fn mixed_vector_of_256_ops() {
     let plan: Vec<_> = (0..256)
         .map(|i| {
             (
-                Algorithm::ALL[rng.gen_range(0..3)],
+                Algorithm::ALL[rng.gen_range(0..Algorithm::ALL.len())],
                 SIZES[i % SIZES.len()],
                 AAD_SIZES[rng.gen_range(0..AAD_SIZES.len())],
                 rng.gen_bool(0.5),
@@ -78,12 +89,18 @@ fn mixed_vector_of_256_ops() {
 
     let mut ours = plain.clone();
     let mut theirs = plain.clone();
+    let mut aws_lc = plain.clone();
     let mut ref_ops = ops.clone();
+    let mut aws_lc_ops = ops.clone();
     engine().process(&reg, &mut ours, &mut ops);
     ReferenceEngine::new().process(&reg, &mut theirs, &mut ref_ops);
+    AwsLcEngine::new().process(&reg, &mut aws_lc, &mut aws_lc_ops);
     assert!(ops.iter().all(|o| o.status == OpStatus::Ok));
     assert!(ref_ops.iter().all(|o| o.status == OpStatus::Ok));
+    assert!(aws_lc_ops.iter().all(|o| o.status == OpStatus::Ok));
     assert!(ours == theirs, "encryption differs from the reference");
+    assert!(ours == aws_lc, "encryption differs from AWS-LC");
+    assert!(ops.iter().any(|o| o.alg.is_chained()) && ops.iter().any(|o| !o.alg.is_chained()));
 
     // Decrypt back to where the plaintext was, with one fault in every fifth op.
     let mut want = Vec::new();
@@ -138,6 +155,9 @@ fn mixed_vector_of_256_ops() {
         let out = o.dst_span().range();
         match o.status {
             OpStatus::Ok => assert_eq!(ours[out.clone()], plain[out], "op {i} plaintext"),
+            OpStatus::BadTag if o.alg.is_chained() => {
+                assert_eq!(ours[out.clone()], before[out], "op {i} wrote its output")
+            }
             OpStatus::BadTag => {
                 assert!(ours[out].iter().all(|&b| b == 0), "op {i} left output")
             }
@@ -213,7 +233,7 @@ fn keys_expanded_mid_vector_and_slots_reused() {
         let plan: Vec<_> = (0..200)
             .map(|_| {
                 (
-                    Algorithm::ALL[rng.gen_range(0..3)],
+                    Algorithm::ALL[rng.gen_range(0..Algorithm::ALL.len())],
                     rng.gen_range(0..2000),
                     13,
                     true,
@@ -233,6 +253,89 @@ fn keys_expanded_mid_vector_and_slots_reused() {
         assert!(ours == theirs, "round {round}: differs from the reference");
         for (_, h) in keys {
             reg.remove(h);
+        }
+    }
+}
+
+/// Every whole number of blocks from one to a hundred, each chained algorithm, with
+/// headers and ESN bytes of several lengths, in and out of place, as one vector per
+/// algorithm; then the longest MAC span the library takes (65534 bytes,
+/// `MB_MAX_LEN16` in its job checks) and one byte more, which comes back `BadRange`
+/// with memory untouched.
+#[test]
+fn chained_lengths_and_the_librarys_limit() {
+    let mut rng = StdRng::seed_from_u64(3602);
+    let reg = KeyRegistry::new(64);
+    let keys = register(&mut rng, &reg, 2);
+    for alg in Algorithm::ALL.into_iter().filter(|a| a.is_chained()) {
+        let plan: Vec<_> = (1..=100)
+            .map(|blocks| (alg, blocks * 16, blocks % 13, blocks % 3 == 0))
+            .collect();
+        let (plain, mut ops) = lay_out(&mut rng, &keys, &plan);
+        let mut ours = plain.clone();
+        let mut theirs = plain.clone();
+        let mut ref_ops = ops.clone();
+        engine().process(&reg, &mut ours, &mut ops);
+        ReferenceEngine::new().process(&reg, &mut theirs, &mut ref_ops);
+        for (i, (o, r)) in ops.iter().zip(&ref_ops).enumerate() {
+            assert_eq!(
+                (o.status, r.status),
+                (OpStatus::Ok, OpStatus::Ok),
+                "{alg} op {i}"
+            );
+        }
+        assert!(ours == theirs, "{alg}: differs from the reference");
+        for o in ops.iter_mut() {
+            o.direction = Direction::Decrypt;
+            o.status = OpStatus::Pending;
+            core::mem::swap(&mut o.src, &mut o.dst);
+        }
+        engine().process(&reg, &mut ours, &mut ops);
+        for (i, o) in ops.iter().enumerate() {
+            assert_eq!(o.status, OpStatus::Ok, "{alg} decrypt op {i}");
+            assert_eq!(ours[o.dst_span().range()], plain[o.dst_span().range()]);
+        }
+
+        // The library's limit: MAC spans (and CBC encryptions) of at most 65534 bytes.
+        let key = keys.iter().find(|(a, _)| *a == alg).unwrap().1;
+        // The most whole blocks that fit under the limit with the IV under the MAC.
+        let text = 65504u32;
+        let mut mem = vec![0x5a; 16 + 65536 + 16];
+        let at_limit = |header: u32| {
+            let mac = Span::new(16 - header, header + 16 + text);
+            let text = Span::new(32, text);
+            AeadOp::chained_in_place(
+                alg,
+                key,
+                Direction::Encrypt,
+                mac,
+                text,
+                mac.offset + mac.len,
+            )
+        };
+        let mut ops = [at_limit(0), at_limit(14), at_limit(15)];
+        // Three ops on one packet would write each other's bytes: one at a time.
+        let mut want = mem.clone();
+        let mut reference = ReferenceEngine::new();
+        for (k, status) in [
+            (0, OpStatus::Ok),
+            (1, OpStatus::Ok),
+            (2, OpStatus::BadRange),
+        ] {
+            let before = mem.clone();
+            engine().process(&reg, &mut mem, &mut ops[k..=k]);
+            assert_eq!(ops[k].status, status, "{alg} MAC span {}", ops[k].aad.len);
+            if status == OpStatus::Ok {
+                let mut one = [AeadOp {
+                    status: OpStatus::Pending,
+                    ..ops[k]
+                }];
+                reference.process(&reg, &mut want, &mut one);
+                assert_eq!(one[0].status, OpStatus::Ok);
+                assert!(mem == want, "{alg} MAC span {}: differs", ops[k].aad.len);
+            } else {
+                assert!(mem == before, "{alg}: a refused op wrote memory");
+            }
         }
     }
 }
