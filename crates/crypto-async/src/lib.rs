@@ -385,6 +385,76 @@ mod tests {
         assert_eq!(engine.in_flight(), 0);
     }
 
+    /// Serves AEADs through AWS-LC and nothing else.
+    struct AeadOnly(crypto_awslc::AwsLcEngine);
+
+    impl Engine for AeadOnly {
+        fn name(&self) -> &'static str {
+            "aead-only"
+        }
+        fn supports(&self, alg: Algorithm) -> bool {
+            !alg.is_chained()
+        }
+        fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+            for o in ops.iter_mut().filter(|o| o.alg.is_chained()) {
+                o.status = OpStatus::Unsupported;
+            }
+            self.0.process(keys, mem, ops)
+        }
+    }
+
+    /// What the async engine serves is what its inner engines serve, chained ops
+    /// (ESP's AES-CBC with HMAC) included: through AWS-LC a frame of them comes back
+    /// as AWS-LC alone seals it; through an engine without them they are refused.
+    #[test]
+    fn serves_chained_ops_when_its_inner_engines_do() {
+        use crypto::op_layout::{OpLayout, OpShape};
+        let keys = Arc::new(KeyRegistry::new(16));
+        let alg = Algorithm::Aes256CbcHmacSha1;
+        let k = keys.insert(alg, &[3; 52]).unwrap();
+        let mut layout = OpLayout::new();
+        for i in 0..40 {
+            let shape = OpShape {
+                alg,
+                key: k,
+                nonce: [0; 12],
+                aad_len: 8,
+                len: 16 * (1 + i * 3),
+                in_place: i % 2 == 0,
+            };
+            layout.push_chained(shape, 4 * (i % 2));
+        }
+        layout
+            .mem
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i * 31) as u8);
+        layout.copy_ivs();
+        let OpLayout { mut mem, ops } = layout;
+        let mut inner_mem = mem.clone();
+        let mut inner_ops = ops.clone();
+        crypto_awslc::AwsLcEngine::new().process(&keys, &mut inner_mem, &mut inner_ops);
+
+        let mut engine = AsyncEngine::new(keys.clone(), factory(), 3);
+        assert!(Algorithm::ALL.iter().all(|&a| engine.supports(a)));
+        // SAFETY: `mem` stays alive and untouched until the frame is back below.
+        unsafe { engine.submit(mem.as_mut_ptr(), mem.len(), ops.clone()) };
+        let (_, back) = engine.wait().unwrap();
+        assert!(back.iter().all(|o| o.status == OpStatus::Ok), "{back:?}");
+        assert_eq!(back, inner_ops);
+        assert!(mem == inner_mem, "the frame differs from AWS-LC's");
+
+        let aead_only: EngineFactory =
+            Arc::new(|| Box::new(AeadOnly(crypto_awslc::AwsLcEngine::new())) as Box<dyn Engine>);
+        let mut engine = AsyncEngine::new(keys.clone(), aead_only, 2);
+        assert!(engine.supports(Algorithm::Aes128Gcm) && !engine.supports(alg));
+        let mut refused = ops;
+        let before = mem.clone();
+        engine.process(&keys, &mut mem, &mut refused);
+        assert!(refused.iter().all(|o| o.status == OpStatus::Unsupported));
+        assert!(mem == before);
+    }
+
     #[test]
     fn a_registry_lent_to_process_works() {
         let keys = Arc::new(KeyRegistry::new(4));

@@ -209,6 +209,43 @@ impl Engine for MbEngine {
 mod tests {
     use super::*;
 
+    /// ESP's AES-CBC with HMAC is not this engine's: it says so, refuses such ops
+    /// with `Unsupported` and leaves their memory alone, and runs the ChaCha20 ops of
+    /// the same vector.
+    #[test]
+    fn chained_ops_are_unsupported() {
+        use crypto::op_layout::{OpLayout, OpShape};
+        let keys = KeyRegistry::new(8);
+        let mut layout = OpLayout::new();
+        for (i, alg) in Algorithm::ALL.into_iter().enumerate() {
+            let key = keys.insert(alg, &[7; 64][..alg.key_len()]).unwrap();
+            layout.push(OpShape {
+                alg,
+                key,
+                nonce: [i as u8; 12],
+                aad_len: 8,
+                len: 64,
+                in_place: true,
+            });
+        }
+        let mut engine = MbEngine::new();
+        let OpLayout { mut mem, mut ops } = layout;
+        let before = mem.clone();
+        engine.process(&keys, &mut mem, &mut ops);
+        for o in &ops {
+            assert_eq!(engine.supports(o.alg), o.alg == Algorithm::ChaCha20Poly1305);
+            let want = match o.alg {
+                Algorithm::ChaCha20Poly1305 => OpStatus::Ok,
+                _ => OpStatus::Unsupported,
+            };
+            assert_eq!(o.status, want, "{}", o.alg);
+            if o.alg.is_chained() {
+                let r = o.aad.offset as usize..o.tag as usize + o.alg.tag_len();
+                assert_eq!(mem[r.clone()], before[r], "{}", o.alg);
+            }
+        }
+    }
+
     #[test]
     fn every_available_path_conforms() {
         let paths = Path::available_paths();
