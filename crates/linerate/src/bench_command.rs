@@ -157,7 +157,7 @@ fn esp(
     Ok(())
 }
 
-/// `linerate bench crypto`: raw AEAD throughput per engine, openssl beside.
+/// `linerate bench crypto`: raw throughput per engine and algorithm, openssl beside.
 pub fn crypto(
     engine: Option<&str>,
     seconds: f64,
@@ -194,7 +194,7 @@ pub fn crypto(
                 }),
             }
         }
-        let title = format!("Raw AEAD throughput, one core ({})", bench::machine());
+        let title = format!("Raw crypto throughput, one core ({})", bench::machine());
         std::fs::write(&path, svg::chart(&title, &series, &[]))
             .map_err(|e| format!("{path}: {e}"))?;
         println!("wrote {path}");

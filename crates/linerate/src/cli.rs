@@ -20,7 +20,7 @@ const AFTER_HELP: &str = "\
 ENGINES:
     SPEC is an engine name for every algorithm it serves, or a list like
     chacha20-poly1305=mb,aes-128-gcm=ipsecmb. Algorithms not named go to the
-    engine a calibration at start-up measures cheapest (about a second).
+    engine a calibration at start-up measures cheapest (about two seconds).
 
 ENVIRONMENT:
     LINERATE_ENGINES               the same as --engine (wg-quick passes no flags)
@@ -361,9 +361,10 @@ pub enum Traffic {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCrypto {
-    /// Raw AEAD throughput of every engine for ChaCha20-Poly1305, AES-128-GCM and
-    /// AES-256-GCM, one core, with `openssl speed -evp` at the same sizes measured in
-    /// the same run when openssl is installed
+    /// Raw throughput of every engine for every algorithm it serves (the AEADs, and
+    /// AES-CBC with HMAC laid out as ESP runs it), one core, with `openssl speed -evp`
+    /// at the same sizes measured in the same run for the AEADs when openssl is
+    /// installed
     Crypto {
         /// Measure only this engine
         #[arg(long, value_name = "NAME")]

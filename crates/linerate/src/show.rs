@@ -94,7 +94,7 @@ pub fn crypto(seconds: f64) -> Result<(), String> {
         crate::bench::machine(),
         crypto::calibrate::BATCH
     );
-    print!("{:<10} {:<18}", "engine", "algorithm");
+    print!("{:<10} {:<23}", "engine", "algorithm");
     for size in SIZES {
         print!(" {:>9}", format!("{size} B"));
     }
@@ -112,7 +112,7 @@ pub fn crypto(seconds: f64) -> Result<(), String> {
             let Some(g) = g else {
                 continue;
             };
-            print!("{:<10} {:<18}", e.name(), alg.name());
+            print!("{:<10} {:<23}", e.name(), alg.name());
             for v in g {
                 print!(" {v:>9}");
             }
@@ -125,7 +125,7 @@ pub fn crypto(seconds: f64) -> Result<(), String> {
     println!(
         "chosen per size class (op length in bytes; the engine with the most packets per second at the class's size):"
     );
-    print!("{:<29}", "");
+    print!("{:<34}", "");
     for class in 0..size_class::COUNT {
         let label = match size_class::range(class) {
             (lo, Some(hi)) => format!("{lo}-{hi}"),
@@ -135,7 +135,7 @@ pub fn crypto(seconds: f64) -> Result<(), String> {
     }
     println!();
     for alg in crypto::Algorithm::ALL {
-        print!("  {:<27}", alg.name());
+        print!("  {:<32}", alg.name());
         for size in SIZES {
             print!(" {:>9}", set.chosen_for(alg, size as u32).unwrap_or("none"));
         }
