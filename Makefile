@@ -19,6 +19,7 @@ build:
 test: setup build
 	if [ "$$(id -u)" = 0 ]; then export LINERATE_REQUIRE_PRIVILEGED_TESTS=1; fi; \
 	cargo test --workspace --release
+	/usr/bin/python3 tests/crypto/cbc_hmac_vectors.py | diff - crates/crypto/tests/data/cbc_hmac.txt
 	tests/esp/known_answers.sh
 	GW_WORKERS=2 tests/net/gateway.sh
 	GW_WORKERS=2 GW_DRIVER=af_packet tests/net/gateway.sh

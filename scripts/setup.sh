@@ -8,7 +8,7 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 APT_PACKAGES=(
   iproute2 iputils-ping iperf3 wireguard-tools tshark libipsec-mb-dev
   pkg-config build-essential libclang-dev clang openssl procps psmisc python3
-  libxdp-dev libbpf-dev xdp-tools ethtool python3-scapy python3-venv
+  libxdp-dev libbpf-dev xdp-tools ethtool python3-scapy python3-cryptography python3-venv
 )
 
 need_apt=()
