@@ -55,11 +55,6 @@ fn row(tunnel: &str, direction: &'static str, sa: SaParts<'_>, detail: String) -
 }
 
 fn outbound(tunnel: &str, sa: &OutboundSa) -> SaRow {
-    let detail = if sa.lifetime.bytes.is_some() || sa.lifetime.packets.is_some() {
-        format!("next seq {}, {}", sa.next_seq(), lifetime(&sa.lifetime))
-    } else {
-        format!("next seq {}", sa.next_seq())
-    };
     let parts = SaParts {
         spi: sa.spi,
         algorithm: sa.alg().name(),
@@ -67,19 +62,11 @@ fn outbound(tunnel: &str, sa: &OutboundSa) -> SaRow {
         usage: &sa.usage,
         counters: &sa.counters,
     };
+    let detail = with_lifetime(format!("next seq {}", sa.next_seq()), &sa.lifetime);
     row(tunnel, "out", parts, detail)
 }
 
 fn inbound(tunnel: &str, sa: &InboundSa) -> SaRow {
-    let window = match sa.replay_window() {
-        0 => "replay check off".to_string(),
-        n => format!("replay window {n}"),
-    };
-    let detail = if sa.lifetime.bytes.is_some() || sa.lifetime.packets.is_some() {
-        format!("{window}, {}", lifetime(&sa.lifetime))
-    } else {
-        window
-    };
     let parts = SaParts {
         spi: sa.spi,
         algorithm: sa.alg().name(),
@@ -87,10 +74,18 @@ fn inbound(tunnel: &str, sa: &InboundSa) -> SaRow {
         usage: &sa.usage,
         counters: &sa.counters,
     };
-    row(tunnel, "in", parts, detail)
+    let window = match sa.replay_window() {
+        0 => "replay check off".to_string(),
+        n => format!("replay window {n}"),
+    };
+    row(tunnel, "in", parts, with_lifetime(window, &sa.lifetime))
 }
 
-fn lifetime(l: &ipsec::Lifetime) -> String {
+/// `detail`, and the SA's lifetime after it if it has one.
+fn with_lifetime(detail: String, l: &ipsec::Lifetime) -> String {
+    if l.bytes.is_none() && l.packets.is_none() {
+        return detail;
+    }
     let mut parts = Vec::new();
     if let Some(b) = l.bytes {
         parts.push(format!("{b} bytes"));
@@ -98,7 +93,7 @@ fn lifetime(l: &ipsec::Lifetime) -> String {
     if let Some(p) = l.packets {
         parts.push(format!("{p} packets"));
     }
-    format!("lifetime {}", parts.join(", "))
+    format!("{detail}, lifetime {}", parts.join(", "))
 }
 
 /// Every SA of every ESP tunnel: each tunnel's outbound SA, then its inbound ones.

@@ -6,7 +6,7 @@
 //! strongSwan's manual keys write it (an optional `0x`, whitespace ignored).
 
 use super::keyfile::read_hex_key_file;
-use super::l2::Underlay;
+use super::l2::{Underlay, endpoints};
 use super::raw::{RawEsp, RawSa};
 use super::validate::Ctx;
 use super::values::prefix;
@@ -44,20 +44,6 @@ fn overhead(remote: IpAddr, udp: bool, alg: Option<EspAlgorithm>) -> u16 {
             .unwrap_or(0),
     };
     ip + if udp { 8 } else { 0 } + esp
-}
-
-fn ip(cx: &mut Ctx<'_, '_>, s: &Spanned<String>, key: &str) -> Option<IpAddr> {
-    match s.get_ref().parse::<IpAddr>() {
-        Ok(a) => Some(a),
-        Err(_) => {
-            cx.err(
-                s.span(),
-                key,
-                format!("{:?} is not an IP address", s.get_ref()),
-            );
-            None
-        }
-    }
 }
 
 /// Traffic selectors as written, or everything of both families.
@@ -195,41 +181,8 @@ pub(super) fn esp(
 ) -> Option<EspConfig> {
     let path = format!("esp[{i}]");
     let mut ok = true;
-    let local_key = format!("{path}.local");
-    let mut local = ip(cx, &e.local, &local_key);
-    if let Some(a) = local
-        && !under.is_ours(a)
-    {
-        cx.err(
-            e.local.span(),
-            &local_key,
-            format!(
-                "{a} is not one of the gateway's addresses (a port's or a WireGuard interface's)"
-            ),
-        );
-        local = None;
-    }
+    let (local, remote) = endpoints(cx, &e.local, &e.remote, &path, under);
     let remote_key = format!("{path}.remote");
-    let mut remote = ip(cx, &e.remote, &remote_key);
-    if let Some(r) = remote {
-        if under.is_ours(r) {
-            cx.err(
-                e.remote.span(),
-                &remote_key,
-                format!("{r} is the gateway's own address"),
-            );
-            remote = None;
-        } else if let Some(l) = local
-            && l.is_ipv4() != r.is_ipv4()
-        {
-            cx.err(
-                e.remote.span(),
-                &remote_key,
-                format!("{r} and the local address {l} are of different families"),
-            );
-            remote = None;
-        }
-    }
     let mut udp_port = None;
     if let Some(enc) = &e.encapsulation {
         match enc.get_ref().as_str() {

@@ -99,16 +99,15 @@ fn overhead(remote: IpAddr) -> u16 {
     }
 }
 
-pub(super) fn vxlan(
+/// A tunnel's `local` (one of the gateway's addresses) and `remote` (not one, of
+/// local's family) under `path`, each `None` where it is refused (reported).
+pub(super) fn endpoints(
     cx: &mut Ctx<'_, '_>,
-    v: &RawVxlan,
-    i: usize,
+    local_text: &toml::Spanned<String>,
+    remote_text: &toml::Spanned<String>,
+    path: &str,
     under: &Underlay<'_>,
-    earlier: &[VxlanConfig],
-) -> Option<VxlanConfig> {
-    let path = format!("vxlan[{i}]");
-    let mut ok = true;
-    let vni = cx.int::<u32>(&v.vni, VNI, &format!("{path}.vni"));
+) -> (Option<IpAddr>, Option<IpAddr>) {
     let ip = |cx: &mut Ctx<'_, '_>, s: &toml::Spanned<String>, key: &str| match s
         .get_ref()
         .parse::<IpAddr>()
@@ -124,12 +123,12 @@ pub(super) fn vxlan(
         }
     };
     let local_key = format!("{path}.local");
-    let mut local = ip(cx, &v.local, &local_key);
+    let mut local = ip(cx, local_text, &local_key);
     if let Some(a) = local
         && !under.is_ours(a)
     {
         cx.err(
-            v.local.span(),
+            local_text.span(),
             &local_key,
             format!(
                 "{a} is not one of the gateway's addresses (a port's or a WireGuard interface's)"
@@ -138,11 +137,11 @@ pub(super) fn vxlan(
         local = None;
     }
     let remote_key = format!("{path}.remote");
-    let mut remote = ip(cx, &v.remote, &remote_key);
+    let mut remote = ip(cx, remote_text, &remote_key);
     if let Some(r) = remote {
         if under.is_ours(r) {
             cx.err(
-                v.remote.span(),
+                remote_text.span(),
                 &remote_key,
                 format!("{r} is the gateway's own address"),
             );
@@ -151,13 +150,28 @@ pub(super) fn vxlan(
             && l.is_ipv4() != r.is_ipv4()
         {
             cx.err(
-                v.remote.span(),
+                remote_text.span(),
                 &remote_key,
                 format!("{r} and the local address {l} are of different families"),
             );
             remote = None;
         }
     }
+    (local, remote)
+}
+
+pub(super) fn vxlan(
+    cx: &mut Ctx<'_, '_>,
+    v: &RawVxlan,
+    i: usize,
+    under: &Underlay<'_>,
+    earlier: &[VxlanConfig],
+) -> Option<VxlanConfig> {
+    let path = format!("vxlan[{i}]");
+    let mut ok = true;
+    let vni = cx.int::<u32>(&v.vni, VNI, &format!("{path}.vni"));
+    let (local, remote) = endpoints(cx, &v.local, &v.remote, &path, under);
+    let remote_key = format!("{path}.remote");
     let mut udp_port = Some(wire::vxlan::PORT);
     if let Some(p) = &v.udp_port {
         let key = format!("{path}.udp_port");
