@@ -109,9 +109,21 @@ pub fn measure(
 /// the most Mpps at that size. Algorithms pinned in `keep` are measured but not
 /// rerouted. Returns all measurements.
 pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec<Measurement> {
+    calibrate_only(set, time, keep, &Algorithm::ALL)
+}
+
+/// [`calibrate`] for the algorithms in `only`: the others are neither measured
+/// nor rerouted (a process that runs one algorithm spends no start-up time on the
+/// rest).
+pub fn calibrate_only(
+    set: &mut EngineSet,
+    time: Duration,
+    keep: &[Algorithm],
+    only: &[Algorithm],
+) -> Vec<Measurement> {
     let mut all = Vec::new();
     for engine in set.engines_mut() {
-        for alg in Algorithm::ALL {
+        for &alg in only {
             for &size in &size_class::SIZES {
                 if let Some(m) = measure(engine, alg, size, time) {
                     all.push(m);
@@ -119,7 +131,7 @@ pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec
             }
         }
     }
-    for alg in Algorithm::ALL {
+    for &alg in only {
         if keep.contains(&alg) {
             continue;
         }

@@ -227,8 +227,12 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
         .install_loopback_session(peer, now)
         .map_err(|e| format!("loopback session: {}", e.name()))?;
     device.publish();
-    let (engines, _) =
-        engines::configured_set(device.keys(), engine, std::time::Duration::from_millis(6))?;
+    let (engines, _) = engines::configured_set(
+        device.keys(),
+        engine,
+        std::time::Duration::from_millis(6),
+        &[crypto::Algorithm::ChaCha20Poly1305],
+    )?;
     Ok(WgGraph::new(
         Arena::new(4 * FRAME + 64),
         device,
@@ -244,7 +248,12 @@ fn follower_graph(engine: Option<&str>, owner: &mut WgGraph) -> Result<WgGraph, 
     let keys = device.keys().clone();
     let (link, inbox) = dataplane::wg_follow::link(device.view_cell());
     owner.context_mut().lead_wg_follower(inbox);
-    let (engines, _) = engines::configured_set(&keys, engine, Duration::from_millis(6))?;
+    let (engines, _) = engines::configured_set(
+        &keys,
+        engine,
+        Duration::from_millis(6),
+        &[crypto::Algorithm::ChaCha20Poly1305],
+    )?;
     let own = Device::new(keys, now, SystemTime::now());
     let mut g = WgGraph::new(Arena::new(4 * FRAME + 64), own, engines, now);
     g.context_mut().follow_wg_device(link);

@@ -102,7 +102,12 @@ fn site(
     if id == 1 {
         device.set_endpoint(peer, "198.18.2.2:51820".parse().expect("literal"));
     }
-    let (engines, _) = engines::configured_set(&keys, engine, Duration::from_millis(6))?;
+    let (engines, _) = engines::configured_set(
+        &keys,
+        engine,
+        Duration::from_millis(6),
+        &crypto::Algorithm::ALL,
+    )?;
     let mut gw = GatewayGraph::new(Arena::new(4 * FRAME + 256), engines, device, now);
     gw.set_wireguard(51820, TUNNEL_MTU);
     let port = |name: &str, mtu, addrs: Vec<String>| Interface {

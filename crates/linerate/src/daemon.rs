@@ -94,7 +94,12 @@ pub fn run(
     let (req_tx, req_rx) = mpsc::channel::<ControlRequest>();
 
     let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
-    let (engines, choices) = crate::engines::configured_set(&keys, engines, CALIBRATION_TIME)?;
+    let (engines, choices) = crate::engines::configured_set(
+        &keys,
+        engines,
+        CALIBRATION_TIME,
+        &[crypto::Algorithm::ChaCha20Poly1305],
+    )?;
     for line in choices {
         eprintln!("linerate: engine for {line}");
     }

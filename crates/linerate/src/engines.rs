@@ -93,12 +93,16 @@ pub fn validate(spec: &str) -> Result<(), String> {
 
 /// The engine set of a worker: algorithms named in `spec` go where it says, one engine
 /// for every size; the rest go, size class by size class, to the engine a short
-/// calibration finds fastest at that class's size. Returns the set and a line per
-/// algorithm saying what was chosen for which sizes and why.
+/// calibration finds fastest at that class's size. Only the algorithms in `used`
+/// are calibrated and described (host mode runs ChaCha20-Poly1305 alone; a
+/// gateway any of them); the others keep the first engine serving them. Returns
+/// the set and a line per used algorithm saying what was chosen for which sizes
+/// and why.
 pub fn configured_set(
     keys: &Arc<KeyRegistry>,
     spec: Option<&str>,
     calibration: std::time::Duration,
+    used: &[Algorithm],
 ) -> Result<(EngineSet, Vec<String>), String> {
     let mut set = EngineSet::new(all(keys));
     let mut pinned = Vec::new();
@@ -125,8 +129,8 @@ pub fn configured_set(
             }
         }
     }
-    let measured = crypto::calibrate::calibrate(&mut set, calibration, &pinned);
-    let lines = Algorithm::ALL
+    let measured = crypto::calibrate::calibrate_only(&mut set, calibration, &pinned, used);
+    let lines = used
         .iter()
         .map(|&a| {
             let how = if pinned.contains(&a) {
@@ -186,6 +190,7 @@ mod tests {
             &keys,
             Some("chacha20-poly1305=reference"),
             std::time::Duration::from_millis(1),
+            &Algorithm::ALL,
         )
         .unwrap();
         let chacha = Algorithm::ChaCha20Poly1305;
@@ -210,6 +215,7 @@ mod tests {
             &keys,
             Some("chacha20-poly1305=reference,aes-128-gcm=aws-lc"),
             std::time::Duration::from_millis(1),
+            &Algorithm::ALL,
         )
         .unwrap();
         let copy = replica(&keys, &set).unwrap();

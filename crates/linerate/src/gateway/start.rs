@@ -300,7 +300,8 @@ fn build_graphs(
     now: Instant,
 ) -> Result<Vec<GatewayGraph>, String> {
     let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
-    let (engines, choices) = crate::engines::configured_set(&keys, None, CALIBRATION_TIME)?;
+    let (engines, choices) =
+        crate::engines::configured_set(&keys, None, CALIBRATION_TIME, &crypto::Algorithm::ALL)?;
     for line in choices {
         eprintln!("linerate: engine for {line}");
     }
