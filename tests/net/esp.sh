@@ -82,12 +82,6 @@ esp_config() {
   else
     local=$wan6 remote=$([ "$side" = a ] && echo "$W6_B" || echo "$W6_A")
   fi
-  local cores="" c
-  if [ "${GW_WORKERS:-1}" -gt 1 ]; then
-    cores="cores = [0"
-    for ((c = 1; c < GW_WORKERS; c++)); do cores+=", $c"; done
-    cores+="]"
-  fi
   local sa_tables=""
   if [ "$sas" = yes ]; then
     sa_tables="[esp.outbound]
@@ -104,24 +98,9 @@ esn = $esn
 replay_window = 4096
 "
   fi
-  cat >"$LR_TMP/gw-$side.toml" <<EOF
-[gateway]
-control = "$LR_TMP/gw-$side.sock"
-buffers = 4096
-$cores
-
-[[port]]
-name = "lan"
-interface = "lan"
-driver = "$GW_DRIVER"
-addresses = ["$lan4/24", "$lan6/64"]
-
-[[port]]
-name = "wan"
-interface = "wan"
-driver = "$GW_DRIVER"
-addresses = ["$wan4/24", "$wan6/64"]
-
+  {
+    gw_head "$side" "$lan4" "$lan6" "$wan4/24" "$wan6/64"
+    cat <<EOF
 [[esp]]
 name = "site"
 local = "$local"
@@ -139,6 +118,7 @@ tunnel = "site"
 prefix = "$theirs6"
 tunnel = "site"
 EOF
+  } >"$LR_TMP/gw-$side.toml"
 }
 
 # sa_packets SIDE DIR: the packets of that gateway's SA in direction DIR

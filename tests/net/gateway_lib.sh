@@ -88,21 +88,19 @@ gateway_side() {
   done
 }
 
-# gw_config SIDE(a|b) [ENDPOINT] [EXTRA TOML]: the config file of a gateway.
-gw_config() {
-  local side=$1 endpoint=${2:-} extra=${3:-} lan4 lan6 wan4 net4 net6 peer wgname
-  if [ "$side" = a ]; then
-    lan4=$G4_A lan6=$G6_A wan4=$W4_A net4=198.19.3.0/24 net6=2001:2:0:3::/64 peer=$PUB_B wgname=$WG_A
-  else
-    lan4=$G4_B lan6=$G6_B wan4=$W4_B net4=198.19.1.0/24 net6=2001:2:0:1::/64 peer=$PUB_A wgname=$WG_B
-  fi
-  local cores="" c
+# gw_head SIDE LAN4 LAN6 WAN...: the [gateway] table (its control socket, a
+# worker per core from 0) and the LAN and WAN ports of that gateway's file, on
+# stdout; WAN... are the WAN port's addresses with their prefix lengths.
+gw_head() {
+  local side=$1 lan4=$2 lan6=$3 cores="" c wan="" a
+  shift 3
   if [ "${GW_WORKERS:-1}" -gt 1 ]; then
     cores="cores = [0"
     for ((c = 1; c < GW_WORKERS; c++)); do cores+=", $c"; done
     cores+="]"
   fi
-  cat >"$LR_TMP/gw-$side.toml" <<EOF
+  for a in "$@"; do wan+="${wan:+, }\"$a\""; done
+  cat <<EOF
 [gateway]
 control = "$LR_TMP/gw-$side.sock"
 buffers = 4096
@@ -118,8 +116,22 @@ addresses = ["$lan4/24", "$lan6/64"]
 name = "wan"
 interface = "wan"
 driver = "$GW_DRIVER"
-addresses = ["$wan4/24"]
+addresses = [$wan]
 
+EOF
+}
+
+# gw_config SIDE(a|b) [ENDPOINT] [EXTRA TOML]: the config file of a gateway.
+gw_config() {
+  local side=$1 endpoint=${2:-} extra=${3:-} lan4 lan6 wan4 net4 net6 peer wgname
+  if [ "$side" = a ]; then
+    lan4=$G4_A lan6=$G6_A wan4=$W4_A net4=198.19.3.0/24 net6=2001:2:0:3::/64 peer=$PUB_B wgname=$WG_A
+  else
+    lan4=$G4_B lan6=$G6_B wan4=$W4_B net4=198.19.1.0/24 net6=2001:2:0:1::/64 peer=$PUB_A wgname=$WG_B
+  fi
+  {
+    gw_head "$side" "$lan4" "$lan6" "$wan4/24"
+    cat <<EOF
 [[wireguard]]
 name = "$wgname"
 private_key_file = "$side.key"
@@ -140,6 +152,7 @@ prefix = "$net6"
 tunnel = "$wgname"
 $extra
 EOF
+  } >"$LR_TMP/gw-$side.toml"
 }
 
 # gw_start SIDE: starts that gateway in its namespace and waits for its

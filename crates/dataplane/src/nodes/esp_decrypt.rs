@@ -14,7 +14,7 @@ use crate::esp::SaCounters;
 use crate::graph::{FREE, NodeInfo};
 use crate::inflight::Resume;
 use crate::nodes::TunnelInput;
-use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
+use crate::nodes::aead::{AeadNode, AeadStage};
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use ipsec::ReplayError;
 use wire::{esp, ip};
@@ -52,14 +52,12 @@ pub struct EspDecrypt;
 
 impl EspDecrypt {
     pub const NAME: &'static str = "esp-decrypt";
+    /// The post node's name, which the stage must have; ESP's never runs (its
+    /// frames never park).
     pub const POST: &'static str = "esp-decrypt-post";
 
     pub fn node() -> AeadNode<EspDecrypt> {
         AeadNode::default()
-    }
-
-    pub fn post() -> PostNode<EspDecrypt> {
-        PostNode::default()
     }
 }
 

@@ -22,7 +22,7 @@ use crate::counters::{ErrorSlot, NodeCounters};
 use crate::esp::{Encapsulation, EspTunnel, EspTunnelId, OutboundSa, SaCounters};
 use crate::graph::{FREE, NodeInfo};
 use crate::inflight::{MovedIcv, Resume};
-use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
+use crate::nodes::aead::{AeadNode, AeadStage};
 use crate::nodes::{IpLookup, NO_PORT};
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use std::net::{IpAddr, SocketAddr};
@@ -60,14 +60,12 @@ pub struct EspEncrypt;
 
 impl EspEncrypt {
     pub const NAME: &'static str = "esp-encrypt";
+    /// The post node's name, which the stage must have; ESP's never runs (its
+    /// frames never park).
     pub const POST: &'static str = "esp-encrypt-post";
 
     pub fn node() -> AeadNode<EspEncrypt> {
         AeadNode::default()
-    }
-
-    pub fn post() -> PostNode<EspEncrypt> {
-        PostNode::default()
     }
 }
 
