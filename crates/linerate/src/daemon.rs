@@ -48,6 +48,7 @@ pub fn run(
     ready: impl FnOnce(),
 ) -> Result<(), String> {
     let workers = workers.max(1);
+    io::heap::keep_large_blocks_mapped();
     // Offloads let one read bring a whole TCP burst; without them (old kernels, or
     // LINERATE_TUN_OFFLOAD=0) every packet is its own read.
     let offload = std::env::var("LINERATE_TUN_OFFLOAD").map_or(true, |v| v != "0");

@@ -449,6 +449,7 @@ fn open_ports(
 
 /// `linerate gateway -c FILE`: runs until SIGINT or SIGTERM; SIGHUP reloads FILE.
 pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
+    io::heap::keep_large_blocks_mapped();
     if let Some(Some(core)) = config.workers.first() {
         pin_to(*core)?;
     }
