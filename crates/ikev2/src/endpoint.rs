@@ -1,0 +1,215 @@
+//! All IKE SAs of one gateway: incoming datagrams go to the SA their SPIs name, or
+//! start a new one (an IKE_SA_INIT request for a configured peer); timers run over
+//! every SA; connections that start themselves are started again when their SA
+//! closes.
+
+use crate::config::Connection;
+use crate::ike_sa::{IkeSa, SaSummary, State};
+use crate::output::{IKE_PORT, NAT_T_PORT, NON_ESP_MARKER, Output};
+use crate::wire::{Header, exchange};
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a connection that starts itself waits before starting again after its
+/// SA closed: a peer that refuses us is not hammered.
+const RESTART_AFTER: Duration = Duration::from_secs(2);
+
+pub struct Endpoint {
+    conns: Vec<Arc<Connection>>,
+    /// By our SPI.
+    sas: HashMap<u64, IkeSa>,
+    /// Responder SAs by (peer address, SPIi): a retransmitted IKE_SA_INIT request
+    /// finds the SA its first copy made.
+    by_initiator: HashMap<(IpAddr, u64), u64>,
+    /// When each self-starting connection may start next.
+    restart_at: HashMap<String, Instant>,
+    /// Messages ignored, by reason.
+    pub dropped: BTreeMap<&'static str, u64>,
+}
+
+impl Endpoint {
+    pub fn new(conns: Vec<Arc<Connection>>, now: Instant) -> Endpoint {
+        let restart_at = conns
+            .iter()
+            .filter(|c| c.start)
+            .map(|c| (c.name.clone(), now))
+            .collect();
+        Endpoint {
+            conns,
+            sas: HashMap::new(),
+            by_initiator: HashMap::new(),
+            restart_at,
+            dropped: BTreeMap::new(),
+        }
+    }
+
+    pub fn connections(&self) -> &[Arc<Connection>] {
+        &self.conns
+    }
+
+    /// Starts an IKE SA for the named connection.
+    pub fn initiate(&mut self, name: &str, now: Instant) -> Result<Output, String> {
+        let conn = self
+            .conns
+            .iter()
+            .find(|c| c.name == name)
+            .cloned()
+            .ok_or_else(|| format!("no connection named '{name}'"))?;
+        let local = SocketAddr::new(conn.local_addr, IKE_PORT);
+        let remote = SocketAddr::new(conn.remote_addr, IKE_PORT);
+        let (sa, out) = IkeSa::initiate(conn, local, remote, now);
+        self.sas.insert(sa.our_spi(), sa);
+        Ok(out)
+    }
+
+    /// Deletes every IKE SA of the named connection.
+    pub fn delete(&mut self, name: &str, now: Instant) -> Output {
+        let mut out = Output::default();
+        for sa in self
+            .sas
+            .values_mut()
+            .filter(|s| s.connection().name == name)
+        {
+            out.append(sa.delete(now));
+        }
+        self.restart_at.remove(name);
+        self.reap(&mut out, now);
+        out
+    }
+
+    /// A UDP payload that arrived on an IKE port (500, or 4500 behind its marker).
+    pub fn receive(
+        &mut self,
+        payload: &[u8],
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> Output {
+        let msg = if local.port() == NAT_T_PORT {
+            match payload.strip_prefix(&NON_ESP_MARKER[..]) {
+                Some(m) => m,
+                None => return self.count(Output::dropped("not-ike")),
+            }
+        } else {
+            payload
+        };
+        let h = match Header::parse(msg) {
+            Ok(h) => h,
+            Err(_) => return self.count(Output::dropped("malformed")),
+        };
+        let new_sa = h.exchange == exchange::IKE_SA_INIT && !h.is_response() && h.spi_r == 0;
+        let out = if new_sa {
+            match self.by_initiator.get(&(remote.ip(), h.spi_i)).copied() {
+                Some(ours) => self.deliver(ours, msg, local, remote, now),
+                None => self.start_responder(&h, msg, local, remote, now),
+            }
+        } else {
+            let ours = if h.from_initiator() { h.spi_r } else { h.spi_i };
+            self.deliver(ours, msg, local, remote, now)
+        };
+        let mut out = self.count(out);
+        self.reap(&mut out, now);
+        out
+    }
+
+    fn deliver(
+        &mut self,
+        ours: u64,
+        msg: &[u8],
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> Output {
+        match self.sas.get_mut(&ours) {
+            Some(sa) => sa.receive(msg, local, remote, now),
+            None => Output::dropped("unknown-spi"),
+        }
+    }
+
+    fn start_responder(
+        &mut self,
+        h: &Header,
+        msg: &[u8],
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> Output {
+        let Some(conn) = self
+            .conns
+            .iter()
+            .find(|c| c.remote_addr == remote.ip() && c.local_addr == local.ip())
+            .cloned()
+        else {
+            return Output::dropped("no-connection");
+        };
+        match IkeSa::respond(conn, h, msg, local, remote, now) {
+            Ok((sa, out)) => {
+                let ours = sa.our_spi();
+                self.by_initiator.insert((remote.ip(), h.spi_i), ours);
+                self.sas.insert(ours, sa);
+                out
+            }
+            Err(out) => out,
+        }
+    }
+
+    fn count(&mut self, out: Output) -> Output {
+        if let Some(why) = out.dropped {
+            *self.dropped.entry(why).or_default() += 1;
+        }
+        out
+    }
+
+    /// Runs every SA's timers, and starts connections that start themselves and
+    /// have no SA.
+    pub fn tick(&mut self, now: Instant) -> Output {
+        let mut out = Output::default();
+        for sa in self.sas.values_mut() {
+            out.append(sa.tick(now));
+        }
+        self.reap(&mut out, now);
+        let due: Vec<String> = self
+            .restart_at
+            .iter()
+            .filter(|(name, at)| {
+                **at <= now && !self.sas.values().any(|s| s.connection().name == **name)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in due {
+            self.restart_at.insert(name.clone(), now + RESTART_AFTER);
+            if let Ok(o) = self.initiate(&name, now) {
+                out.append(o);
+            }
+        }
+        out
+    }
+
+    /// Forgets closed SAs; a self-starting connection whose SA closed starts again
+    /// after a pause.
+    fn reap(&mut self, _out: &mut Output, now: Instant) {
+        let closed: Vec<u64> = self
+            .sas
+            .iter()
+            .filter(|(_, s)| s.state() == State::Closed)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in closed {
+            if let Some(sa) = self.sas.remove(&k) {
+                let name = &sa.connection().name;
+                if let Some(at) = self.restart_at.get_mut(name) {
+                    *at = (*at).max(now + RESTART_AFTER);
+                }
+                self.by_initiator.retain(|_, ours| *ours != k);
+            }
+        }
+    }
+
+    pub fn summaries(&self, now: Instant) -> Vec<SaSummary> {
+        let mut v: Vec<SaSummary> = self.sas.values().map(|s| s.summary(now)).collect();
+        v.sort_by(|a, b| a.connection.cmp(&b.connection).then(a.spi_i.cmp(&b.spi_i)));
+        v
+    }
+}

@@ -1,0 +1,235 @@
+//! IKE_AUTH as initiator, and the AUTH payload either end computes and checks.
+
+use super::*;
+
+impl IkeSa {
+    /// The AUTH payload for our side.
+    pub(super) fn our_auth(&self) -> Auth {
+        let k = self.keys.as_ref().expect("keys");
+        let (first, peer_nonce, sk_p) = match self.role {
+            Role::Initiator => (&self.init_request, &self.nr, &k.sk_pi),
+            Role::Responder => (&self.init_response, &self.ni, &k.sk_pr),
+        };
+        let octets = auth::signed_octets(k.prf, first, peer_nonce, sk_p, &self.conn.local_id);
+        Auth {
+            method: auth_method::SHARED_KEY_MIC,
+            data: auth::psk_auth(k.prf, &self.conn.psk, &octets).to_vec(),
+        }
+    }
+
+    /// Checks the peer's identity against the configuration and its AUTH payload.
+    pub(super) fn verify_peer(&self, id: &Identification, a: &Auth) -> Result<(), String> {
+        if let Some(want) = &self.conn.remote_id
+            && want != id
+        {
+            return Err(format!(
+                "peer identity '{}' is not the configured '{}'",
+                describe_identity(id),
+                describe_identity(want)
+            ));
+        }
+        if a.method != auth_method::SHARED_KEY_MIC {
+            return Err(format!(
+                "peer authenticates with method {}, not a pre-shared key",
+                a.method
+            ));
+        }
+        let k = self.keys.as_ref().expect("keys");
+        let (first, our_nonce, sk_p) = match self.role {
+            Role::Initiator => (&self.init_response, &self.ni, &k.sk_pr),
+            Role::Responder => (&self.init_request, &self.nr, &k.sk_pi),
+        };
+        let octets = auth::signed_octets(k.prf, first, our_nonce, sk_p, id);
+        if auth::verify_psk(k.prf, &self.conn.psk, &octets, &a.data) {
+            Ok(())
+        } else {
+            Err(format!(
+                "AUTH from '{}' does not verify with the pre-shared key",
+                describe_identity(id)
+            ))
+        }
+    }
+
+    pub(super) fn send_auth_request(&mut self, now: Instant) -> Datagram {
+        self.child_spi_in = random_esp_spi();
+        let mut inner = vec![Payload::IdI(self.conn.local_id.clone())];
+        if let Some(r) = &self.conn.remote_id {
+            inner.push(Payload::IdR(r.clone()));
+        }
+        inner.push(Payload::Auth(self.our_auth()));
+        inner.push(Payload::Notify(Notify::new(
+            notify::INITIAL_CONTACT,
+            Vec::new(),
+        )));
+        let spi = self.child_spi_in.to_be_bytes().to_vec();
+        let proposals = self
+            .conn
+            .esp
+            .iter()
+            .enumerate()
+            .map(|(i, o)| o.to_proposal(i as u8 + 1, spi.clone(), false))
+            .collect();
+        inner.push(Payload::Sa(proposals));
+        inner.push(Payload::TsI(self.conn.local_ts.clone()));
+        inner.push(Payload::TsR(self.conn.remote_ts.clone()));
+        let id = self.next_request_id;
+        let msg = self.sealed_message(self.header(exchange::IKE_AUTH, false, id), &inner);
+        self.state = State::AuthSent;
+        self.send_request(msg, false, now)
+    }
+
+    pub(super) fn on_auth_response(&mut self, inner: &[Payload], now: Instant) -> Output {
+        let mut out = Output::default();
+        let name = self.conn.name.clone();
+        let (Some(id), Some(a)) = (
+            inner.iter().find_map(|p| {
+                if let Payload::IdR(i) = p {
+                    Some(i)
+                } else {
+                    None
+                }
+            }),
+            inner.iter().find_map(|p| {
+                if let Payload::Auth(a) = p {
+                    Some(a)
+                } else {
+                    None
+                }
+            }),
+        ) else {
+            let why = error_notify(inner).map_or("no identity or AUTH".to_string(), notify_name);
+            self.close(format!("{name}: peer refused IKE_AUTH: {why}"), &mut out);
+            return out;
+        };
+        if let Err(why) = self.verify_peer(id, a) {
+            self.close(format!("{name}: {why}"), &mut out);
+            return out;
+        }
+        self.outstanding = None;
+        self.established(now, &mut out);
+        if let Some(e) = error_notify(inner) {
+            let why = format!("{name}: peer refused the child SA: {}", notify_name(e));
+            self.delete_after_failure(why, now, &mut out);
+            return out;
+        }
+        match self.child_from_reply(inner) {
+            Ok(child) => {
+                self.child = Some(ChildSpis {
+                    inbound: child.inbound_spi,
+                    outbound: child.outbound_spi,
+                });
+                out.events.push(Event::ChildUp(child));
+            }
+            Err(why) => self.delete_after_failure(format!("{name}: {why}"), now, &mut out),
+        }
+        out
+    }
+
+    /// A failed child in IKE_AUTH: the IKE SA has no use without it, so delete it
+    /// and say why.
+    pub(super) fn delete_after_failure(&mut self, why: String, now: Instant, out: &mut Output) {
+        out.events.push(Event::Closed { reason: why });
+        let d = self.send_delete_ike(now);
+        out.datagrams.push(d);
+    }
+
+    pub(super) fn established(&mut self, now: Instant, out: &mut Output) {
+        self.state = State::Established;
+        self.established_at = Some(now);
+        let chosen = self.chosen.expect("chosen");
+        out.events.push(Event::Established {
+            detail: format!(
+                "{}: IKE SA {:016x}_i {:016x}_r with {} ({}){}",
+                self.conn.name,
+                self.spi_i,
+                self.spi_r,
+                self.remote,
+                chosen.describe(),
+                if self.behind_nat {
+                    ", UDP-encapsulated"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+
+    pub(super) fn child_from_reply(&self, inner: &[Payload]) -> Result<ChildSa, String> {
+        let sa = inner
+            .iter()
+            .find_map(|p| {
+                if let Payload::Sa(s) = p {
+                    Some(s)
+                } else {
+                    None
+                }
+            })
+            .ok_or("no SA payload for the child")?;
+        let (tsi, tsr) = traffic_selectors(inner).ok_or("no traffic selectors for the child")?;
+        let [p] = sa.as_slice() else {
+            return Err("the child SA reply has more than one proposal".into());
+        };
+        let chosen = self
+            .conn
+            .esp
+            .iter()
+            .find_map(|o| o.accept_reply(p, false))
+            .ok_or("peer chose an ESP proposal we did not offer")?;
+        let outbound = spi32(&p.spi).ok_or("the child SA reply's SPI is not 4 bytes")?;
+        let within = |got: &[TrafficSelector], ours: &[TrafficSelector]| {
+            !got.is_empty() && got.iter().all(|g| ours.iter().any(|o| o.covers(g)))
+        };
+        if !within(tsi, &self.conn.local_ts) || !within(tsr, &self.conn.remote_ts) {
+            return Err("peer answered with traffic selectors wider than proposed".into());
+        }
+        Ok(self.make_child(
+            chosen,
+            self.child_spi_in,
+            outbound,
+            tsi.to_vec(),
+            tsr.to_vec(),
+        ))
+    }
+
+    pub(super) fn make_child(
+        &self,
+        chosen: Chosen,
+        inbound: u32,
+        outbound: u32,
+        local_ts: Vec<TrafficSelector>,
+        remote_ts: Vec<TrafficSelector>,
+    ) -> ChildSa {
+        let algorithm = chosen
+            .esp_algorithm()
+            .expect("ESP choices map to algorithms");
+        let k = self.keys.as_ref().expect("keys");
+        let keymat = keys::child_keys(
+            k.prf,
+            &k.sk_d,
+            None,
+            &self.ni,
+            &self.nr,
+            algorithm.keymat_len(),
+        );
+        let (inbound_keys, outbound_keys) = match self.role {
+            Role::Initiator => (keymat.responder_to_initiator, keymat.initiator_to_responder),
+            Role::Responder => (keymat.initiator_to_responder, keymat.responder_to_initiator),
+        };
+        ChildSa {
+            connection: self.conn.name.clone(),
+            algorithm,
+            esn: chosen.esn,
+            local: self.local.ip(),
+            remote: self.remote.ip(),
+            udp_encap: self
+                .behind_nat
+                .then_some((self.local.port(), self.remote.port())),
+            inbound_spi: inbound,
+            outbound_spi: outbound,
+            inbound_keys,
+            outbound_keys,
+            local_ts,
+            remote_ts,
+        }
+    }
+}

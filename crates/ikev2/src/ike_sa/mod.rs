@@ -1,0 +1,580 @@
+//! One IKE SA from either end: IKE_SA_INIT and IKE_AUTH with pre-shared keys and the
+//! child SA made with them, INFORMATIONAL (deletes and dead peer detection), and
+//! retransmission of requests with backoff. Message IDs follow RFC 7296 section
+//! 2.2 with a window of one: a request is answered once, its retransmission gets
+//! the same answer again, anything else is dropped.
+
+use crate::auth;
+use crate::config::{Connection, describe_identity};
+use crate::dh::KeyPair;
+use crate::keys::{self, IkeKeys};
+use crate::nat;
+use crate::output::{ChildSa, Datagram, Event, NAT_T_PORT, Output};
+use crate::proposal::{Chosen, Kind};
+use crate::sk::SkCipher;
+use crate::wire::{
+    Auth, Delete, HEADER_LEN, Header, Identification, KeyExchange, Notify, Payload,
+    TrafficSelector, auth_method, emit_chain, exchange, flags, notify, parse_chain, protocol,
+};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod authenticate;
+mod informational;
+mod init;
+mod responder;
+
+const NONCE_LEN: usize = 32;
+/// INVALID_KE_PAYLOAD and COOKIE answers followed before giving up on a peer.
+const INIT_RETRIES: u8 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Initiator,
+    Responder,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Initiator: IKE_SA_INIT request sent.
+    InitSent,
+    /// Initiator: IKE_AUTH request sent.
+    AuthSent,
+    /// Responder: IKE_SA_INIT answered, waiting for IKE_AUTH.
+    InitReplied,
+    Established,
+    /// Our delete of the IKE SA is out.
+    Deleting,
+    Closed,
+}
+
+/// The request waiting for its response.
+struct Outstanding {
+    id: u32,
+    message: Vec<u8>,
+    sent_at: Instant,
+    tries: u32,
+    /// What it asks: a delete of the IKE SA closes it when answered.
+    deletes_ike: bool,
+}
+
+/// The child SA's identity on both ends, kept to answer and send deletes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChildSpis {
+    pub inbound: u32,
+    pub outbound: u32,
+}
+
+pub struct IkeSa {
+    conn: Arc<Connection>,
+    role: Role,
+    state: State,
+    spi_i: u64,
+    spi_r: u64,
+    local: SocketAddr,
+    remote: SocketAddr,
+    ni: Vec<u8>,
+    nr: Vec<u8>,
+    dh: Option<KeyPair>,
+    chosen: Option<Chosen>,
+    keys: Option<IkeKeys>,
+    tx: Option<SkCipher>,
+    rx: Option<SkCipher>,
+    /// The two IKE_SA_INIT messages as sent: what AUTH covers.
+    init_request: Vec<u8>,
+    init_response: Vec<u8>,
+    /// A NAT between us (or encapsulation forced): IKE on port 4500, ESP in UDP.
+    behind_nat: bool,
+    next_request_id: u32,
+    expected_request_id: u32,
+    outstanding: Option<Outstanding>,
+    last_response: Option<(u32, Vec<u8>)>,
+    cookie: Option<Vec<u8>>,
+    init_retries: u8,
+    child: Option<ChildSpis>,
+    child_spi_in: u32,
+    last_heard: Instant,
+    established_at: Option<Instant>,
+}
+
+/// What `show ike` prints about one IKE SA.
+#[derive(Clone, Debug)]
+pub struct SaSummary {
+    pub connection: String,
+    pub role: Role,
+    pub state: State,
+    pub spi_i: u64,
+    pub spi_r: u64,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub algorithms: Option<String>,
+    pub established_for: Option<Duration>,
+    pub child: Option<ChildSpis>,
+}
+
+fn random_bytes(n: usize) -> Vec<u8> {
+    let mut b = vec![0u8; n];
+    aws_lc_rs::rand::fill(&mut b).expect("system randomness");
+    b
+}
+
+fn random_spi64() -> u64 {
+    loop {
+        let v = u64::from_be_bytes(random_bytes(8).try_into().expect("8 bytes"));
+        if v != 0 {
+            return v;
+        }
+    }
+}
+
+/// A random ESP SPI outside the reserved range (RFC 4303 section 2.1).
+pub fn random_esp_spi() -> u32 {
+    loop {
+        let v = u32::from_be_bytes(random_bytes(4).try_into().expect("4 bytes"));
+        // SPIs 1-255 are reserved by IANA (RFC 4303 section 2.1).
+        if v >= 256 {
+            return v;
+        }
+    }
+}
+
+fn notify_of(payloads: &[Payload], kind: u16) -> Option<&Notify> {
+    payloads.iter().find_map(|p| match p {
+        Payload::Notify(n) if n.kind == kind => Some(n),
+        _ => None,
+    })
+}
+
+/// The first error notify, by name for the log.
+fn error_notify(payloads: &[Payload]) -> Option<u16> {
+    payloads.iter().find_map(|p| match p {
+        Payload::Notify(n) if notify::is_error(n.kind) => Some(n.kind),
+        _ => None,
+    })
+}
+
+pub fn notify_name(kind: u16) -> String {
+    let name = match kind {
+        notify::UNSUPPORTED_CRITICAL_PAYLOAD => "UNSUPPORTED_CRITICAL_PAYLOAD",
+        notify::INVALID_SYNTAX => "INVALID_SYNTAX",
+        notify::NO_PROPOSAL_CHOSEN => "NO_PROPOSAL_CHOSEN",
+        notify::INVALID_KE_PAYLOAD => "INVALID_KE_PAYLOAD",
+        notify::AUTHENTICATION_FAILED => "AUTHENTICATION_FAILED",
+        notify::TS_UNACCEPTABLE => "TS_UNACCEPTABLE",
+        notify::SINGLE_PAIR_REQUIRED => "SINGLE_PAIR_REQUIRED",
+        notify::NO_ADDITIONAL_SAS => "NO_ADDITIONAL_SAS",
+        notify::INTERNAL_ADDRESS_FAILURE => "INTERNAL_ADDRESS_FAILURE",
+        notify::FAILED_CP_REQUIRED => "FAILED_CP_REQUIRED",
+        notify::TEMPORARY_FAILURE => "TEMPORARY_FAILURE",
+        notify::CHILD_SA_NOT_FOUND => "CHILD_SA_NOT_FOUND",
+        _ => return format!("error notify {kind}"),
+    };
+    name.to_string()
+}
+
+impl IkeSa {
+    fn new(
+        conn: Arc<Connection>,
+        role: Role,
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> IkeSa {
+        IkeSa {
+            conn,
+            role,
+            state: State::InitSent,
+            spi_i: 0,
+            spi_r: 0,
+            local,
+            remote,
+            ni: Vec::new(),
+            nr: Vec::new(),
+            dh: None,
+            chosen: None,
+            keys: None,
+            tx: None,
+            rx: None,
+            init_request: Vec::new(),
+            init_response: Vec::new(),
+            behind_nat: false,
+            next_request_id: 0,
+            expected_request_id: 0,
+            outstanding: None,
+            last_response: None,
+            cookie: None,
+            init_retries: 0,
+            child: None,
+            child_spi_in: 0,
+            last_heard: now,
+            established_at: None,
+        }
+    }
+
+    /// Starts an IKE SA to the connection's peer: the IKE_SA_INIT request.
+    pub fn initiate(
+        conn: Arc<Connection>,
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> (IkeSa, Output) {
+        let mut sa = IkeSa::new(conn, Role::Initiator, local, remote, now);
+        sa.spi_i = random_spi64();
+        sa.ni = random_bytes(NONCE_LEN);
+        let group = sa.conn.ike[0].groups[0];
+        sa.dh = Some(KeyPair::generate(group));
+        let out = sa.send_init_request(now);
+        (sa, out)
+    }
+
+    /// Our SPI: what the peer's messages to this SA carry in our half.
+    pub fn our_spi(&self) -> u64 {
+        match self.role {
+            Role::Initiator => self.spi_i,
+            Role::Responder => self.spi_r,
+        }
+    }
+
+    pub fn spi_i(&self) -> u64 {
+        self.spi_i
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn connection(&self) -> &Arc<Connection> {
+        &self.conn
+    }
+
+    pub fn summary(&self, now: Instant) -> SaSummary {
+        SaSummary {
+            connection: self.conn.name.clone(),
+            role: self.role,
+            state: self.state,
+            spi_i: self.spi_i,
+            spi_r: self.spi_r,
+            local: self.local,
+            remote: self.remote,
+            algorithms: self.chosen.map(|c| c.describe()),
+            established_for: self
+                .established_at
+                .map(|t| now.saturating_duration_since(t)),
+            child: self.child,
+        }
+    }
+
+    fn nat_hashes(&self, spi_r: u64) -> (Notify, Notify) {
+        let source = if self.conn.encap {
+            // A hash that matches nothing: the peer sees a NAT and both sides
+            // encapsulate (what strongSwan's `encap = yes` does).
+            random_bytes(nat::HASH_LEN)
+        } else {
+            nat::hash(self.spi_i, spi_r, self.local).to_vec()
+        };
+        (
+            Notify::new(notify::NAT_DETECTION_SOURCE_IP, source),
+            Notify::new(
+                notify::NAT_DETECTION_DESTINATION_IP,
+                nat::hash(self.spi_i, spi_r, self.remote).to_vec(),
+            ),
+        )
+    }
+
+    /// Whether the peer's NAT detection notifies show a NAT (or forced
+    /// encapsulation); false when it sent none (then it cannot do NAT traversal).
+    fn detect_nat(&self, payloads: &[Payload], spi_r: u64) -> bool {
+        let sources: Vec<&[u8]> = payloads
+            .iter()
+            .filter_map(|p| match p {
+                Payload::Notify(n) if n.kind == notify::NAT_DETECTION_SOURCE_IP => {
+                    Some(n.data.as_slice())
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(dest) = notify_of(payloads, notify::NAT_DETECTION_DESTINATION_IP) else {
+            return false;
+        };
+        let peer_moved = !sources
+            .iter()
+            .any(|s| *s == nat::hash(self.spi_i, spi_r, self.remote).as_slice());
+        let we_moved = dest.data != nat::hash(self.spi_i, spi_r, self.local);
+        peer_moved || we_moved || self.conn.encap
+    }
+
+    fn header(&self, exchange: u8, response: bool, message_id: u32) -> Header {
+        let mut f = if response { flags::RESPONSE } else { 0 };
+        if self.role == Role::Initiator {
+            f |= flags::INITIATOR;
+        }
+        Header {
+            spi_i: self.spi_i,
+            spi_r: self.spi_r,
+            next_payload: 0,
+            exchange,
+            flags: f,
+            message_id,
+            length: 0,
+        }
+    }
+
+    fn plain_message(&self, h: Header, payloads: &[Payload]) -> Vec<u8> {
+        let (first, body) = emit_chain(payloads);
+        let mut h = h;
+        h.next_payload = first;
+        h.length = (HEADER_LEN + body.len()) as u32;
+        let mut msg = Vec::with_capacity(h.length as usize);
+        h.emit(&mut msg);
+        msg.extend_from_slice(&body);
+        msg
+    }
+
+    fn sealed_message(&mut self, h: Header, payloads: &[Payload]) -> Vec<u8> {
+        let (first, body) = emit_chain(payloads);
+        self.tx
+            .as_mut()
+            .expect("keys before encrypted messages")
+            .seal(h, first, &body)
+    }
+
+    fn datagram(&self, message: Vec<u8>) -> Datagram {
+        Datagram {
+            local: self.local,
+            remote: self.remote,
+            message,
+        }
+    }
+
+    fn send_request(&mut self, message: Vec<u8>, deletes_ike: bool, now: Instant) -> Datagram {
+        self.outstanding = Some(Outstanding {
+            id: self.next_request_id,
+            message: message.clone(),
+            sent_at: now,
+            tries: 1,
+            deletes_ike,
+        });
+        self.next_request_id += 1;
+        self.datagram(message)
+    }
+
+    fn answer(&mut self, id: u32, message: Vec<u8>) -> Datagram {
+        self.last_response = Some((id, message.clone()));
+        self.expected_request_id = id + 1;
+        self.datagram(message)
+    }
+
+    fn close(&mut self, reason: String, out: &mut Output) {
+        if self.state == State::Closed {
+            return;
+        }
+        self.state = State::Closed;
+        self.outstanding = None;
+        if let Some(c) = self.child.take() {
+            out.events.push(Event::ChildDown {
+                inbound_spi: c.inbound,
+                outbound_spi: c.outbound,
+            });
+        }
+        out.events.push(Event::Closed { reason });
+    }
+
+    // ----- Input and timers -----
+
+    /// A message for this SA (the header's SPIs matched it), from `remote` to
+    /// `local`.
+    pub fn receive(
+        &mut self,
+        msg: &[u8],
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> Output {
+        let Ok(h) = Header::parse(msg) else {
+            return Output::dropped("malformed");
+        };
+        if self.state == State::Closed {
+            return Output::dropped("closed");
+        }
+        if h.is_response() {
+            self.on_response(&h, msg, now)
+        } else {
+            self.on_request(&h, msg, local, remote, now)
+        }
+    }
+
+    fn decrypt(&self, h: &Header, msg: &[u8]) -> Result<Vec<Payload>, &'static str> {
+        let outer = parse_chain(h.next_payload, &msg[HEADER_LEN..]).map_err(|_| "malformed")?;
+        let Some(Payload::Encrypted { first_inner, start }) = outer.last() else {
+            return Err("not-encrypted");
+        };
+        let rx = self.rx.as_ref().ok_or("no-keys")?;
+        let plain = rx.open(msg, HEADER_LEN + start).map_err(|_| "bad-icv")?;
+        parse_chain(*first_inner, &plain).map_err(|_| "malformed-inner")
+    }
+
+    fn on_response(&mut self, h: &Header, msg: &[u8], now: Instant) -> Output {
+        let Some(o) = &self.outstanding else {
+            return Output::dropped("unexpected-response");
+        };
+        if o.id != h.message_id || h.from_initiator() == (self.role == Role::Initiator) {
+            return Output::dropped("unexpected-response");
+        }
+        if h.exchange == exchange::IKE_SA_INIT {
+            if self.state != State::InitSent {
+                return Output::dropped("unexpected-response");
+            }
+            let Ok(payloads) = parse_chain(h.next_payload, &msg[HEADER_LEN..]) else {
+                return Output::dropped("malformed");
+            };
+            self.last_heard = now;
+            return self.on_init_response(h, &payloads, msg, now);
+        }
+        let inner = match self.decrypt(h, msg) {
+            Ok(p) => p,
+            Err(why) => return Output::dropped(why),
+        };
+        self.last_heard = now;
+        match (self.state, h.exchange) {
+            (State::AuthSent, exchange::IKE_AUTH) => self.on_auth_response(&inner, now),
+            (_, exchange::INFORMATIONAL) => {
+                let deletes = self.outstanding.take().is_some_and(|o| o.deletes_ike);
+                let mut out = Output::default();
+                if deletes {
+                    self.close(format!("{}: deleted", self.conn.name), &mut out);
+                }
+                out
+            }
+            _ => Output::dropped("unexpected-response"),
+        }
+    }
+
+    fn on_request(
+        &mut self,
+        h: &Header,
+        msg: &[u8],
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> Output {
+        if h.from_initiator() != (self.role == Role::Responder) {
+            return Output::dropped("wrong-role");
+        }
+        if let Some((id, m)) = &self.last_response
+            && *id == h.message_id
+        {
+            // A retransmission: the same answer again, nothing else changes.
+            let d = self.datagram(m.clone());
+            return Output {
+                datagrams: vec![d],
+                dropped: Some("retransmitted-request"),
+                ..Output::default()
+            };
+        }
+        if h.message_id != self.expected_request_id {
+            return Output::dropped("unexpected-message-id");
+        }
+        let inner = match self.decrypt(h, msg) {
+            Ok(p) => p,
+            Err(why) => return Output::dropped(why),
+        };
+        self.last_heard = now;
+        // The peer may have moved to port 4500 (NAT traversal) or roamed: answer
+        // where the authenticated request came from.
+        self.local = local;
+        self.remote = remote;
+        match (self.state, h.exchange) {
+            (State::InitReplied, exchange::IKE_AUTH) => {
+                self.on_auth_request(h.message_id, &inner, now)
+            }
+            (State::Established | State::Deleting, exchange::INFORMATIONAL) => {
+                self.on_informational_request(h.message_id, &inner)
+            }
+            (State::Established, exchange::CREATE_CHILD_SA) => {
+                // Rekeying is not served yet: say so, and the peer keeps the SAs
+                // it has or makes new ones from scratch.
+                let n = [Payload::Notify(Notify::new(
+                    notify::NO_ADDITIONAL_SAS,
+                    Vec::new(),
+                ))];
+                let m = self.sealed_message(
+                    self.header(exchange::CREATE_CHILD_SA, true, h.message_id),
+                    &n,
+                );
+                let d = self.answer(h.message_id, m);
+                Output {
+                    datagrams: vec![d],
+                    ..Output::default()
+                }
+            }
+            _ => Output::dropped("unexpected-exchange"),
+        }
+    }
+
+    /// Retransmits the outstanding request when its time has come, gives up on a
+    /// peer that never answers, and sends dead peer detection probes.
+    pub fn tick(&mut self, now: Instant) -> Output {
+        let mut out = Output::default();
+        let timers = self.conn.timers.clone();
+        if let Some(o) = &mut self.outstanding {
+            let wait = timers.retransmit_base * 2u32.saturating_pow(o.tries - 1);
+            if now.saturating_duration_since(o.sent_at) >= wait {
+                if o.tries >= timers.retransmit_tries {
+                    let tries = o.tries;
+                    let reason = format!(
+                        "{}: no answer from {} after {tries} transmissions",
+                        self.conn.name, self.remote
+                    );
+                    self.close(reason, &mut out);
+                } else {
+                    o.tries += 1;
+                    o.sent_at = now;
+                    let m = o.message.clone();
+                    out.datagrams.push(self.datagram(m));
+                }
+            }
+            return out;
+        }
+        if self.state == State::InitReplied
+            && now.saturating_duration_since(self.last_heard) >= timers.retransmit_base * 16
+        {
+            self.close(
+                format!("{}: the peer never sent IKE_AUTH", self.conn.name),
+                &mut out,
+            );
+            return out;
+        }
+        if let (State::Established, Some(dpd)) = (self.state, timers.dpd)
+            && now.saturating_duration_since(self.last_heard) >= dpd
+        {
+            let id = self.next_request_id;
+            let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &[]);
+            let d = self.send_request(m, false, now);
+            out.datagrams.push(d);
+        }
+        out
+    }
+}
+
+fn spi32(b: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(b.try_into().ok()?))
+}
+
+fn traffic_selectors(inner: &[Payload]) -> Option<(&[TrafficSelector], &[TrafficSelector])> {
+    let tsi = inner.iter().find_map(|p| {
+        if let Payload::TsI(t) = p {
+            Some(t)
+        } else {
+            None
+        }
+    })?;
+    let tsr = inner.iter().find_map(|p| {
+        if let Payload::TsR(t) = p {
+            Some(t)
+        } else {
+            None
+        }
+    })?;
+    Some((tsi, tsr))
+}

@@ -1,0 +1,236 @@
+//! The responder's side of IKE_SA_INIT and IKE_AUTH: choosing from the peer's
+//! proposals, answering, and narrowing its traffic selectors.
+
+use super::*;
+
+impl IkeSa {
+    /// Answers an IKE_SA_INIT request for `conn`. `Err` carries a stateless answer
+    /// (NO_PROPOSAL_CHOSEN, INVALID_KE_PAYLOAD) or the reason the request was
+    /// dropped; no SA exists then.
+    pub fn respond(
+        conn: Arc<Connection>,
+        h: &Header,
+        msg: &[u8],
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> Result<(IkeSa, Output), Output> {
+        let payloads = parse_chain(h.next_payload, &msg[HEADER_LEN..])
+            .map_err(|_| Output::dropped("malformed"))?;
+        let mut sa = IkeSa::new(conn, Role::Responder, local, remote, now);
+        sa.spi_i = h.spi_i;
+        let stateless = |sa: &IkeSa, n: Notify| {
+            let m = sa.plain_message(
+                sa.header(exchange::IKE_SA_INIT, true, 0),
+                &[Payload::Notify(n)],
+            );
+            let mut out = Output::dropped("refused");
+            out.datagrams.push(sa.datagram(m));
+            out
+        };
+        let (Some(proposals), Some(ke), Some(ni)) = (
+            payloads.iter().find_map(|p| {
+                if let Payload::Sa(s) = p {
+                    Some(s)
+                } else {
+                    None
+                }
+            }),
+            payloads.iter().find_map(|p| {
+                if let Payload::Ke(k) = p {
+                    Some(k)
+                } else {
+                    None
+                }
+            }),
+            payloads.iter().find_map(|p| {
+                if let Payload::Nonce(n) = p {
+                    Some(n)
+                } else {
+                    None
+                }
+            }),
+        ) else {
+            return Err(Output::dropped("missing-payload"));
+        };
+        let choice = proposals.iter().find_map(|p| {
+            sa.conn
+                .ike
+                .iter()
+                .find_map(|o| o.choose(p, true))
+                .map(|c| (p.number, c))
+        });
+        let Some((number, chosen)) = choice else {
+            return Err(stateless(
+                &sa,
+                Notify::new(notify::NO_PROPOSAL_CHOSEN, Vec::new()),
+            ));
+        };
+        let group = chosen.group.expect("IKE choices have a group");
+        if ke.group != group.id() {
+            let want = group.id().to_be_bytes().to_vec();
+            return Err(stateless(
+                &sa,
+                Notify::new(notify::INVALID_KE_PAYLOAD, want),
+            ));
+        }
+        let dh = KeyPair::generate(group);
+        let Ok(shared) = dh.agree(&ke.data) else {
+            return Err(Output::dropped("bad-ke"));
+        };
+        sa.spi_r = random_spi64();
+        sa.ni = ni.clone();
+        sa.nr = random_bytes(NONCE_LEN);
+        sa.behind_nat = sa.detect_nat(&payloads, 0);
+        let ke_out = KeyExchange {
+            group: group.id(),
+            data: dh.public().to_vec(),
+        };
+        sa.install_ike_keys(chosen, &shared);
+        let (src, dst) = sa.nat_hashes(sa.spi_r);
+        let reply = [
+            Payload::Sa(vec![chosen.to_proposal(Kind::Ike, number, Vec::new())]),
+            Payload::Ke(ke_out),
+            Payload::Nonce(sa.nr.clone()),
+            Payload::Notify(src),
+            Payload::Notify(dst),
+        ];
+        let m = sa.plain_message(sa.header(exchange::IKE_SA_INIT, true, 0), &reply);
+        sa.init_request = msg.to_vec();
+        sa.init_response = m.clone();
+        sa.state = State::InitReplied;
+        let d = sa.answer(0, m);
+        Ok((
+            sa,
+            Output {
+                datagrams: vec![d],
+                ..Output::default()
+            },
+        ))
+    }
+
+    pub(super) fn on_auth_request(&mut self, id: u32, inner: &[Payload], now: Instant) -> Output {
+        let mut out = Output::default();
+        let name = self.conn.name.clone();
+        let (Some(idi), Some(a)) = (
+            inner.iter().find_map(|p| {
+                if let Payload::IdI(i) = p {
+                    Some(i)
+                } else {
+                    None
+                }
+            }),
+            inner.iter().find_map(|p| {
+                if let Payload::Auth(a) = p {
+                    Some(a)
+                } else {
+                    None
+                }
+            }),
+        ) else {
+            return Output::dropped("missing-payload");
+        };
+        if let Err(why) = self.verify_peer(idi, a) {
+            let n = [Payload::Notify(Notify::new(
+                notify::AUTHENTICATION_FAILED,
+                Vec::new(),
+            ))];
+            let m = self.sealed_message(self.header(exchange::IKE_AUTH, true, id), &n);
+            out.datagrams.push(self.answer(id, m));
+            self.close(format!("{name}: {why}"), &mut out);
+            return out;
+        }
+        let mut reply = vec![
+            Payload::IdR(self.conn.local_id.clone()),
+            Payload::Auth(self.our_auth()),
+        ];
+        self.established(now, &mut out);
+        let child = self.child_from_request(inner);
+        match child {
+            Ok((child, number, chosen)) => {
+                reply.push(Payload::Sa(vec![chosen.to_proposal(
+                    Kind::Esp,
+                    number,
+                    child.inbound_spi.to_be_bytes().to_vec(),
+                )]));
+                reply.push(Payload::TsI(child.remote_ts.clone()));
+                reply.push(Payload::TsR(child.local_ts.clone()));
+                self.child = Some(ChildSpis {
+                    inbound: child.inbound_spi,
+                    outbound: child.outbound_spi,
+                });
+                out.events.push(Event::ChildUp(child));
+            }
+            Err((kind, why)) => {
+                reply.push(Payload::Notify(Notify::new(kind, Vec::new())));
+                out.events.push(Event::Closed {
+                    reason: format!("{name}: refused the peer's child SA: {why}"),
+                });
+            }
+        }
+        let m = self.sealed_message(self.header(exchange::IKE_AUTH, true, id), &reply);
+        out.datagrams.push(self.answer(id, m));
+        out
+    }
+
+    /// The child SA an IKE_AUTH request asks for, narrowed to what the connection
+    /// allows; or the notify that refuses it, with why.
+    pub(super) fn child_from_request(
+        &self,
+        inner: &[Payload],
+    ) -> Result<(ChildSa, u8, Chosen), (u16, String)> {
+        let proposals = inner
+            .iter()
+            .find_map(|p| {
+                if let Payload::Sa(s) = p {
+                    Some(s)
+                } else {
+                    None
+                }
+            })
+            .ok_or((notify::NO_PROPOSAL_CHOSEN, "no SA payload".to_string()))?;
+        let (tsi, tsr) = traffic_selectors(inner)
+            .ok_or((notify::TS_UNACCEPTABLE, "no traffic selectors".to_string()))?;
+        if notify_of(inner, notify::USE_TRANSPORT_MODE).is_some() {
+            return Err((
+                notify::NO_PROPOSAL_CHOSEN,
+                "transport mode asked; only tunnel mode is served".into(),
+            ));
+        }
+        let (p, chosen) = proposals
+            .iter()
+            .filter(|p| p.spi.len() == 4)
+            .find_map(|p| {
+                self.conn
+                    .esp
+                    .iter()
+                    .find_map(|o| o.choose(p, false))
+                    .map(|c| (p, c))
+            })
+            .ok_or((
+                notify::NO_PROPOSAL_CHOSEN,
+                "no ESP proposal in common".to_string(),
+            ))?;
+        let narrow =
+            |theirs: &[TrafficSelector], ours: &[TrafficSelector]| -> Vec<TrafficSelector> {
+                let mut v: Vec<TrafficSelector> = theirs
+                    .iter()
+                    .flat_map(|t| ours.iter().filter_map(|o| o.intersect(t)))
+                    .collect();
+                v.dedup();
+                v
+            };
+        // TSi is the initiator's side: our remote; TSr ours.
+        let remote_ts = narrow(tsi, &self.conn.remote_ts);
+        let local_ts = narrow(tsr, &self.conn.local_ts);
+        if remote_ts.is_empty() || local_ts.is_empty() {
+            return Err((
+                notify::TS_UNACCEPTABLE,
+                "traffic selectors do not overlap the connection's".into(),
+            ));
+        }
+        let outbound = spi32(&p.spi).expect("filtered to 4 bytes");
+        let child = self.make_child(chosen, random_esp_spi(), outbound, local_ts, remote_ts);
+        Ok((child, p.number, chosen))
+    }
+}

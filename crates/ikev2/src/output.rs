@@ -1,0 +1,108 @@
+//! What the IKE state machines hand back to the code doing I/O: datagrams to send,
+//! and events (SAs up and down) for the data path and the operator.
+
+use crate::wire::TrafficSelector;
+use ipsec::EspAlgorithm;
+use std::net::{IpAddr, SocketAddr};
+use zeroize::Zeroizing;
+
+/// IKE's port, and the port of NAT traversal where IKE messages carry a 4-byte
+/// zero marker to tell them from ESP (RFC 3948).
+pub const IKE_PORT: u16 = 500;
+pub const NAT_T_PORT: u16 = 4500;
+pub const NON_ESP_MARKER: [u8; 4] = [0; 4];
+
+/// One IKE message to send from `local` to `remote`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Datagram {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub message: Vec<u8>,
+}
+
+impl Datagram {
+    /// The UDP payload: the message, behind the non-ESP marker on port 4500.
+    pub fn payload(&self) -> Vec<u8> {
+        if self.local.port() == NAT_T_PORT || self.remote.port() == NAT_T_PORT {
+            [&NON_ESP_MARKER[..], &self.message].concat()
+        } else {
+            self.message.clone()
+        }
+    }
+}
+
+/// A child SA both ends agreed, with its keys: what the gateway installs as an
+/// ESP tunnel's outbound SA and one of its inbound SAs.
+pub struct ChildSa {
+    pub connection: String,
+    pub algorithm: EspAlgorithm,
+    pub esn: bool,
+    pub local: IpAddr,
+    pub remote: IpAddr,
+    /// The UDP ports of ESP in UDP (local, remote), when a NAT was detected or
+    /// encapsulation forced.
+    pub udp_encap: Option<(u16, u16)>,
+    pub inbound_spi: u32,
+    pub outbound_spi: u32,
+    /// Key material in `EspAlgorithm::keymat_len` layout.
+    pub inbound_keys: Zeroizing<Vec<u8>>,
+    pub outbound_keys: Zeroizing<Vec<u8>>,
+    pub local_ts: Vec<TrafficSelector>,
+    pub remote_ts: Vec<TrafficSelector>,
+}
+
+impl core::fmt::Debug for ChildSa {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Never the keys.
+        f.debug_struct("ChildSa")
+            .field("connection", &self.connection)
+            .field("algorithm", &self.algorithm)
+            .field("inbound_spi", &format_args!("{:08x}", self.inbound_spi))
+            .field("outbound_spi", &format_args!("{:08x}", self.outbound_spi))
+            .field("udp_encap", &self.udp_encap)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+pub enum Event {
+    /// The IKE SA is authenticated; `detail` names the peer and the algorithms.
+    Established {
+        detail: String,
+    },
+    ChildUp(ChildSa),
+    /// A child SA is gone: remove both of its SAs from the data path.
+    ChildDown {
+        inbound_spi: u32,
+        outbound_spi: u32,
+    },
+    /// The IKE SA is gone (deleted, failed, or the peer stopped answering), with
+    /// why, in words for the log.
+    Closed {
+        reason: String,
+    },
+}
+
+/// Everything one input produced. `dropped` names why a message was ignored, for
+/// the counters; an ignored message changes no state.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub datagrams: Vec<Datagram>,
+    pub events: Vec<Event>,
+    pub dropped: Option<&'static str>,
+}
+
+impl Output {
+    pub fn dropped(reason: &'static str) -> Output {
+        Output {
+            dropped: Some(reason),
+            ..Output::default()
+        }
+    }
+
+    pub fn append(&mut self, mut other: Output) {
+        self.datagrams.append(&mut other.datagrams);
+        self.events.append(&mut other.events);
+        self.dropped = self.dropped.or(other.dropped);
+    }
+}

@@ -1,0 +1,475 @@
+//! Two endpoints of this crate against each other, in memory: the exchanges, the
+//! keys both ends derive, and what happens when a peer refuses, lies or vanishes.
+
+use ikev2::config::parse_identity;
+use ikev2::proposal::{Kind, Offer};
+use ikev2::wire::TrafficSelector;
+use ikev2::{ChildSa, Connection, Datagram, Endpoint, Event, Output, Timers};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
+
+const A: &str = "198.18.1.1";
+const B: &str = "198.18.1.2";
+
+struct Side {
+    ike: &'static str,
+    esp: &'static str,
+    psk: &'static str,
+    local_net: &'static str,
+    remote_net: &'static str,
+    encap: bool,
+}
+
+impl Default for Side {
+    fn default() -> Side {
+        Side {
+            ike: "aes256gcm16-prfsha256-x25519",
+            esp: "aes128gcm16",
+            psk: "a shared secret of some length",
+            local_net: "198.18.10.0/24",
+            remote_net: "198.18.20.0/24",
+            encap: false,
+        }
+    }
+}
+
+fn ts(net: &str) -> Vec<TrafficSelector> {
+    let (a, l) = net.split_once('/').unwrap();
+    vec![TrafficSelector::prefix(
+        a.parse().unwrap(),
+        l.parse().unwrap(),
+    )]
+}
+
+fn conn(name: &str, local: &str, remote: &str, side: &Side, start: bool) -> Arc<Connection> {
+    Arc::new(Connection {
+        name: name.into(),
+        local_addr: local.parse().unwrap(),
+        remote_addr: remote.parse().unwrap(),
+        local_id: parse_identity(local).unwrap(),
+        remote_id: Some(parse_identity(remote).unwrap()),
+        psk: Zeroizing::new(side.psk.as_bytes().to_vec()),
+        ike: side
+            .ike
+            .split(',')
+            .map(|p| Offer::parse(Kind::Ike, p).unwrap())
+            .collect(),
+        esp: side
+            .esp
+            .split(',')
+            .map(|p| Offer::parse(Kind::Esp, p).unwrap())
+            .collect(),
+        local_ts: ts(side.local_net),
+        remote_ts: ts(side.remote_net),
+        start,
+        encap: side.encap,
+        timers: Timers {
+            retransmit_base: Duration::from_secs(1),
+            retransmit_tries: 3,
+            dpd: Some(Duration::from_secs(10)),
+        },
+    })
+}
+
+struct Pair {
+    a: Endpoint,
+    b: Endpoint,
+    now: Instant,
+    a_events: Vec<Event>,
+    b_events: Vec<Event>,
+}
+
+impl Pair {
+    fn new(a: Side, b: Side) -> Pair {
+        let now = Instant::now();
+        let b_side = Side {
+            local_net: a.remote_net,
+            remote_net: a.local_net,
+            ..b
+        };
+        Pair {
+            a: Endpoint::new(vec![conn("a-to-b", A, B, &a, true)], now),
+            b: Endpoint::new(vec![conn("b-to-a", B, A, &b_side, false)], now),
+            now,
+            a_events: Vec::new(),
+            b_events: Vec::new(),
+        }
+    }
+
+    /// Delivers datagrams back and forth until none are left (bounded); `lose`
+    /// says which to drop, by their order.
+    fn run(&mut self, mut from_a: Vec<Datagram>, lose: &mut dyn FnMut(usize) -> bool) {
+        let mut n = 0;
+        let mut from_b = Vec::new();
+        for _ in 0..50 {
+            if from_a.is_empty() && from_b.is_empty() {
+                return;
+            }
+            for d in std::mem::take(&mut from_a) {
+                n += 1;
+                if lose(n) {
+                    continue;
+                }
+                let out = self.b.receive(&d.payload(), d.remote, d.local, self.now);
+                from_b.extend(out.datagrams);
+                self.b_events.extend(out.events);
+            }
+            for d in std::mem::take(&mut from_b) {
+                n += 1;
+                if lose(n) {
+                    continue;
+                }
+                let out = self.a.receive(&d.payload(), d.remote, d.local, self.now);
+                from_a.extend(out.datagrams);
+                self.a_events.extend(out.events);
+            }
+        }
+        panic!("the exchange did not settle");
+    }
+
+    fn start(&mut self) {
+        let out = self.a.tick(self.now);
+        self.a_events.extend(out.events);
+        self.run(out.datagrams, &mut |_| false);
+    }
+
+    fn advance(&mut self, by: Duration) -> (Output, Output) {
+        self.now += by;
+        (self.a.tick(self.now), self.b.tick(self.now))
+    }
+}
+
+fn child(events: &[Event]) -> Option<&ChildSa> {
+    events.iter().find_map(|e| {
+        if let Event::ChildUp(c) = e {
+            Some(c)
+        } else {
+            None
+        }
+    })
+}
+
+fn closed(events: &[Event]) -> Option<&str> {
+    events.iter().find_map(|e| {
+        if let Event::Closed { reason } = e {
+            Some(reason.as_str())
+        } else {
+            None
+        }
+    })
+}
+
+fn assert_children_match(p: &Pair) {
+    let (ca, cb) = (
+        child(&p.a_events).expect("a's child"),
+        child(&p.b_events).expect("b's child"),
+    );
+    assert_eq!(ca.outbound_spi, cb.inbound_spi);
+    assert_eq!(ca.inbound_spi, cb.outbound_spi);
+    assert_eq!(ca.outbound_keys, cb.inbound_keys);
+    assert_eq!(ca.inbound_keys, cb.outbound_keys);
+    assert_ne!(ca.outbound_keys, ca.inbound_keys);
+    assert_eq!(ca.outbound_keys.len(), ca.algorithm.keymat_len());
+    assert_eq!(ca.algorithm, cb.algorithm);
+    assert_eq!(ca.local_ts, cb.remote_ts);
+    assert_eq!(ca.remote_ts, cb.local_ts);
+    assert!(ca.inbound_spi >= 256 && ca.outbound_spi >= 256);
+}
+
+#[test]
+fn every_ike_and_esp_proposal_brings_up_matching_children() {
+    for ike in [
+        "aes128gcm16-prfsha256-ecp256",
+        "aes256gcm16-prfsha384-ecp384",
+        "chacha20poly1305-prfsha256-x25519",
+    ] {
+        for esp in [
+            "aes128gcm16",
+            "aes256gcm16-esn",
+            "chacha20poly1305",
+            "aes128-sha1",
+            "aes256-sha256",
+        ] {
+            let side = || Side {
+                ike,
+                esp,
+                ..Side::default()
+            };
+            let mut p = Pair::new(side(), side());
+            p.start();
+            assert_children_match(&p);
+            let c = child(&p.a_events).unwrap();
+            assert_eq!(
+                c.algorithm.name(),
+                esp.trim_end_matches("-esn"),
+                "{ike} {esp}"
+            );
+            assert_eq!(c.esn, esp.ends_with("-esn"));
+            assert!(c.udp_encap.is_none());
+            assert!(
+                p.a_events
+                    .iter()
+                    .any(|e| matches!(e, Event::Established { .. }))
+            );
+            assert!(closed(&p.a_events).is_none() && closed(&p.b_events).is_none());
+        }
+    }
+}
+
+#[test]
+fn forced_encapsulation_moves_to_port_4500() {
+    let mut p = Pair::new(
+        Side {
+            encap: true,
+            ..Side::default()
+        },
+        Side::default(),
+    );
+    p.start();
+    assert_children_match(&p);
+    assert_eq!(child(&p.a_events).unwrap().udp_encap, Some((4500, 4500)));
+    assert_eq!(child(&p.b_events).unwrap().udp_encap, Some((4500, 4500)));
+}
+
+#[test]
+fn a_group_the_responder_prefers_is_asked_for_and_used() {
+    let a = Side {
+        ike: "aes256gcm16-prfsha256-x25519-ecp256",
+        ..Side::default()
+    };
+    let b = Side {
+        ike: "aes256gcm16-prfsha256-ecp256",
+        ..Side::default()
+    };
+    let mut p = Pair::new(a, b);
+    p.start();
+    assert_children_match(&p);
+    let summary = &p.a.summaries(p.now)[0];
+    assert_eq!(
+        summary.algorithms.as_deref(),
+        Some("aes256gcm16-prfsha256-ecp256")
+    );
+}
+
+#[test]
+fn mismatches_fail_with_a_reason_on_both_sides() {
+    let mut p = Pair::new(
+        Side::default(),
+        Side {
+            ike: "chacha20poly1305-prfsha384-ecp384",
+            ..Side::default()
+        },
+    );
+    p.start();
+    assert!(child(&p.a_events).is_none());
+    assert!(
+        closed(&p.a_events).unwrap().contains("NO_PROPOSAL_CHOSEN"),
+        "{:?}",
+        p.a_events
+    );
+    assert_eq!(p.b.dropped.get("refused"), Some(&1));
+    assert!(
+        p.b.summaries(p.now).is_empty(),
+        "the responder keeps no state"
+    );
+
+    let mut p = Pair::new(
+        Side::default(),
+        Side {
+            esp: "aes256-sha256",
+            ..Side::default()
+        },
+    );
+    p.start();
+    assert!(child(&p.a_events).is_none() && child(&p.b_events).is_none());
+    assert!(
+        closed(&p.a_events).unwrap().contains("NO_PROPOSAL_CHOSEN"),
+        "{:?}",
+        p.a_events
+    );
+    assert!(
+        closed(&p.b_events)
+            .unwrap()
+            .contains("no ESP proposal in common")
+    );
+
+    let mut p = Pair::new(
+        Side::default(),
+        Side {
+            psk: "another secret",
+            ..Side::default()
+        },
+    );
+    p.start();
+    assert!(child(&p.a_events).is_none() && child(&p.b_events).is_none());
+    assert!(
+        closed(&p.b_events).unwrap().contains("does not verify"),
+        "{:?}",
+        p.b_events
+    );
+    assert!(
+        closed(&p.a_events)
+            .unwrap()
+            .contains("AUTHENTICATION_FAILED"),
+        "{:?}",
+        p.a_events
+    );
+
+    let mut p = Pair::new(
+        Side::default(),
+        Side {
+            local_net: "198.18.30.0/24",
+            ..Side::default()
+        },
+    );
+    // b's local net is forced by Pair::new to a's remote; give b another remote.
+    p.b = Endpoint::new(
+        vec![conn(
+            "b-to-a",
+            B,
+            A,
+            &Side {
+                local_net: "198.18.20.0/24",
+                remote_net: "198.18.99.0/24",
+                ..Side::default()
+            },
+            false,
+        )],
+        p.now,
+    );
+    p.start();
+    assert!(
+        closed(&p.a_events).unwrap().contains("TS_UNACCEPTABLE"),
+        "{:?}",
+        p.a_events
+    );
+}
+
+#[test]
+fn responder_narrows_traffic_selectors() {
+    let a = Side {
+        local_net: "198.18.0.0/16",
+        remote_net: "198.18.0.0/16",
+        ..Side::default()
+    };
+    let mut p = Pair::new(a, Side::default());
+    p.b = Endpoint::new(
+        vec![conn(
+            "b-to-a",
+            B,
+            A,
+            &Side {
+                local_net: "198.18.20.0/24",
+                remote_net: "198.18.10.0/24",
+                ..Side::default()
+            },
+            false,
+        )],
+        p.now,
+    );
+    p.start();
+    assert_children_match(&p);
+    let c = child(&p.a_events).unwrap();
+    assert_eq!(c.local_ts, ts("198.18.10.0/24"));
+    assert_eq!(c.remote_ts, ts("198.18.20.0/24"));
+}
+
+#[test]
+fn lost_messages_are_retransmitted_and_answered_once() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    let out = p.a.tick(p.now);
+    // Lose b's answer to IKE_AUTH (the fourth datagram).
+    p.run(out.datagrams, &mut |n| n == 4);
+    assert!(child(&p.b_events).is_some() && child(&p.a_events).is_none());
+    let (a_out, _) = p.advance(Duration::from_millis(1100));
+    assert_eq!(a_out.datagrams.len(), 1, "a retransmits IKE_AUTH");
+    p.run(a_out.datagrams, &mut |_| false);
+    assert_children_match(&p);
+    // b answered the copy from its cache: one child only.
+    assert_eq!(
+        p.b_events
+            .iter()
+            .filter(|e| matches!(e, Event::ChildUp(_)))
+            .count(),
+        1
+    );
+    assert_eq!(p.b.dropped.get("retransmitted-request"), Some(&1));
+}
+
+#[test]
+fn dead_peer_detection_closes_and_the_initiator_starts_again() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    p.start();
+    assert_children_match(&p);
+    // b vanishes: a probes after 10 s of silence, retransmits, gives up.
+    let mut a_events = Vec::new();
+    for _ in 0..40 {
+        let (a_out, _) = p.advance(Duration::from_secs(1));
+        a_events.extend(a_out.events);
+        if closed(&a_events).is_some() {
+            break;
+        }
+    }
+    let reason = closed(&a_events).expect("a gives up on b");
+    assert!(reason.contains("no answer"), "{reason}");
+    assert!(
+        a_events
+            .iter()
+            .any(|e| matches!(e, Event::ChildDown { .. }))
+    );
+    // A fresh b: a starts again by itself.
+    p.b = Endpoint::new(p.b.connections().to_vec(), p.now);
+    p.a_events.clear();
+    p.b_events.clear();
+    let (a_out, _) = p.advance(Duration::from_secs(3));
+    p.run(a_out.datagrams, &mut |_| false);
+    assert_children_match(&p);
+}
+
+#[test]
+fn delete_tells_the_peer() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    p.start();
+    let out = p.a.delete("a-to-b", p.now);
+    assert!(
+        out.events
+            .iter()
+            .any(|e| matches!(e, Event::ChildDown { .. }))
+    );
+    p.run(out.datagrams, &mut |_| false);
+    assert!(closed(&p.b_events).unwrap().contains("peer deleted"));
+    assert!(p.b.summaries(p.now).is_empty() && p.a.summaries(p.now).is_empty());
+}
+
+#[test]
+fn garbage_and_replays_change_nothing() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    let first = p.a.tick(p.now).datagrams;
+    let copy = first[0].clone();
+    p.run(first, &mut |_| false);
+    assert_children_match(&p);
+    let before = p.b.summaries(p.now).len();
+    // The IKE_SA_INIT again: the cached answer, no second SA.
+    let again = p.b.receive(&copy.payload(), copy.remote, copy.local, p.now);
+    assert_eq!(p.b.summaries(p.now).len(), before);
+    assert!(again.events.is_empty());
+    for junk in [&b""[..], &[0u8; 27][..], &[1u8; 28][..], &[0xff; 300][..]] {
+        let out = p.b.receive(junk, copy.remote, copy.local, p.now);
+        assert!(out.events.is_empty() && out.datagrams.is_empty());
+    }
+    // A flipped bit in an encrypted request is dropped as unauthenticated.
+    let probe = {
+        let (a_out, _) = p.advance(Duration::from_secs(11));
+        a_out.datagrams
+    };
+    assert_eq!(probe.len(), 1, "a sends a liveness probe");
+    let mut bad = probe[0].clone();
+    let last = bad.message.len() - 1;
+    bad.message[last] ^= 1;
+    let out = p.b.receive(&bad.payload(), bad.remote, bad.local, p.now);
+    assert_eq!(out.dropped, Some("bad-icv"));
+    assert!(out.datagrams.is_empty());
+    p.run(probe, &mut |_| false);
+    assert_eq!(p.a.summaries(p.now).len(), 1);
+}
