@@ -33,6 +33,9 @@ pub struct PacketMeta {
     /// Outer address: the source of a received datagram, the destination of one to
     /// send; for a packet a gateway routes out of a port, its next hop (port 0).
     pub addr: SocketAddr,
+    /// The UDP source port of a datagram the gateway sends through `udp-encap`
+    /// (0: the WireGuard listen port; IKE sends from 500 or 4500).
+    pub src_port: u16,
     /// A gateway's port: the one it came in on, then the one it leaves by (u16::MAX:
     /// none).
     pub port: u16,
@@ -58,6 +61,7 @@ impl Default for PacketMeta {
             len: 0,
             peer: u32::MAX,
             addr: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+            src_port: 0,
             port: u16::MAX,
             icmp: None,
         }

@@ -180,6 +180,8 @@ pub(crate) struct Tunnels {
     pub(crate) wg: WgTunnel,
     pub(crate) vxlan: crate::vxlan::VxlanTunnels,
     pub(crate) esp: crate::esp::EspTunnels,
+    /// The key exchange's inbox, when the gateway runs IKE.
+    pub(crate) ike: Option<crate::ike::IkeInbox>,
 }
 
 pub struct Context {
@@ -235,6 +237,7 @@ impl Context {
                 },
                 vxlan: Default::default(),
                 esp: Default::default(),
+                ike: None,
             },
             inflight: InFlight::new(buffers),
             ip: IpLayer::default(),

@@ -421,6 +421,26 @@ impl EspTunnels {
         self.tunnels.is_empty()
     }
 
+    /// Sets how a tunnel's packets travel (the key exchange decides it by NAT
+    /// detection); ESP in UDP is taken on the new port from then on.
+    pub fn set_encapsulation(
+        &mut self,
+        id: EspTunnelId,
+        encap: Encapsulation,
+    ) -> Result<(), EspError> {
+        let t = self
+            .tunnels
+            .get_mut(usize::from(id.0))
+            .ok_or(EspError::NoTunnel)?;
+        t.encap = encap;
+        if let Encapsulation::Udp { local_port, .. } = encap
+            && !self.udp_ports.contains(&local_port)
+        {
+            self.udp_ports.push(local_port);
+        }
+        Ok(())
+    }
+
     /// Whether ESP in UDP arrives on `port` for some tunnel.
     pub(crate) fn listens_on(&self, port: u16) -> bool {
         self.udp_ports.contains(&port)
@@ -570,6 +590,7 @@ impl EspTunnels {
 /// it carries are shared) and applied on each worker between runs.
 #[derive(Clone)]
 pub enum EspChange {
+    SetEncapsulation(EspTunnelId, Encapsulation),
     SetOutbound(EspTunnelId, Arc<OutboundSa>),
     ClearOutbound(EspTunnelId),
     AddInbound(EspTunnelId, Arc<InboundSa>),
@@ -583,6 +604,17 @@ impl EspChange {
             table.get(id).map_or_else(String::new, |t| t.name.clone())
         };
         match self {
+            EspChange::SetEncapsulation(id, encap) => {
+                table.set_encapsulation(*id, *encap)?;
+                let how = match encap {
+                    Encapsulation::None => "ESP on IP".to_string(),
+                    Encapsulation::Udp {
+                        local_port,
+                        remote_port,
+                    } => format!("ESP in UDP {local_port} -> {remote_port}"),
+                };
+                Ok(format!("esp {}: {how}", name(table, *id)))
+            }
             EspChange::SetOutbound(id, sa) => {
                 table.set_outbound(*id, sa.clone())?;
                 Ok(format!(

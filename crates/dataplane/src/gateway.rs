@@ -57,6 +57,7 @@ use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
 use lpm::Prefix;
 use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::time::Instant;
 use wire::ethernet::{MacAddr, ethertype};
 use wireguard::Device;
@@ -191,6 +192,35 @@ impl GatewayGraph {
     pub fn set_wireguard(&mut self, listen_port: u16, mtu: usize) {
         self.cx.tunnels.wg.listen_port = listen_port;
         self.cx.set_wg_mtu(mtu.min(crate::wg::MAX_MTU));
+    }
+
+    /// Turns IKE on: datagrams to the IKE ports go to `inbox`.
+    pub fn set_ike(&mut self, inbox: crate::ike::IkeInbox) {
+        self.cx.tunnels.ike = Some(inbox);
+    }
+
+    /// Sends one of the gateway's own UDP datagrams (an IKE message) from
+    /// `src_port` to `to`: the source address is the port's toward `to`, as for
+    /// the tunnels' datagrams. False (counted by `udp-encap` as `no-buffer`) when
+    /// no buffer is free or the payload does not fit one; the caller's protocol
+    /// retransmits.
+    pub fn send_udp(&mut self, src_port: u16, to: SocketAddr, payload: &[u8]) -> bool {
+        let encap = self.graph.id(UdpEncap::NAME).expect("built with the graph");
+        match self.cx.arena.alloc_with(payload) {
+            Some(h) => {
+                let m = self.cx.arena.meta_mut(h);
+                m.addr = to;
+                m.src_port = src_port;
+                self.graph.enqueue(encap, &[h]);
+                true
+            }
+            None => {
+                self.graph
+                    .counters_of(encap)
+                    .drop(crate::nodes::UdpEncapError::NoBuffer);
+                false
+            }
+        }
     }
 
     pub fn context(&self) -> &Context {

@@ -14,6 +14,7 @@ pub mod esp;
 pub mod fib;
 pub mod gateway;
 pub mod graph;
+pub mod ike;
 pub mod inflight;
 pub mod interfaces;
 pub mod ip_layer;

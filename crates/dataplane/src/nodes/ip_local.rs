@@ -10,7 +10,10 @@
 //! UDP to an ESP tunnel's port, RFC 3948) goes to `esp-decrypt` without its outer
 //! headers, with the outer destination and source port in the metadata (inbound SAs
 //! are found by SPI and destination); NAT keepalives on that port are taken in
-//! silence. Anything else for the gateway is dropped and counted.
+//! silence. With IKE on, UDP to port 500, and to 4500 behind the non-ESP marker,
+//! goes to the key exchange (`crate::ike`), and ESP on 4500 is taken whatever the
+//! tunnels' encapsulation now (NAT detection may switch it). Anything else for the
+//! gateway is dropped and counted.
 
 use crate::arena::Handle;
 use crate::context::Context;
@@ -33,6 +36,7 @@ crate::node_errors! {
         Fragment => "fragment", "A fragment for the gateway: it reassembles nothing.";
         BadUdp => "bad-udp", "A UDP datagram whose length field does not fit its packet.";
         BadUdpChecksum => "bad-udp-checksum", "A UDP checksum that does not verify (or is zero over IPv6).";
+        IkeBacklog => "ike-backlog", "An IKE message the key exchange had no room for (its inbox is full).";
     }
 }
 
@@ -154,9 +158,30 @@ fn udp(
         return Err(IpLocalError::BadUdpChecksum);
     }
     let listen = cx.tunnels.wg.listen_port;
-    let (next, addr) = if listen != 0 && u.dst_port() == listen {
+    let ike = cx.tunnels.ike.as_ref();
+    let dst_port = u.dst_port();
+    if let Some(inbox) = ike {
+        let to_ike = dst_port == crate::ike::IKE_PORT
+            || (dst_port == crate::ike::NAT_T_PORT
+                && wire::esp::classify_udp(u.payload()) == Ok(wire::esp::UdpPayload::Ike));
+        if to_ike {
+            let d = crate::ike::IkeDatagram {
+                local: SocketAddr::new(dst, dst_port),
+                remote: SocketAddr::new(src, u.src_port()),
+                payload: u.payload().to_vec(),
+            };
+            if !inbox.hand_over(d) {
+                return Err(IpLocalError::IkeBacklog);
+            }
+            c.consumed += 1;
+            return Ok(FREE);
+        }
+    }
+    let esp_port = cx.tunnels.esp.listens_on(dst_port)
+        || (ike.is_some() && dst_port == crate::ike::NAT_T_PORT);
+    let (next, addr) = if listen != 0 && dst_port == listen {
         (Next::Tunnel, SocketAddr::new(src, u.src_port()))
-    } else if cx.tunnels.esp.listens_on(u.dst_port()) {
+    } else if esp_port {
         let src_port = u.src_port();
         return match wire::esp::classify_udp(u.payload()) {
             Ok(wire::esp::UdpPayload::Esp) => esp(
@@ -171,7 +196,7 @@ fn udp(
                 c.consumed += 1;
                 Ok(FREE)
             }
-            // IKE behind the non-ESP marker: no key exchange runs here yet.
+            // IKE behind the non-ESP marker with no key exchange running.
             Ok(wire::esp::UdpPayload::Ike) => Err(IpLocalError::Unserved),
             Err(_) => Err(IpLocalError::BadUdp),
         };

@@ -1,6 +1,8 @@
 //! `udp-encap`: a tunnel's datagrams (WireGuard messages: data, handshakes, cookie
-//! replies) get their outer UDP and IP headers in the headroom, from the gateway's
-//! address on the port the route to the peer's endpoint leaves by, and go on to
+//! replies) and the gateway's own (IKE messages) get their outer UDP and IP headers
+//! in the headroom, from the gateway's address on the port the route to the peer's
+//! endpoint leaves by (from the UDP port in the metadata, or the WireGuard listen
+//! port), and go on to
 //! `ip-rewrite` for their Ethernet header. The route is looked up here, once: the
 //! outer source depends on it.
 //!
@@ -25,6 +27,7 @@ crate::node_errors! {
         NoSource => "no-source", "The port to the endpoint has no address of its family.";
         NoHeadroom => "no-headroom", "No room in front of the datagram for the outer headers.";
         TooBig => "too-big", "Longer than a UDP datagram can be.";
+        NoBuffer => "no-buffer", "No free buffer for one of the gateway's own datagrams (IKE).";
     }
 }
 
@@ -69,7 +72,11 @@ impl PerPacket for UdpEncap {
             .interfaces
             .source_for(port, to.ip())
             .ok_or(UdpEncapError::NoSource)?;
-        let from = SocketAddr::new(from, cx.tunnels.wg.listen_port);
+        let src_port = match m.src_port {
+            0 => cx.tunnels.wg.listen_port,
+            p => p,
+        };
+        let from = SocketAddr::new(from, src_port);
         let ip_len = if to.is_ipv4() {
             ipv4::HEADER_LEN
         } else {

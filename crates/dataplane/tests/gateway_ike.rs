@@ -1,0 +1,148 @@
+//! A gateway's IKE ports, in memory: datagrams to UDP 500, and to 4500 behind the
+//! non-ESP marker, reach the key exchange's inbox (and nothing else does); a full
+//! inbox drops and counts; the key exchange's own datagrams leave from the port it
+//! names, resolved and framed like every other.
+
+use crypto::{EngineSet, KeyRegistry};
+use dataplane::Arena;
+use dataplane::context::OutputId;
+use dataplane::esp::{Encapsulation, EspTunnel};
+use dataplane::fib::PortId;
+use dataplane::gateway::GatewayGraph;
+use dataplane::ike::{INBOX_LEN, IkeInbox};
+use dataplane::interfaces::Interface;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+use wire::ipv4;
+
+mod ports;
+use ports::{arp_answer, drops, ether, send, sent};
+
+const GW_MAC: [u8; 6] = [0x02, 0, 0, 0, 1, 1];
+const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 2, 1];
+
+fn gateway(now: Instant) -> (GatewayGraph, PortId) {
+    let keys = Arc::new(KeyRegistry::new(16));
+    let device = wireguard::Device::new(keys, now, SystemTime::now());
+    let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
+    let mut gw = GatewayGraph::new(Arena::new(64), engines, device, now);
+    let wan = gw
+        .add_port(Interface {
+            name: "wan".into(),
+            mac: GW_MAC,
+            mtu: 1500,
+            addrs: vec!["198.18.2.1/24".parse().unwrap()],
+            output: OutputId(0),
+        })
+        .unwrap();
+    (gw, wan)
+}
+
+fn udp4_frame(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
+    let total = 28 + payload.len();
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&[198, 18, 2, 2]);
+    p[16..20].copy_from_slice(&[198, 18, 2, 1]);
+    p[20..22].copy_from_slice(&src_port.to_be_bytes());
+    p[22..24].copy_from_slice(&dst_port.to_be_bytes());
+    p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    p[28..].copy_from_slice(payload);
+    ipv4::Packet::new_unchecked(&mut p[..]).fill_checksum();
+    ether(GW_MAC, PEER_MAC, 0x0800, &p)
+}
+
+#[test]
+fn ike_ports_reach_the_inbox() {
+    let now = Instant::now();
+    let (mut gw, wan) = gateway(now);
+    // Without IKE on, port 500 is not served.
+    send(&mut gw, wan, &udp4_frame(500, 500, b"ike"), now);
+    assert_eq!(drops(&gw, "ip-local", "unserved"), 1);
+
+    let (inbox, rx) = IkeInbox::new();
+    gw.set_ike(inbox);
+    send(&mut gw, wan, &udp4_frame(500, 500, b"to port 500"), now);
+    let mut marked = vec![0u8; 4];
+    marked.extend_from_slice(b"behind the marker");
+    send(&mut gw, wan, &udp4_frame(4500, 4500, &marked), now);
+    let got: Vec<_> = rx.try_iter().collect();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].payload, b"to port 500");
+    assert_eq!(got[0].local, "198.18.2.1:500".parse().unwrap());
+    assert_eq!(got[0].remote, "198.18.2.2:500".parse().unwrap());
+    assert_eq!(
+        got[1].payload, marked,
+        "the marker stays: the key exchange strips it"
+    );
+    assert_eq!(got[1].local.port(), 4500);
+
+    // ESP on 4500 goes to esp-decrypt even to a tunnel not (yet) in UDP (no SA
+    // here), a keepalive is taken, other ports are not the key exchange's.
+    let any = |s: &str| vec![s.parse().unwrap()];
+    gw.add_esp(EspTunnel::new(
+        "site".into(),
+        "198.18.2.1".parse().unwrap(),
+        "198.18.2.2".parse().unwrap(),
+        Encapsulation::None,
+        any("0.0.0.0/0"),
+        any("0.0.0.0/0"),
+        1400,
+    ))
+    .unwrap();
+    let mut esp = vec![0, 0, 1, 0, 0, 0, 0, 1];
+    esp.extend_from_slice(&[9; 56]);
+    send(&mut gw, wan, &udp4_frame(4500, 4500, &esp), now);
+    send(&mut gw, wan, &udp4_frame(4500, 4500, &[0xff]), now);
+    send(&mut gw, wan, &udp4_frame(500, 501, b"not ike"), now);
+    assert_eq!(rx.try_iter().count(), 0);
+    assert_eq!(drops(&gw, "esp-decrypt", "unknown-spi"), 1);
+    assert_eq!(drops(&gw, "ip-local", "unserved"), 2);
+    assert!(sent(&mut gw, wan).is_empty());
+}
+
+#[test]
+fn a_full_inbox_drops_and_counts() {
+    let now = Instant::now();
+    let (mut gw, wan) = gateway(now);
+    let (inbox, rx) = IkeInbox::new();
+    gw.set_ike(inbox);
+    let frame = udp4_frame(500, 500, b"flood");
+    for _ in 0..INBOX_LEN + 5 {
+        send(&mut gw, wan, &frame, now);
+    }
+    assert_eq!(rx.try_iter().count(), INBOX_LEN);
+    assert_eq!(drops(&gw, "ip-local", "ike-backlog"), 5);
+    // Every buffer came back.
+    assert_eq!(
+        gw.context().arena().available(),
+        gw.context().arena().capacity()
+    );
+}
+
+#[test]
+fn the_key_exchange_sends_from_its_port() {
+    let now = Instant::now();
+    let (mut gw, wan) = gateway(now);
+    assert!(gw.send_udp(4500, "198.18.2.2:4500".parse().unwrap(), b"\0\0\0\0answer"));
+    gw.run(now);
+    let out = sent(&mut gw, wan);
+    assert_eq!(out.len(), 1, "the ARP request first");
+    let reply = arp_answer(&out[0], PEER_MAC).unwrap();
+    send(&mut gw, wan, &reply, now);
+    let out = sent(&mut gw, wan);
+    assert_eq!(out.len(), 1);
+    let ip = &out[0][14..];
+    assert_eq!(ip[9], 17);
+    assert_eq!(&ip[12..16], &[198, 18, 2, 1]);
+    assert_eq!(&ip[16..20], &[198, 18, 2, 2]);
+    assert_eq!(u16::from_be_bytes([ip[20], ip[21]]), 4500);
+    assert_eq!(u16::from_be_bytes([ip[22], ip[23]]), 4500);
+    assert_eq!(&ip[28..], b"\0\0\0\0answer");
+    // A payload no buffer holds is refused and counted.
+    assert!(!gw.send_udp(500, "198.18.2.2:500".parse().unwrap(), &vec![0u8; 70_000]));
+    assert_eq!(drops(&gw, "udp-encap", "no-buffer"), 1);
+}
