@@ -189,6 +189,9 @@ pub enum Show {
     Neighbors(GatewaySocket),
     /// A running gateway's ESP tunnels and SAs, with each SA's counters
     Esp(GatewaySocket),
+    /// A running gateway's IKE SAs: state, peer, algorithms, age and child SA, the
+    /// messages dropped by reason, and the key exchange's recent log
+    Ike(GatewaySocket),
     /// Measure every engine on every algorithm it serves at the size of every size
     /// class (64, 256, 570, 1024, 1518 bytes; batches of 256) and show which engine
     /// each algorithm would get for each class: the one with the most packets per

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
             what: Show::Neighbors(g),
         }) => show::gateway(&g.socket, "neighbors"),
         Some(Command::Show { what: Show::Esp(g) }) => show::gateway(&g.socket, "esp"),
+        Some(Command::Show { what: Show::Ike(g) }) => show::gateway(&g.socket, "ike"),
         Some(Command::Show {
             what: Show::Crypto { seconds },
         }) => show::crypto(seconds),

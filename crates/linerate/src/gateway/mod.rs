@@ -9,6 +9,7 @@
 
 mod esp_report;
 mod follower;
+mod ike;
 mod lane;
 mod metrics;
 mod ports;

@@ -456,6 +456,14 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     let now = Instant::now();
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
     let mut graphs = build_graphs(&config, &waker, now)?;
+    let ike_conns = super::ike::connections(&config)?;
+    let ike_inbox = (!ike_conns.is_empty()).then(|| {
+        let (inbox, rx) = dataplane::ike::IkeInbox::new();
+        for g in &mut graphs {
+            g.set_ike(inbox.clone());
+        }
+        rx
+    });
     let mut ports = open_ports(&config, &mut graphs)?;
     let cores = config.workers.clone();
 
@@ -488,6 +496,16 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     if let Some(addr) = config.metrics {
         metrics::serve(addr, req_tx.clone(), waker.clone())?;
     }
+    let ike_status = match ike_inbox {
+        Some(rx) => Some(super::ike::spawn(
+            ike_conns,
+            rx,
+            gw_tx.clone(),
+            waker.clone(),
+            stop.clone(),
+        )?),
+        None => None,
+    };
     {
         let (path, waker, stop, reload) = (
             path.to_path_buf(),
@@ -532,6 +550,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         waker,
         stop.clone(),
     );
+    worker.ike = ike_status;
     eprintln!(
         "linerate: gateway up ({ports} ports, {workers} worker{})",
         if workers == 1 { "" } else { "s" }

@@ -59,6 +59,9 @@ impl SocketSettings for TunnelSocket {
 pub enum GatewayControl {
     /// Apply a reloaded configuration's changes; the reply lists what changed.
     Reload(Box<Changes>),
+    /// Carry out a step of the key exchange: install or remove its SAs, send its
+    /// datagrams; the reply says what was done or refused.
+    Ike(super::ike::IkeWork),
 }
 
 pub struct Worker {
@@ -74,6 +77,8 @@ pub struct Worker {
     pub stop: Arc<AtomicBool>,
     jobs: VecDeque<(Job, SyncSender<String>)>,
     socket: TunnelSocket,
+    /// The key exchange's state, when the gateway runs one.
+    pub ike: Option<Arc<std::sync::Mutex<super::ike::IkeStatus>>>,
 }
 
 impl Worker {
@@ -98,6 +103,7 @@ impl Worker {
             stop,
             jobs: VecDeque::new(),
             socket: TunnelSocket { port, fwmark: 0 },
+            ike: None,
         }
     }
 
@@ -142,6 +148,14 @@ impl Worker {
         for req in requests {
             let reply = match req.what {
                 Control::Counters => self.counter_report().to_text() + "errno=0\n\n",
+                Control::Show(what) if what == "ike" => match &self.ike {
+                    Some(status) => {
+                        let text =
+                            super::ike::show(&status.lock().expect("status lock"), Instant::now());
+                        format!("{text}errno=0\n\n")
+                    }
+                    None => "no [esp.ike] in this gateway's file\nerrno=0\n\n".to_string(),
+                },
                 Control::Show(what) => match report::show(&self.shown(), &what) {
                     Some(text) => format!("{text}errno=0\n\n"),
                     None => crate::uapi::errno(EINVAL),
@@ -161,6 +175,7 @@ impl Worker {
         while let Ok((what, reply)) = self.gateway_requests.try_recv() {
             let text = match what {
                 GatewayControl::Reload(changes) => self.reload(*changes),
+                GatewayControl::Ike(work) => self.ike_work(work),
             };
             let _ = reply.send(text);
         }
@@ -207,6 +222,11 @@ impl Worker {
                 spi,
             } => EspChange::RemoveInbound(tunnel(t)?, spi.ok_or("spi= is missing")?),
         };
+        self.apply_esp_change(change)
+    }
+
+    /// Applies an ESP change here (which checks it), then on every follower.
+    fn apply_esp_change(&mut self, change: dataplane::esp::EspChange) -> Result<String, String> {
         let text = change
             .apply(self.lane.gw.esp_mut())
             .map_err(|e| e.to_string())?;
@@ -219,6 +239,42 @@ impl Worker {
         }
         eprintln!("linerate: {text}");
         Ok(text)
+    }
+
+    /// One step of the key exchange: its ESP changes in order (each one's result a
+    /// line of the reply), then its datagrams through the graph.
+    fn ike_work(&mut self, work: super::ike::IkeWork) -> String {
+        use super::ike::IkeEspChange;
+        let mut text = String::new();
+        for c in work.esp {
+            let done = match c {
+                IkeEspChange::Encapsulation(tunnel, encap) => {
+                    match self.lane.gw.context().esp().find(&tunnel) {
+                        Some(id) => self.apply_esp_change(
+                            dataplane::esp::EspChange::SetEncapsulation(id, encap),
+                        ),
+                        None => Err(format!("no ESP tunnel named {tunnel:?}")),
+                    }
+                }
+                IkeEspChange::Sa(r) => self.esp_change(r),
+            };
+            if let Err(e) = done {
+                text.push_str(&format!("refused: {e}\n"));
+            }
+        }
+        let mut unsent = 0;
+        for (src_port, to, payload) in &work.datagrams {
+            if !self.lane.gw.send_udp(*src_port, *to, payload) {
+                unsent += 1;
+            }
+        }
+        if unsent > 0 {
+            text.push_str(&format!(
+                "{unsent} datagram(s) not sent: no buffer (udp-encap no-buffer)\n"
+            ));
+        }
+        self.lane.gw.run(Instant::now());
+        text
     }
 
     /// Applies a reload: everything on this worker, the routes and tunnel settings

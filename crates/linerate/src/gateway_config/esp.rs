@@ -5,6 +5,7 @@
 //! A key file holds the SA's key material in hex, key then salt, as `ip xfrm` and
 //! strongSwan's manual keys write it (an optional `0x`, whitespace ignored).
 
+use super::ike::ike;
 use super::keyfile::read_hex_key_file;
 use super::l2::{Underlay, endpoints};
 use super::raw::{RawEsp, RawSa};
@@ -183,6 +184,36 @@ pub(super) fn esp(
     let mut ok = true;
     let (local, remote) = endpoints(cx, &e.local, &e.remote, &path, under);
     let remote_key = format!("{path}.remote");
+    if let Some(raw_ike) = &e.ike {
+        let manual = e.outbound.as_ref().map(|o| o.spi.span()).or_else(|| {
+            e.inbound
+                .as_ref()
+                .and_then(|v| v.first())
+                .map(|s| s.spi.span())
+        });
+        if let Some(span) = manual {
+            cx.err(
+                span,
+                &format!("{path}.ike"),
+                "[esp.ike] negotiates the SAs: no [esp.outbound] or [[esp.inbound]] beside it",
+            );
+            ok = false;
+        }
+        for (v, key) in [
+            (e.encapsulation.as_ref().map(|v| v.span()), "encapsulation"),
+            (e.udp_port.as_ref().map(|v| v.span()), "udp_port"),
+        ] {
+            if let Some(span) = v {
+                cx.err(
+                    span,
+                    &format!("{path}.{key}"),
+                    "with [esp.ike], NAT detection chooses ESP on IP or in UDP (port 4500); encap = true in [esp.ike] forces UDP",
+                );
+                ok = false;
+            }
+        }
+        let _ = raw_ike;
+    }
     let mut udp_port = None;
     if let Some(enc) = &e.encapsulation {
         match enc.get_ref().as_str() {
@@ -228,7 +259,8 @@ pub(super) fn esp(
             .outbound
             .as_ref()
             .and_then(|o| EspAlgorithm::from_name(o.algorithm.get_ref()));
-        let over = overhead(r, udp_port.is_some(), sealing);
+        // With a key exchange, UDP may come (NAT detection) and any transform.
+        let over = overhead(r, udp_port.is_some() || e.ike.is_some(), sealing);
         match under.path_mtu(r) {
             None => cx.err(
                 e.remote.span(),
@@ -303,6 +335,11 @@ pub(super) fn esp(
             None => ok = false,
         }
     }
+    let mut ike_config = None;
+    if let Some(raw_ike) = &e.ike {
+        ike_config = ike(cx, raw_ike, &path, local, remote);
+        ok &= ike_config.is_some();
+    }
     let (local, remote, local_ts, remote_ts, mtu) = (local?, remote?, local_ts?, remote_ts?, mtu?);
     ok.then(|| EspConfig {
         name: e.name.get_ref().clone(),
@@ -314,6 +351,7 @@ pub(super) fn esp(
         mtu,
         outbound,
         inbound,
+        ike: ike_config,
     })
 }
 

@@ -76,3 +76,24 @@ pub(crate) fn read_hex_key_file(
     }
     Ok(bytes)
 }
+
+/// The least length of a pre-shared key: a shorter one is guessed offline from one
+/// recorded exchange (RFC 7296 section 2.15 asks for keys as strong as the PRF).
+pub(crate) const MIN_PSK_LEN: usize = 16;
+
+/// Reads a pre-shared key file: the secret is the file's text without its trailing
+/// newline, as strongSwan's `secret = ...` would hold it. The error never quotes it.
+pub(crate) fn read_psk_file(path: &Path) -> Result<Zeroizing<Vec<u8>>, String> {
+    let shown = path.display();
+    let text = Zeroizing::new(
+        std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?,
+    );
+    let secret = text.trim_end_matches(['\n', '\r']);
+    if secret.len() < MIN_PSK_LEN {
+        return Err(format!(
+            "{shown}: a pre-shared key of {} bytes; use at least {MIN_PSK_LEN} (a short one is guessed offline from one recorded exchange)",
+            secret.len()
+        ));
+    }
+    Ok(Zeroizing::new(secret.as_bytes().to_vec()))
+}

@@ -18,6 +18,7 @@
 
 mod error;
 mod esp;
+mod ike;
 mod keyfile;
 mod l2;
 mod raw;
@@ -79,6 +80,29 @@ pub struct EspConfig {
     pub outbound: Option<SaConfig>,
     /// SPIs unique per local address.
     pub inbound: Vec<SaConfig>,
+    /// The key exchange that negotiates the SAs instead (then none are manual).
+    pub ike: Option<IkeConfig>,
+}
+
+/// An `[esp.ike]` table: how the tunnel's SAs are negotiated.
+pub struct IkeConfig {
+    /// As written (strongSwan's syntax); checked.
+    pub local_id: String,
+    /// None: any identity the key authenticates (`%any`).
+    pub remote_id: Option<String>,
+    pub psk_file: PathBuf,
+    pub psk: Zeroizing<Vec<u8>>,
+    /// IKE and ESP proposals in strongSwan's keywords, checked.
+    pub proposals: Vec<String>,
+    pub esp_proposals: Vec<String>,
+    /// `start_action = "start"`: initiate, and again whenever the SA closes.
+    pub start: bool,
+    /// Force ESP in UDP (strongSwan's `encap`).
+    pub encap: bool,
+    /// Seconds without a message before a liveness check (0: none).
+    pub dpd_delay: u32,
+    pub retransmit_timeout: u32,
+    pub retransmit_tries: u32,
 }
 
 /// A manual SA.
@@ -106,6 +130,22 @@ impl fmt::Debug for SaConfig {
             .field("replay_window", &self.replay_window)
             .field("lifetime", &self.lifetime)
             .finish()
+    }
+}
+
+impl fmt::Debug for IkeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IkeConfig")
+            .field("local_id", &self.local_id)
+            .field("remote_id", &self.remote_id)
+            .field("psk_file", &self.psk_file)
+            .field("psk", &format_args!("(hidden)"))
+            .field("proposals", &self.proposals)
+            .field("esp_proposals", &self.esp_proposals)
+            .field("start", &self.start)
+            .field("encap", &self.encap)
+            .field("dpd_delay", &self.dpd_delay)
+            .finish_non_exhaustive()
     }
 }
 
@@ -305,7 +345,37 @@ pub fn same_esps(a: &[EspConfig], b: &[EspConfig]) -> bool {
                 _ => false,
             } && x.inbound.len() == y.inbound.len()
                 && x.inbound.iter().zip(&y.inbound).all(|(p, q)| same_sa(p, q))
+                && match (&x.ike, &y.ike) {
+                    (Some(p), Some(q)) => same_ike(p, q) && same_key(&p.psk, &q.psk),
+                    (None, None) => true,
+                    _ => false,
+                }
         })
+}
+
+/// Everything of two `[esp.ike]` tables but the secret.
+fn same_ike(x: &IkeConfig, y: &IkeConfig) -> bool {
+    (
+        &x.local_id,
+        &x.remote_id,
+        &x.proposals,
+        &x.esp_proposals,
+        x.start,
+        x.encap,
+        x.dpd_delay,
+        x.retransmit_timeout,
+        x.retransmit_tries,
+    ) == (
+        &y.local_id,
+        &y.remote_id,
+        &y.proposals,
+        &y.esp_proposals,
+        y.start,
+        y.encap,
+        y.dpd_delay,
+        y.retransmit_timeout,
+        y.retransmit_tries,
+    )
 }
 
 /// The key material in an ESP key file (hex, as `key_file` in the file), whatever its
@@ -356,3 +426,5 @@ impl GatewayConfig {
 mod tests;
 #[cfg(test)]
 mod tests_esp;
+#[cfg(test)]
+mod tests_ike;

@@ -146,6 +146,7 @@ pub(crate) struct RawEsp {
     pub mtu: Option<S<i64>>,
     pub outbound: Option<RawSa>,
     pub inbound: Option<Vec<RawSa>>,
+    pub ike: Option<RawIke>,
 }
 const ESP: Keys = Keys {
     allowed: &[
@@ -159,9 +160,29 @@ const ESP: Keys = Keys {
         "mtu",
         "outbound",
         "inbound",
+        "ike",
     ],
     required: &["name", "local", "remote"],
 };
+
+/// The key exchange that negotiates an `[[esp]]` tunnel's SAs (`[esp.ike]`): the
+/// keys of a strongSwan connection, with its children's `esp_proposals` and
+/// `start_action`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawIke {
+    pub local_id: Option<S<String>>,
+    pub remote_id: Option<S<String>>,
+    pub auth: Option<S<String>>,
+    pub psk_file: S<String>,
+    pub proposals: Option<S<Vec<S<String>>>>,
+    pub esp_proposals: Option<S<Vec<S<String>>>>,
+    pub start_action: Option<S<String>>,
+    pub encap: Option<S<bool>>,
+    pub dpd_delay: Option<S<i64>>,
+    pub retransmit_timeout: Option<S<i64>>,
+    pub retransmit_tries: Option<S<i64>>,
+}
 
 /// A manual SA of an `[[esp]]` table (`[esp.outbound]`, `[[esp.inbound]]`).
 #[derive(Deserialize)]

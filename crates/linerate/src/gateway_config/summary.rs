@@ -106,14 +106,18 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
+        let how = match (&e.ike, e.udp_port) {
+            (Some(_), _) => "on IP or in UDP port 4500 (NAT detection)".to_string(),
+            (None, Some(p)) => format!("in UDP port {p}"),
+            (None, None) => "on IP".to_string(),
+        };
         let _ = writeln!(
             out,
             "esp {}: {} -> {} {}, inner mtu {}, local ts {}, remote ts {}",
             e.name,
             e.local,
             e.remote,
-            e.udp_port
-                .map_or_else(|| "on IP".to_string(), |p| format!("in UDP port {p}")),
+            how,
             e.mtu,
             ts(&e.local_ts),
             ts(&e.remote_ts)
@@ -132,6 +136,27 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         }
         for i in &e.inbound {
             let _ = writeln!(out, "{}, replay window {}", sa("in", i), i.replay_window);
+        }
+        if let Some(k) = &e.ike {
+            let _ = writeln!(
+                out,
+                "  ike: {} as {}, peer {}, psk {}, {}{}, dpd {}",
+                if k.start { "initiates" } else { "responds" },
+                k.local_id,
+                k.remote_id.as_deref().unwrap_or("%any"),
+                k.psk_file.display(),
+                if k.encap { "UDP forced, " } else { "" },
+                format_args!(
+                    "proposals {}, esp {}",
+                    k.proposals.join(" "),
+                    k.esp_proposals.join(" ")
+                ),
+                if k.dpd_delay == 0 {
+                    "off".to_string()
+                } else {
+                    format!("{}s", k.dpd_delay)
+                }
+            );
         }
     }
     let name = |e: L2Endpoint| match e {

@@ -1,0 +1,358 @@
+//! The gateway's key exchange: one thread runs the IKEv2 endpoint (`ikev2`) for every
+//! `[esp.ike]` tunnel. IKE datagrams reach it from every worker's `ip-local` through
+//! a bounded inbox; what it answers, and the SAs its exchanges agree, go to the owner
+//! worker as one request per step (`IkeWork`), the way an operator's `linerate esp`
+//! requests do: the SAs are installed on every worker through the same ESP changes,
+//! and the datagrams leave through the owner's graph. Its state is published for
+//! `show ike` after each step.
+
+use super::worker::GatewayControl;
+use crate::esp_control::{EspRequest, SaDirection};
+use crate::gateway_config::{EspConfig, GatewayConfig};
+use dataplane::esp::{Encapsulation, SaSpec};
+use dataplane::ike::IkeDatagram;
+use ikev2::config::parse_identity;
+use ikev2::proposal::{Kind, Offer};
+use ikev2::wire::TrafficSelector;
+use ikev2::{Connection, Endpoint, Event, Output, SaSummary, Timers};
+use io::Waker;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often the endpoint's timers run (retransmissions, liveness checks).
+const TICK: Duration = Duration::from_millis(100);
+/// Datagrams taken in one step before its output is carried out.
+const BATCH: usize = 64;
+/// The log lines `show ike` keeps.
+const RECENT: usize = 32;
+/// How long a step waits for the owner worker to carry out its work.
+const WORKER_ANSWER: Duration = Duration::from_secs(5);
+
+/// One step's output for the owner worker, carried out in order: the ESP changes,
+/// then the datagrams (from the IKE port, to the peer).
+pub struct IkeWork {
+    pub esp: Vec<IkeEspChange>,
+    pub datagrams: Vec<(u16, SocketAddr, Vec<u8>)>,
+}
+
+pub enum IkeEspChange {
+    /// How the tunnel's ESP travels from now on (NAT detection's answer).
+    Encapsulation(String, Encapsulation),
+    Sa(EspRequest),
+}
+
+/// What `show ike` prints, as of the key exchange's last step.
+#[derive(Default)]
+pub struct IkeStatus {
+    pub sas: Vec<SaSummary>,
+    pub dropped: BTreeMap<&'static str, u64>,
+    pub recent: VecDeque<String>,
+    pub at: Option<Instant>,
+}
+
+/// The IKE connection of each tunnel with an `[esp.ike]` table.
+pub fn connections(config: &GatewayConfig) -> Result<Vec<Arc<Connection>>, String> {
+    config
+        .esps
+        .iter()
+        .filter(|e| e.ike.is_some())
+        .map(connection)
+        .collect()
+}
+
+fn connection(e: &EspConfig) -> Result<Arc<Connection>, String> {
+    let k = e.ike.as_ref().expect("filtered");
+    let offers = |list: &[String], kind| -> Result<Vec<Offer>, String> {
+        list.iter().map(|p| Offer::parse(kind, p)).collect()
+    };
+    let ts = |v: &[lpm::Prefix]| -> Vec<TrafficSelector> {
+        v.iter()
+            .map(|p| TrafficSelector::prefix(p.addr, p.len))
+            .collect()
+    };
+    Ok(Arc::new(Connection {
+        name: e.name.clone(),
+        local_addr: e.local,
+        remote_addr: e.remote,
+        local_id: parse_identity(&k.local_id)?,
+        remote_id: k.remote_id.as_deref().map(parse_identity).transpose()?,
+        psk: k.psk.clone(),
+        ike: offers(&k.proposals, Kind::Ike)?,
+        esp: offers(&k.esp_proposals, Kind::Esp)?,
+        local_ts: ts(&e.local_ts),
+        remote_ts: ts(&e.remote_ts),
+        start: k.start,
+        encap: k.encap,
+        timers: Timers {
+            retransmit_base: Duration::from_secs(u64::from(k.retransmit_timeout)),
+            retransmit_tries: k.retransmit_tries,
+            dpd: (k.dpd_delay > 0).then(|| Duration::from_secs(u64::from(k.dpd_delay))),
+        },
+    }))
+}
+
+/// Starts the key exchange thread; its status for `show ike`.
+pub fn spawn(
+    conns: Vec<Arc<Connection>>,
+    inbox: Receiver<IkeDatagram>,
+    to_worker: Sender<(GatewayControl, SyncSender<String>)>,
+    waker: Arc<Waker>,
+    stop: Arc<AtomicBool>,
+) -> Result<Arc<Mutex<IkeStatus>>, String> {
+    let status = Arc::new(Mutex::new(IkeStatus::default()));
+    let mut k = KeyExchange {
+        endpoint: Endpoint::new(conns, Instant::now()),
+        installed: HashMap::new(),
+        to_worker,
+        waker,
+        status: status.clone(),
+    };
+    std::thread::Builder::new()
+        .name("ike".into())
+        .spawn(move || k.run(&inbox, &stop))
+        .map_err(|e| format!("starting the key exchange thread: {e}"))?;
+    Ok(status)
+}
+
+struct KeyExchange {
+    endpoint: Endpoint,
+    /// Per tunnel: the child SA now installed (inbound SPI, outbound SPI).
+    installed: HashMap<String, (u32, u32)>,
+    to_worker: Sender<(GatewayControl, SyncSender<String>)>,
+    waker: Arc<Waker>,
+    status: Arc<Mutex<IkeStatus>>,
+}
+
+impl KeyExchange {
+    fn run(&mut self, inbox: &Receiver<IkeDatagram>, stop: &AtomicBool) {
+        let mut next_tick = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            let mut out = Output::default();
+            match inbox.recv_timeout(wait) {
+                Ok(d) => {
+                    let now = Instant::now();
+                    out.append(self.endpoint.receive(&d.payload, d.local, d.remote, now));
+                    for d in inbox.try_iter().take(BATCH) {
+                        out.append(self.endpoint.receive(&d.payload, d.local, d.remote, now));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                out.append(self.endpoint.tick(now));
+                next_tick = now + TICK;
+            }
+            if !self.carry_out(out) {
+                return;
+            }
+            self.publish(now);
+        }
+    }
+
+    fn log(&self, line: String) {
+        eprintln!("linerate: ike: {line}");
+        let mut s = self.status.lock().expect("status lock");
+        if s.recent.len() == RECENT {
+            s.recent.pop_front();
+        }
+        s.recent.push_back(line);
+    }
+
+    /// Hands one step's output to the owner worker; false when it is gone.
+    fn carry_out(&mut self, out: Output) -> bool {
+        let mut work = IkeWork {
+            esp: Vec::new(),
+            datagrams: out
+                .datagrams
+                .iter()
+                .map(|d| (d.local.port(), d.remote, d.payload()))
+                .collect(),
+        };
+        for e in out.events {
+            match e {
+                Event::Established { detail } => self.log(format!("up: {detail}")),
+                Event::Closed { reason } => self.log(format!("down: {reason}")),
+                Event::ChildDown {
+                    inbound_spi,
+                    outbound_spi,
+                } => {
+                    let tunnel = self
+                        .installed
+                        .iter()
+                        .find(|(_, v)| **v == (inbound_spi, outbound_spi))
+                        .map(|(k, _)| k.clone());
+                    if let Some(t) = tunnel {
+                        self.installed.remove(&t);
+                        self.log(format!(
+                            "{t}: child SA {inbound_spi:08x}_i {outbound_spi:08x}_o removed"
+                        ));
+                        work.esp.extend(remove(&t, inbound_spi));
+                    }
+                }
+                Event::ChildUp(c) => {
+                    let t = c.connection.clone();
+                    if let Some((old_in, _)) = self.installed.remove(&t) {
+                        work.esp.extend(remove(&t, old_in));
+                    }
+                    if c.local_ts.len() != 1 || c.remote_ts.len() != 1 {
+                        self.log(format!(
+                            "{t}: the peer narrowed the traffic selectors; the tunnel keeps its own"
+                        ));
+                    }
+                    let encap = match c.udp_encap {
+                        Some((local_port, remote_port)) => Encapsulation::Udp {
+                            local_port,
+                            remote_port,
+                        },
+                        None => Encapsulation::None,
+                    };
+                    work.esp.push(IkeEspChange::Encapsulation(t.clone(), encap));
+                    let spec = |spi, keymat| SaSpec {
+                        spi,
+                        alg: c.algorithm,
+                        keymat,
+                        esn: c.esn,
+                        replay_window: ipsec::DEFAULT_WINDOW,
+                        lifetime: ipsec::Lifetime::default(),
+                    };
+                    work.esp.push(IkeEspChange::Sa(EspRequest::Add {
+                        tunnel: t.clone(),
+                        direction: SaDirection::In,
+                        sa: spec(c.inbound_spi, c.inbound_keys.clone()),
+                    }));
+                    work.esp.push(IkeEspChange::Sa(EspRequest::Add {
+                        tunnel: t.clone(),
+                        direction: SaDirection::Out,
+                        sa: spec(c.outbound_spi, c.outbound_keys.clone()),
+                    }));
+                    self.installed
+                        .insert(t.clone(), (c.inbound_spi, c.outbound_spi));
+                    self.log(format!(
+                        "{t}: child SA {:08x}_i {:08x}_o {}{}{}",
+                        c.inbound_spi,
+                        c.outbound_spi,
+                        c.algorithm,
+                        if c.esn { " esn" } else { "" },
+                        if c.udp_encap.is_some() {
+                            ", ESP in UDP"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
+        }
+        if work.esp.is_empty() && work.datagrams.is_empty() {
+            return true;
+        }
+        let (tx, rx) = sync_channel(1);
+        if self
+            .to_worker
+            .send((GatewayControl::Ike(work), tx))
+            .is_err()
+        {
+            return false;
+        }
+        let _ = self.waker.wake();
+        match rx.recv_timeout(WORKER_ANSWER) {
+            Ok(text) => {
+                for line in text.lines().filter(|l| !l.is_empty()) {
+                    self.log(line.to_string());
+                }
+                true
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.log("the owner worker did not answer in time".into());
+                true
+            }
+            Err(RecvTimeoutError::Disconnected) => false,
+        }
+    }
+
+    fn publish(&self, now: Instant) {
+        let mut s = self.status.lock().expect("status lock");
+        s.sas = self.endpoint.summaries(now);
+        s.dropped = self.endpoint.dropped.clone();
+        s.at = Some(now);
+    }
+}
+
+/// The changes that take a child SA out of a tunnel: its inbound SA, and the
+/// outbound SA (whichever it is: a new one replaces it right after).
+fn remove(tunnel: &str, inbound_spi: u32) -> [IkeEspChange; 2] {
+    [
+        IkeEspChange::Sa(EspRequest::Remove {
+            tunnel: tunnel.to_string(),
+            direction: SaDirection::Out,
+            spi: None,
+        }),
+        IkeEspChange::Sa(EspRequest::Remove {
+            tunnel: tunnel.to_string(),
+            direction: SaDirection::In,
+            spi: Some(inbound_spi),
+        }),
+    ]
+}
+
+/// `show ike`: each IKE SA with its state, peer, algorithms, age and child SA, the
+/// messages dropped by reason, and the recent log lines.
+pub fn show(status: &IkeStatus, now: Instant) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if status.sas.is_empty() {
+        out.push_str("no IKE SAs\n");
+    }
+    for s in &status.sas {
+        let _ = writeln!(
+            out,
+            "{}: {:?} {:?}, {} -> {}, IKE SPIs {:016x}_i {:016x}_r{}{}",
+            s.connection,
+            s.role,
+            s.state,
+            s.local,
+            s.remote,
+            s.spi_i,
+            s.spi_r,
+            s.algorithms
+                .as_ref()
+                .map_or(String::new(), |a| format!(", {a}")),
+            s.established_for.map_or(String::new(), |d| format!(
+                ", established {}s ago",
+                d.as_secs()
+            ))
+        );
+        if let Some(c) = s.child {
+            let _ = writeln!(
+                out,
+                "  child: in SPI {:08x}, out SPI {:08x}",
+                c.inbound, c.outbound
+            );
+        }
+    }
+    if !status.dropped.is_empty() {
+        let list: Vec<String> = status
+            .dropped
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(out, "dropped: {}", list.join(", "));
+    }
+    if let Some(at) = status.at {
+        let _ = writeln!(
+            out,
+            "as of {} ms ago",
+            now.saturating_duration_since(at).as_millis()
+        );
+    }
+    for line in &status.recent {
+        let _ = writeln!(out, "log: {line}");
+    }
+    out
+}

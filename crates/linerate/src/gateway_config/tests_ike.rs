@@ -1,0 +1,137 @@
+//! `[esp.ike]` tables: a good one and what it gives, and bad ones with their exact
+//! errors.
+
+use super::tests::{TempDir, errors_of};
+use super::*;
+
+const PORTS: &str = r#"[[port]]
+name = "wan"
+interface = "wan"
+addresses = ["198.18.2.1/24"]
+"#;
+
+fn dir() -> TempDir {
+    let d = TempDir::new();
+    d.write("site.psk", "a pre-shared key long enough\n");
+    d.write("short.psk", "too short\n");
+    d
+}
+
+#[test]
+fn a_good_table_gives_the_connection() {
+    let d = dir();
+    let text = format!(
+        r#"{PORTS}
+[[esp]]
+name = "site"
+local = "198.18.2.1"
+remote = "198.18.2.2"
+local_ts = ["198.19.1.0/24"]
+remote_ts = ["198.19.3.0/24"]
+
+[esp.ike]
+remote_id = "@gw-b.example"
+psk_file = "site.psk"
+proposals = ["aes128gcm16-prfsha256-ecp256"]
+esp_proposals = ["aes128-sha256", "aes256gcm16-esn"]
+start_action = "start"
+encap = true
+dpd_delay = 10
+"#
+    );
+    let c = load(&d.write("gw.toml", &text)).unwrap_or_else(|e| panic!("{e}"));
+    let e = &c.esps[0];
+    // With a key exchange the MTU leaves room for UDP and the largest transform.
+    assert_eq!(e.udp_port, None);
+    assert!(e.outbound.is_none() && e.inbound.is_empty());
+    let k = e.ike.as_ref().unwrap();
+    assert_eq!(k.local_id, "198.18.2.1", "the local address by default");
+    assert_eq!(k.remote_id.as_deref(), Some("@gw-b.example"));
+    assert_eq!(&k.psk[..], b"a pre-shared key long enough");
+    assert_eq!(k.esp_proposals, ["aes128-sha256", "aes256gcm16-esn"]);
+    assert!(k.start && k.encap);
+    assert_eq!(
+        (k.dpd_delay, k.retransmit_timeout, k.retransmit_tries),
+        (10, 4, 5)
+    );
+    let summary = c.summary();
+    assert!(
+        summary.contains("ike: initiates as 198.18.2.1, peer @gw-b.example"),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("long enough"),
+        "the secret is never printed"
+    );
+    let shown = format!("{c:?}");
+    assert!(!shown.contains("long enough"), "nor debug-printed");
+}
+
+#[test]
+fn defaults_respond_with_every_proposal() {
+    let d = dir();
+    let text = format!(
+        r#"{PORTS}
+[[esp]]
+name = "site"
+local = "198.18.2.1"
+remote = "198.18.2.2"
+
+[esp.ike]
+psk_file = "site.psk"
+remote_id = "%any"
+"#
+    );
+    let c = load(&d.write("gw.toml", &text)).unwrap_or_else(|e| panic!("{e}"));
+    let k = c.esps[0].ike.as_ref().unwrap();
+    assert!(!k.start && !k.encap);
+    assert_eq!(k.remote_id, None);
+    assert_eq!(k.proposals, [super::ike::DEFAULT_PROPOSAL]);
+    assert_eq!(k.dpd_delay, 30);
+}
+
+#[test]
+fn bad_tables_give_their_errors() {
+    let d = dir();
+    let got = errors_of(
+        &d,
+        &format!(
+            r#"{PORTS}
+[[esp]]
+name = "site"
+local = "198.18.2.1"
+remote = "198.18.2.2"
+encapsulation = "udp"
+
+[esp.outbound]
+spi = 0x100
+algorithm = "aes128gcm16"
+key_file = "site.psk"
+
+[esp.ike]
+auth = "pubkey"
+local_id = "%any"
+psk_file = "short.psk"
+proposals = ["aes128-sha256-prfsha256-ecp256", "aes128gcm16-prfsha256-ecp256"]
+esp_proposals = ["aes128gcm16-sha1"]
+start_action = "trap"
+dpd_delay = -1
+retransmit_tries = 0
+"#
+        ),
+    );
+    let expected = [
+        "gw.toml:10: esp[0].encapsulation: with [esp.ike], NAT detection chooses ESP on IP or in UDP (port 4500); encap = true in [esp.ike] forces UDP",
+        "gw.toml:13: esp[0].ike: [esp.ike] negotiates the SAs: no [esp.outbound] or [[esp.inbound]] beside it",
+        "gw.toml:15: esp[0].outbound.key_file: site.psk: not hex digits (aes128gcm16: 16 bytes of key and 4 of salt)",
+        "gw.toml:18: esp[0].ike.auth: \"pubkey\": only \"psk\" (a pre-shared key) is served",
+        "gw.toml:19: esp[0].ike.local_id: %any names a peer, not this gateway",
+        "gw.toml:20: esp[0].ike.psk_file: short.psk: a pre-shared key of 9 bytes; use at least 16 (a short one is guessed offline from one recorded exchange)",
+        "gw.toml:21: esp[0].ike.proposals[0]: proposal 'aes128-sha256-prfsha256-ecp256': IKE SAs here take AES-GCM or ChaCha20-Poly1305",
+        "gw.toml:22: esp[0].ike.esp_proposals[0]: proposal 'aes128gcm16-sha1': an AEAD takes no integrity algorithm",
+        "gw.toml:23: esp[0].ike.start_action: \"trap\": \"start\" (initiate, and again whenever the SA closes) or \"none\" (wait for the peer)",
+        "gw.toml:24: esp[0].ike.dpd_delay: -1 is out of range (0..=86400)",
+        "gw.toml:25: esp[0].ike.retransmit_tries: 0 is out of range (1..=20)",
+    ];
+    assert_eq!(got, expected);
+}
