@@ -9,6 +9,7 @@ APT_PACKAGES=(
   iproute2 iputils-ping iperf3 wireguard-tools tshark libipsec-mb-dev
   pkg-config build-essential libclang-dev clang openssl procps psmisc python3
   libxdp-dev libbpf-dev xdp-tools ethtool python3-scapy python3-cryptography python3-venv
+  strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
 )
 
 need_apt=()

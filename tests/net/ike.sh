@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# IKEv2 between a linerate gateway and strongSwan, in network namespaces: gw-a is
+# linerate with an [esp.ike] tunnel, gw-b is strongSwan's charon with the
+# kernel-libipsec plugin (ESP in userspace over a TUN device; it needs ESP in
+# UDP, so both ends force encapsulation), in its own mount namespace so its /run
+# is its own:
+#
+#   host-a ── lan [gw-a: linerate] wan ──── wan [gw-b: charon] lan ── host-b
+#   198.19.1.10       198.18.2.1          198.18.2.2            198.19.3.10
+#
+#   linerate_initiates  PSK; linerate starts the IKE SA, charon answers
+#   charon_initiates    PSK; charon starts, linerate answers
+#   chacha_x25519       ChaCha20-Poly1305 with X25519 for IKE and ESP
+#   cbc_sha256          AES-CBC with HMAC-SHA-256 for ESP
+#   proposal_mismatch   nothing in common: a clear line in both logs, no SA
+#   wrong_psk           the keys differ: AUTHENTICATION_FAILED, no SA
+#   peer_restarts       charon is killed: dead peer detection closes the SA;
+#                       charon comes back and linerate brings the tunnel up again
+#
+# Each that brings a tunnel up: ping both ways, 100 MiB over TCP each way
+# (sha256 checked), the SAs in `linerate show ike` and `show esp`, nothing that
+# should not be dropped, no buffer leaked.
+#
+#   tests/net/ike.sh [SCENARIO...]    (-l lists them)
+#
+#   LINERATE           the binary (default target/release/linerate)
+#   GW_DRIVER          the ports' driver (default af_xdp; af_packet)
+#   GW_WORKERS         linerate's workers (default 1), one per core from 0
+#   SCENARIO_TIMEOUT   seconds one scenario may take (default 240)
+#
+# Prints a table and, last, "N passed, M failed"; exits non-zero if any failed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=tests/net/lib.sh
+. tests/net/lib.sh
+# shellcheck source=tests/net/gateway_lib.sh
+. tests/net/gateway_lib.sh
+
+LINERATE=${LINERATE:-target/release/linerate}
+GW_DRIVER=${GW_DRIVER:-af_xdp}
+GW_WORKERS=${GW_WORKERS:-1}
+SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 proposal_mismatch wrong_psk peer_restarts)
+CHARON=/usr/lib/ipsec/charon
+PSK="a pre-shared key for the interop tests"
+
+# not COMMAND...: COMMAND fails (for assert).
+not() { ! "$@"; }
+
+# linerate_config START(start|none) IKE ESP [PSK]: gw-a's file: its WAN and LAN,
+# the ESP tunnel to gw-b negotiated by IKE, gw-b's LAN routed into it.
+linerate_config() {
+  local start=$1 ike=$2 esp=$3 psk=${4:-$PSK}
+  (umask 077; printf '%s\n' "$psk" >"$LR_TMP/site.psk")
+  {
+    gw_head a "$G4_A" "$G6_A" "$W4_A/24"
+    cat <<EOF2
+[[esp]]
+name = "site"
+local = "$W4_A"
+remote = "$W4_B"
+local_ts = ["198.19.1.0/24"]
+remote_ts = ["198.19.3.0/24"]
+
+[esp.ike]
+psk_file = "site.psk"
+proposals = ["$ike"]
+esp_proposals = ["$esp"]
+start_action = "$start"
+encap = true
+dpd_delay = 2
+retransmit_timeout = 1
+retransmit_tries = 3
+
+[[route]]
+prefix = "198.19.3.0/24"
+tunnel = "site"
+EOF2
+  } >"$LR_TMP/gw-a.toml"
+}
+
+# charon_setup START(start|none) IKE ESP [PSK]: gw-b as a strongSwan host: its
+# kernel holds the addresses and forwards; charon's strongswan.conf and
+# swanctl.conf in $LR_TMP/sw.
+charon_setup() {
+  local start=$1 ike=$2 esp=$3 psk=${4:-$PSK} d=$LR_TMP/sw
+  mkdir -p "$d"
+  # TX checksum offload off: on veth the kernel would leave UDP checksums for
+  # hardware that is not there, and linerate's ports would see them wrong.
+  local p
+  for p in wan lan; do
+    ip -n "$NS_GB" link set "$p" up
+    in_ns "$NS_GB" ethtool -K "$p" tx off >/dev/null
+  done
+  ip -n "$NS_GB" addr add "$W4_B/24" dev wan
+  ip -n "$NS_GB" addr add "$G4_B/24" dev lan
+  in_ns "$NS_GB" sysctl -qw net.ipv4.ip_forward=1
+  cat >"$d/strongswan.conf" <<EOF2
+charon {
+  load_modular = no
+  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey sha1 sha2 hmac gcm aes kdf vici socket-default kernel-libipsec kernel-netlink updown
+  install_routes = yes
+  retransmit_timeout = 1
+  retransmit_tries = 3
+  plugins {
+    vici {
+      socket = unix://$d/charon.vici
+    }
+  }
+  filelog {
+    log {
+      path = $d/charon.log
+      default = 1
+      ike = 2
+      cfg = 2
+      time_format = %T
+      flush_line = yes
+    }
+  }
+}
+EOF2
+  cat >"$d/swanctl.conf" <<EOF2
+connections {
+  site {
+    version = 2
+    local_addrs = $W4_B
+    remote_addrs = $W4_A
+    proposals = $ike
+    encap = yes
+    dpd_delay = 2s
+    local {
+      auth = psk
+      id = $W4_B
+    }
+    remote {
+      auth = psk
+      id = $W4_A
+    }
+    children {
+      site {
+        local_ts = 198.19.3.0/24
+        remote_ts = 198.19.1.0/24
+        esp_proposals = $esp
+        start_action = $start
+        dpd_action = restart
+      }
+    }
+  }
+}
+secrets {
+  ike-site {
+    id-a = $W4_A
+    id-b = $W4_B
+    secret = "$psk"
+  }
+}
+EOF2
+}
+
+# charon_start: charon in gw-b's namespace and a mount namespace of its own (a
+# private /run for its pid file), its configuration loaded; CHARON_PID.
+charon_start() {
+  local d=$LR_TMP/sw
+  ip netns exec "$NS_GB" unshare -m --propagation private sh -c \
+    'mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="$1" "$2"' sh \
+    "$d/strongswan.conf" "$CHARON" >>"$d/charon.out" 2>&1 &
+  CHARON_PID=$!
+  if ! wait_until 20 "charon to answer on its vici socket" swanctl_ok --stats; then
+    tail -n 20 "$d/charon.log" "$d/charon.out" 2>/dev/null | sed 's/^/    | /' >&2
+    return 1
+  fi
+  swanctl_ok --load-all --file "$d/swanctl.conf"
+}
+
+swanctl_ok() { ip netns exec "$NS_GB" timeout 10 swanctl "$@" --uri "unix://$LR_TMP/sw/charon.vici" >/dev/null 2>&1; }
+swanctl_out() { ip netns exec "$NS_GB" timeout 10 swanctl "$@" --uri "unix://$LR_TMP/sw/charon.vici" 2>&1; }
+
+charon_stop() {
+  kill -TERM "$CHARON_PID" 2>/dev/null || true
+  wait "$CHARON_PID" 2>/dev/null || true
+}
+
+# sw_topology: the sites, host-a behind linerate, host-b behind charon.
+sw_topology() {
+  sites ike lan
+  host_side "$NS_HA" "$H4_A" "$H6_A" "$G4_A" "$G6_A"
+  host_side "$NS_HB" "$H4_B" "$H6_B" "$G4_B" "$G6_B"
+  gateway_side "$NS_GA" lan wan
+}
+
+child_installed() { swanctl_out --list-sas | grep -q "site: #.*INSTALLED"; }
+ike_line() { gw_show a ike | grep -q "$1"; }
+
+# tunnel_carries: the whole check once a tunnel is up.
+tunnel_carries() {
+  assert "host a pings host b through the tunnel" ping_ok "$NS_HA" "$H4_B" 3 20
+  assert "host b pings host a" ping_ok "$NS_HB" "$H4_A"
+  make_payload 100
+  XFER_TIMEOUT=120
+  assert "100 MiB host a -> host b, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
+  assert "100 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H4_A"
+  assert "charon lists the child SA installed" child_installed
+  assert "show ike lists the IKE SA established" ike_line "site: .* Established"
+  assert "and its child SA" ike_line "child: in SPI"
+  assert "show esp has the tunnel in UDP, 4500 both ways" grep -q "^site (esp) .* udp 4500 -> 4500" <<<"$(gw_show a esp)"
+  assert "and the negotiated SAs" test "$(gw_show a esp | grep -c "^  \(in\|out\) spi")" -eq 2
+  assert "nothing failed to verify or was dropped in esp-decrypt" \
+    test "$(gw_counter a 'esp-decrypt\.drop\..*')" = 0
+  sleep 0.5
+  assert "no buffer leaked on gateway a" buffers_all_back a
+}
+
+through() {
+  local first=$1 ike=$2 esp=$3 sw_ike=$4 sw_esp=$5
+  sw_topology
+  if [ "$first" = linerate ]; then
+    linerate_config start "$ike" "$esp"
+    charon_setup none "$sw_ike" "$sw_esp"
+    charon_start
+    gw_start a
+  else
+    linerate_config none "$ike" "$esp"
+    charon_setup start "$sw_ike" "$sw_esp"
+    gw_start a
+    charon_start
+  fi
+  if ! wait_until 20 "the child SA" child_installed; then
+    [ -z "${IKE_KEEP_LOG:-}" ] || cp "$LR_TMP/sw/charon.log" "$IKE_KEEP_LOG"
+    gw_log a
+    grep -i "proposal" "$LR_TMP/sw/charon.log" | tail -n 6 | sed "s/^/    | /" >&2
+    tail -n 30 "$LR_TMP/sw/charon.log" | sed 's/^/    | /' >&2
+  fi
+  tunnel_carries
+}
+
+scenario_linerate_initiates() {
+  through linerate aes256gcm16-prfsha256-ecp256 aes128gcm16 aes256gcm16-prfsha256-ecp256 aes128gcm16
+}
+
+scenario_charon_initiates() {
+  through charon aes128gcm16-prfsha256-ecp256 aes256gcm16 aes128gcm16-prfsha256-ecp256 aes256gcm16
+}
+
+scenario_chacha_x25519() {
+  through linerate chacha20poly1305-prfsha384-x25519 chacha20poly1305 chacha20poly1305-prfsha384-x25519 chacha20poly1305
+}
+
+scenario_cbc_sha256() {
+  through charon aes256gcm16-prfsha384-ecp384 aes128-sha256 aes256gcm16-prfsha384-ecp384 aes128-sha256
+}
+
+scenario_proposal_mismatch() {
+  sw_topology
+  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup none chacha20poly1305-prfsha384-x25519 aes128gcm16
+  charon_start
+  gw_start a
+  assert "linerate logs that the peer chose nothing" \
+    wait_until 15 "linerate's log line" grep -q "peer refused IKE_SA_INIT: NO_PROPOSAL_CHOSEN" "$LR_TMP/gw-a.log"
+  assert "charon logs that no proposal was acceptable" \
+    wait_until 5 "charon's log line" grep -q "no acceptable proposal\|NO_PROPOSAL_CHOSEN\|NO_PROP" "$LR_TMP/sw/charon.log"
+  assert "no child SA" not child_installed
+  assert "nothing gets through" not ping_ok "$NS_HA" "$H4_B" 1 2
+}
+
+scenario_wrong_psk() {
+  sw_topology
+  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16 "another key for the interop tests"
+  charon_start
+  gw_start a
+  assert "linerate logs the refused authentication" \
+    wait_until 15 "linerate's log line" grep -q "AUTHENTICATION_FAILED" "$LR_TMP/gw-a.log"
+  assert "charon logs that our AUTH did not verify" \
+    wait_until 5 "charon's log line" grep -qi "AUTH_FAILED\|authentication of .* failed" "$LR_TMP/sw/charon.log"
+  assert "no child SA" not child_installed
+}
+
+scenario_peer_restarts() {
+  sw_topology
+  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_start
+  gw_start a
+  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
+  kill -KILL "$CHARON_PID"
+  wait "$CHARON_PID" 2>/dev/null || true
+  assert "dead peer detection closes the IKE SA" \
+    wait_until 30 "linerate to give up on charon" grep -q "no answer from" "$LR_TMP/gw-a.log"
+  assert "and takes the child SA out" not ike_line "child: in SPI"
+  charon_start
+  assert "linerate brings the tunnel up again" wait_until 30 "the new child SA" child_installed
+  assert "host a pings host b again" ping_ok "$NS_HA" "$H4_B" 3 10
+}
+
+[ -x "$CHARON" ] || die "$CHARON is missing (make setup installs strongSwan)"
+run_scenarios ike "$GW_DRIVER, $GW_WORKERS worker(s)" "ike: linerate (gw-a) against strongSwan (gw-b)" "$@"
