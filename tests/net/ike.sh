@@ -16,6 +16,9 @@
 #   wrong_psk           the keys differ: AUTHENTICATION_FAILED, no SA
 #   peer_restarts       charon is killed: dead peer detection closes the SA;
 #                       charon comes back and linerate brings the tunnel up again
+#   linerate_rekeys     during a paced 100 MiB transfer linerate rekeys the child
+#                       SA (twice) and the IKE SA; nothing lost but a few packets
+#   charon_rekeys       the same with charon rekeying
 #
 # Each that brings a tunnel up: ping both ways, 100 MiB over TCP each way
 # (sha256 checked), the SAs in `linerate show ike` and `show esp`, nothing that
@@ -40,7 +43,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 proposal_mismatch wrong_psk peer_restarts)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 proposal_mismatch wrong_psk peer_restarts linerate_rekeys charon_rekeys)
 CHARON=/usr/lib/ipsec/charon
 PSK="a pre-shared key for the interop tests"
 
@@ -48,7 +51,8 @@ PSK="a pre-shared key for the interop tests"
 not() { ! "$@"; }
 
 # linerate_config START(start|none) IKE ESP [PSK]: gw-a's file: its WAN and LAN,
-# the ESP tunnel to gw-b negotiated by IKE, gw-b's LAN routed into it.
+# the ESP tunnel to gw-b negotiated by IKE, gw-b's LAN routed into it; its child
+# and IKE SAs rekeyed after $LR_REKEY and $LR_IKE_REKEY seconds (0: never).
 linerate_config() {
   local start=$1 ike=$2 esp=$3 psk=${4:-$PSK}
   (umask 077; printf '%s\n' "$psk" >"$LR_TMP/site.psk")
@@ -71,6 +75,8 @@ encap = true
 dpd_delay = 2
 retransmit_timeout = 1
 retransmit_tries = 3
+rekey_time = ${LR_REKEY:-3600}
+ike_rekey_time = ${LR_IKE_REKEY:-14400}
 
 [[route]]
 prefix = "198.19.3.0/24"
@@ -81,7 +87,8 @@ EOF2
 
 # charon_setup START(start|none) IKE ESP [PSK]: gw-b as a strongSwan host: its
 # kernel holds the addresses and forwards; charon's strongswan.conf and
-# swanctl.conf in $LR_TMP/sw.
+# swanctl.conf in $LR_TMP/sw; its child and IKE SAs rekeyed after $SW_REKEY and
+# $SW_IKE_REKEY seconds (0: never).
 charon_setup() {
   local start=$1 ike=$2 esp=$3 psk=${4:-$PSK} d=$LR_TMP/sw
   mkdir -p "$d"
@@ -128,6 +135,7 @@ connections {
     proposals = $ike
     encap = yes
     dpd_delay = 2s
+    rekey_time = ${SW_IKE_REKEY:-14400}s
     local {
       auth = psk
       id = $W4_B
@@ -141,6 +149,7 @@ connections {
         local_ts = 198.19.3.0/24
         remote_ts = 198.19.1.0/24
         esp_proposals = $esp
+        rekey_time = ${SW_REKEY:-3600}s
         start_action = $start
         dpd_action = restart
       }
@@ -293,6 +302,44 @@ scenario_peer_restarts() {
   assert "linerate brings the tunnel up again" wait_until 30 "the new child SA" child_installed
   assert "host a pings host b again" ping_ok "$NS_HA" "$H4_B" 3 10
 }
+
+# rekeying WHO: during a paced transfer, WHO (linerate or charon) rekeys the
+# child SA every 10 s and the IKE SA after 15 s.
+rekeying() {
+  if [ "$1" = linerate ]; then
+    LR_REKEY=10 LR_IKE_REKEY=15 SW_REKEY=0 SW_IKE_REKEY=0
+  else
+    LR_REKEY=0 LR_IKE_REKEY=0 SW_REKEY=10 SW_IKE_REKEY=15
+  fi
+  sw_topology
+  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_start
+  gw_start a
+  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
+  make_payload 100
+  XFER_TIMEOUT=120
+  # Paced at 4 MB/s: about 26 s, through two child rekeys and an IKE rekey.
+  xfer_start "$NS_HA" "$NS_HB" "$H4_B" 4
+  assert "the transfer went on through the rekeys, sha256 matches" xfer_finish
+  assert "the child SA was rekeyed at least twice" \
+    test "$(grep -c "rekeys [0-9a-f]*_i" "$LR_TMP/gw-a.log" || true)" -ge 2
+  assert "the IKE SA was rekeyed" grep -q "rekeyed: site: IKE SA rekeyed" "$LR_TMP/gw-a.log"
+  assert "charon agrees: one IKE SA, one child SA installed" \
+    test "$(swanctl_out --list-sas | grep -c "INSTALLED")" -eq 1
+  assert "show ike: one IKE SA, established" test "$(gw_show a ike | grep -c "Established")" -eq 1
+  assert "show esp: one outbound and one inbound SA left" \
+    test "$(gw_show a esp | grep -c "^  \(in\|out\) spi")" -eq 2
+  local lost
+  lost=$(gw_counter a 'esp-decrypt\.drop\..*')
+  log "    esp-decrypt dropped $lost packets through the rekeys"
+  assert "at most a few packets lost to the change" test "$lost" -le 8
+  assert "the tunnel still carries" ping_ok "$NS_HA" "$H4_B" 3 10
+}
+
+scenario_linerate_rekeys() { rekeying linerate; }
+scenario_charon_rekeys() { rekeying charon; }
 
 [ -x "$CHARON" ] || die "$CHARON is missing (make setup installs strongSwan)"
 run_scenarios ike "$GW_DRIVER, $GW_WORKERS worker(s)" "ike: linerate (gw-a) against strongSwan (gw-b)" "$@"

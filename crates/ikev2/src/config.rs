@@ -17,6 +17,11 @@ pub struct Timers {
     /// Dead peer detection: with no message from the peer for this long, an empty
     /// INFORMATIONAL request asks whether it is alive. None turns it off.
     pub dpd: Option<Duration>,
+    /// Our side rekeys the child SA this long after it was made (up to a tenth
+    /// earlier, at random); None leaves it to the peer.
+    pub child_rekey: Option<Duration>,
+    /// The same for the IKE SA.
+    pub ike_rekey: Option<Duration>,
 }
 
 impl Default for Timers {
@@ -25,6 +30,8 @@ impl Default for Timers {
             retransmit_base: Duration::from_secs(2),
             retransmit_tries: 5,
             dpd: Some(Duration::from_secs(30)),
+            child_rekey: Some(Duration::from_secs(3600)),
+            ike_rekey: Some(Duration::from_secs(4 * 3600)),
         }
     }
 }

@@ -122,9 +122,23 @@ impl Endpoint {
         remote: SocketAddr,
         now: Instant,
     ) -> Output {
-        match self.sas.get_mut(&ours) {
+        let out = match self.sas.get_mut(&ours) {
             Some(sa) => sa.receive(msg, local, remote, now),
-            None => Output::dropped("unknown-spi"),
+            None => return Output::dropped("unknown-spi"),
+        };
+        self.adopt_successors();
+        out
+    }
+
+    /// Takes in the IKE SAs rekeys made, under their new SPIs.
+    fn adopt_successors(&mut self) {
+        let new: Vec<IkeSa> = self
+            .sas
+            .values_mut()
+            .filter_map(IkeSa::take_successor)
+            .collect();
+        for sa in new {
+            self.sas.insert(sa.our_spi(), sa);
         }
     }
 
@@ -169,6 +183,7 @@ impl Endpoint {
         for sa in self.sas.values_mut() {
             out.append(sa.tick(now));
         }
+        self.adopt_successors();
         self.reap(&mut out, now);
         let due: Vec<String> = self
             .restart_at

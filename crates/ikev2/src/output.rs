@@ -49,6 +49,9 @@ pub struct ChildSa {
     pub outbound_keys: Zeroizing<Vec<u8>>,
     pub local_ts: Vec<TrafficSelector>,
     pub remote_ts: Vec<TrafficSelector>,
+    /// The child SA this one rekeys (inbound SPI, outbound SPI): install this one
+    /// beside it; the old one goes with its own `ChildDown`.
+    pub replaces: Option<(u32, u32)>,
 }
 
 impl core::fmt::Debug for ChildSa {
@@ -68,6 +71,10 @@ impl core::fmt::Debug for ChildSa {
 pub enum Event {
     /// The IKE SA is authenticated; `detail` names the peer and the algorithms.
     Established {
+        detail: String,
+    },
+    /// The IKE SA was rekeyed: new SPIs and keys, the same children.
+    Rekeyed {
         detail: String,
     },
     ChildUp(ChildSa),

@@ -19,6 +19,8 @@ struct Side {
     local_net: &'static str,
     remote_net: &'static str,
     encap: bool,
+    child_rekey: Option<u64>,
+    ike_rekey: Option<u64>,
 }
 
 impl Default for Side {
@@ -30,6 +32,8 @@ impl Default for Side {
             local_net: "198.18.10.0/24",
             remote_net: "198.18.20.0/24",
             encap: false,
+            child_rekey: None,
+            ike_rekey: None,
         }
     }
 }
@@ -68,6 +72,8 @@ fn conn(name: &str, local: &str, remote: &str, side: &Side, start: bool) -> Arc<
             retransmit_base: Duration::from_secs(1),
             retransmit_tries: 3,
             dpd: Some(Duration::from_secs(10)),
+            child_rekey: side.child_rekey.map(Duration::from_secs),
+            ike_rekey: side.ike_rekey.map(Duration::from_secs),
         },
     })
 }
@@ -137,6 +143,26 @@ impl Pair {
     fn advance(&mut self, by: Duration) -> (Output, Output) {
         self.now += by;
         (self.a.tick(self.now), self.b.tick(self.now))
+    }
+
+    /// `seconds` of time a second at a time, both ends' timers run and their
+    /// messages delivered.
+    fn live(&mut self, seconds: u64) {
+        for _ in 0..seconds {
+            let (a_out, b_out) = self.advance(Duration::from_secs(1));
+            self.a_events.extend(a_out.events);
+            self.b_events.extend(b_out.events);
+            let mut from_b = Vec::new();
+            for d in b_out.datagrams {
+                let out = self.a.receive(&d.payload(), d.remote, d.local, self.now);
+                from_b.extend(out.datagrams);
+                self.a_events.extend(out.events);
+            }
+            // a's answers to b, and a's own requests.
+            let mut to_b = a_out.datagrams;
+            to_b.extend(from_b);
+            self.run(to_b, &mut |_| false);
+        }
     }
 }
 
@@ -472,4 +498,176 @@ fn garbage_and_replays_change_nothing() {
     assert!(out.datagrams.is_empty());
     p.run(probe, &mut |_| false);
     assert_eq!(p.a.summaries(p.now).len(), 1);
+}
+
+fn children_up(events: &[Event]) -> Vec<&ChildSa> {
+    events
+        .iter()
+        .filter_map(|e| {
+            if let Event::ChildUp(c) = e {
+                Some(c)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn children_down(events: &[Event]) -> Vec<(u32, u32)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ChildDown {
+                inbound_spi,
+                outbound_spi,
+            } => Some((*inbound_spi, *outbound_spi)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// After rekeys: the newest child of each end match, every older one is down on
+/// both ends, and nothing closed.
+fn assert_rekeyed_children_match(p: &Pair, rekeys: usize) {
+    let (ua, ub) = (children_up(&p.a_events), children_up(&p.b_events));
+    assert_eq!(
+        (ua.len(), ub.len()),
+        (rekeys + 1, rekeys + 1),
+        "{:?} {:?}",
+        p.a_events,
+        p.b_events
+    );
+    let (ca, cb) = (ua.last().unwrap(), ub.last().unwrap());
+    assert_eq!(ca.outbound_spi, cb.inbound_spi);
+    assert_eq!(ca.inbound_spi, cb.outbound_spi);
+    assert_eq!(ca.outbound_keys, cb.inbound_keys);
+    assert_eq!(ca.inbound_keys, cb.outbound_keys);
+    assert_ne!(ca.outbound_keys, ua[0].outbound_keys, "new keys");
+    assert_eq!(
+        ca.replaces,
+        Some((ua[rekeys - 1].inbound_spi, ua[rekeys - 1].outbound_spi))
+    );
+    let (da, db) = (children_down(&p.a_events), children_down(&p.b_events));
+    assert_eq!(da.len(), rekeys, "a: every old child down");
+    assert_eq!(db.len(), rekeys, "b: every old child down");
+    for old in &ua[..rekeys] {
+        assert!(da.contains(&(old.inbound_spi, old.outbound_spi)));
+    }
+    assert!(closed(&p.a_events).is_none() && closed(&p.b_events).is_none());
+    let (sa, sb) = (p.a.summaries(p.now), p.b.summaries(p.now));
+    assert_eq!((sa.len(), sb.len()), (1, 1));
+    assert_eq!(sa[0].child.unwrap().outbound, ca.outbound_spi);
+}
+
+#[test]
+fn either_end_rekeys_the_child_sa() {
+    for (a_rekey, b_rekey) in [(Some(20), None), (None, Some(20))] {
+        let mut p = Pair::new(
+            Side {
+                child_rekey: a_rekey,
+                ..Side::default()
+            },
+            Side {
+                child_rekey: b_rekey,
+                ..Side::default()
+            },
+        );
+        p.start();
+        p.live(25);
+        assert_rekeyed_children_match(&p, 1);
+        p.live(20);
+        assert_rekeyed_children_match(&p, 2);
+    }
+}
+
+#[test]
+fn a_child_rekey_with_pfs_uses_a_new_shared_secret() {
+    let side = || Side {
+        esp: "aes128gcm16-x25519",
+        child_rekey: Some(20),
+        ..Side::default()
+    };
+    let mut p = Pair::new(
+        side(),
+        Side {
+            child_rekey: None,
+            ..side()
+        },
+    );
+    p.start();
+    p.live(25);
+    assert_rekeyed_children_match(&p, 1);
+}
+
+#[test]
+fn both_ends_rekeying_at_once_settle_on_one_child() {
+    let side = || Side {
+        child_rekey: Some(20),
+        ..Side::default()
+    };
+    let mut p = Pair::new(side(), side());
+    p.start();
+    p.live(40);
+    let (ua, ub) = (children_up(&p.a_events), children_up(&p.b_events));
+    assert!(ua.len() >= 2, "{:?}", p.a_events);
+    let (ca, cb) = (ua.last().unwrap(), ub.last().unwrap());
+    assert_eq!(
+        (ca.outbound_spi, ca.inbound_spi),
+        (cb.inbound_spi, cb.outbound_spi)
+    );
+    assert_eq!(ca.outbound_keys, cb.inbound_keys);
+    // Every child but the last is down on both ends.
+    assert_eq!(children_down(&p.a_events).len(), ua.len() - 1);
+    assert_eq!(children_down(&p.b_events).len(), ub.len() - 1);
+    assert!(closed(&p.a_events).is_none() && closed(&p.b_events).is_none());
+}
+
+#[test]
+fn either_end_rekeys_the_ike_sa_and_keeps_the_child() {
+    for (a_rekey, b_rekey) in [(Some(30), None), (None, Some(30))] {
+        let mut p = Pair::new(
+            Side {
+                ike_rekey: a_rekey,
+                ..Side::default()
+            },
+            Side {
+                ike_rekey: b_rekey,
+                ..Side::default()
+            },
+        );
+        p.start();
+        let before = p.a.summaries(p.now)[0].clone();
+        p.live(35);
+        let (sa, sb) = (p.a.summaries(p.now), p.b.summaries(p.now));
+        assert_eq!(
+            (sa.len(), sb.len()),
+            (1, 1),
+            "the old IKE SA is gone on both ends"
+        );
+        assert_ne!(
+            sa[0].spi_i, before.spi_i,
+            "{:?} {:?} {:?} {:?}",
+            p.a.dropped, p.b.dropped, p.a_events, p.b_events
+        );
+        assert_eq!((sa[0].spi_i, sa[0].spi_r), (sb[0].spi_i, sb[0].spi_r));
+        assert_eq!(sa[0].child, before.child, "the child moved over");
+        assert!(
+            p.a_events
+                .iter()
+                .any(|e| matches!(e, Event::Rekeyed { .. }))
+        );
+        assert!(
+            p.b_events
+                .iter()
+                .any(|e| matches!(e, Event::Rekeyed { .. }))
+        );
+        assert!(closed(&p.a_events).is_none() && closed(&p.b_events).is_none());
+        assert!(children_down(&p.a_events).is_empty() && children_down(&p.b_events).is_empty());
+        // The new SA works: liveness checks pass, a delete reaches the peer.
+        p.live(25);
+        assert!(closed(&p.a_events).is_none());
+        let out = p.a.delete("a-to-b", p.now);
+        p.run(out.datagrams, &mut |_| false);
+        assert!(closed(&p.b_events).unwrap().contains("peer deleted"));
+    }
 }

@@ -2,6 +2,14 @@
 
 use super::*;
 
+/// What a child SA's keys come from (see `make_child_with`).
+pub(super) struct KeyExchangeInput<'a> {
+    pub ni: &'a [u8],
+    pub nr: &'a [u8],
+    pub shared: Option<&'a [u8]>,
+    pub we_initiated: bool,
+}
+
 impl IkeSa {
     /// The AUTH payload for our side.
     pub(super) fn our_auth(&self) -> Auth {
@@ -75,7 +83,7 @@ impl IkeSa {
         let id = self.next_request_id;
         let msg = self.sealed_message(self.header(exchange::IKE_AUTH, false, id), &inner);
         self.state = State::AuthSent;
-        self.send_request(msg, false, now)
+        self.send_request(msg, Purpose::Plain, now)
     }
 
     pub(super) fn on_auth_response(&mut self, inner: &[Payload], now: Instant) -> Output {
@@ -114,10 +122,11 @@ impl IkeSa {
         }
         match self.child_from_reply(inner) {
             Ok(child) => {
-                self.child = Some(ChildSpis {
+                self.children.push(ChildSpis {
                     inbound: child.inbound_spi,
                     outbound: child.outbound_spi,
                 });
+                self.child_rekey_at = Self::rekey_time(now, self.conn.timers.child_rekey);
                 out.events.push(Event::ChildUp(child));
             }
             Err(why) => self.delete_after_failure(format!("{name}: {why}"), now, &mut out),
@@ -136,6 +145,7 @@ impl IkeSa {
     pub(super) fn established(&mut self, now: Instant, out: &mut Output) {
         self.state = State::Established;
         self.established_at = Some(now);
+        self.ike_rekey_at = Self::rekey_time(now, self.conn.timers.ike_rekey);
         let chosen = self.chosen.expect("chosen");
         out.events.push(Event::Established {
             detail: format!(
@@ -191,6 +201,7 @@ impl IkeSa {
         ))
     }
 
+    /// The child SA of IKE_AUTH: its keys from the IKE SA's nonces.
     pub(super) fn make_child(
         &self,
         chosen: Chosen,
@@ -199,6 +210,27 @@ impl IkeSa {
         local_ts: Vec<TrafficSelector>,
         remote_ts: Vec<TrafficSelector>,
     ) -> ChildSa {
+        let exchange = KeyExchangeInput {
+            ni: &self.ni,
+            nr: &self.nr,
+            shared: None,
+            we_initiated: self.role == Role::Initiator,
+        };
+        self.make_child_with(chosen, inbound, outbound, local_ts, remote_ts, exchange)
+    }
+
+    /// A child SA whose keys come from `exchange`: the nonces of the exchange that
+    /// made it, its new shared secret (PFS), and which end started it (the key
+    /// material of the starter's direction comes first, RFC 7296 section 2.17).
+    pub(super) fn make_child_with(
+        &self,
+        chosen: Chosen,
+        inbound: u32,
+        outbound: u32,
+        local_ts: Vec<TrafficSelector>,
+        remote_ts: Vec<TrafficSelector>,
+        exchange: KeyExchangeInput<'_>,
+    ) -> ChildSa {
         let algorithm = chosen
             .esp_algorithm()
             .expect("ESP choices map to algorithms");
@@ -206,14 +238,15 @@ impl IkeSa {
         let keymat = keys::child_keys(
             k.prf,
             &k.sk_d,
-            None,
-            &self.ni,
-            &self.nr,
+            exchange.shared,
+            exchange.ni,
+            exchange.nr,
             algorithm.keymat_len(),
         );
-        let (inbound_keys, outbound_keys) = match self.role {
-            Role::Initiator => (keymat.responder_to_initiator, keymat.initiator_to_responder),
-            Role::Responder => (keymat.initiator_to_responder, keymat.responder_to_initiator),
+        let (inbound_keys, outbound_keys) = if exchange.we_initiated {
+            (keymat.responder_to_initiator, keymat.initiator_to_responder)
+        } else {
+            (keymat.initiator_to_responder, keymat.responder_to_initiator)
         };
         ChildSa {
             connection: self.conn.name.clone(),
@@ -230,6 +263,7 @@ impl IkeSa {
             outbound_keys,
             local_ts,
             remote_ts,
+            replaces: None,
         }
     }
 }

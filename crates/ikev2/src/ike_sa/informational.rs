@@ -11,7 +11,7 @@ impl IkeSa {
         })];
         let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &d);
         self.state = State::Deleting;
-        self.send_request(m, true, now)
+        self.send_request(m, Purpose::DeleteIke, now)
     }
 
     /// Deletes the IKE SA (and its child) at the operator's request.
@@ -21,7 +21,7 @@ impl IkeSa {
             State::Established if self.outstanding.is_none() => {
                 let d = self.send_delete_ike(now);
                 out.datagrams.push(d);
-                if let Some(c) = self.child.take() {
+                for c in self.children.drain(..) {
                     out.events.push(Event::ChildDown {
                         inbound_spi: c.inbound,
                         outbound_spi: c.outbound,
@@ -37,6 +37,17 @@ impl IkeSa {
         out
     }
 
+    /// A child SA deleted (by the peer, or answering our delete after a rekey).
+    pub(super) fn child_gone(&mut self, c: ChildSpis, out: &mut Output) {
+        if let Some(i) = self.children.iter().position(|x| *x == c) {
+            self.children.remove(i);
+            out.events.push(Event::ChildDown {
+                inbound_spi: c.inbound,
+                outbound_spi: c.outbound,
+            });
+        }
+    }
+
     pub(super) fn on_informational_request(&mut self, id: u32, inner: &[Payload]) -> Output {
         let mut out = Output::default();
         let mut reply = Vec::new();
@@ -46,19 +57,18 @@ impl IkeSa {
             match d.protocol {
                 protocol::IKE => close = true,
                 protocol::ESP => {
-                    let ours = self
-                        .child
-                        .filter(|c| d.spis.iter().any(|s| spi32(s) == Some(c.outbound)));
-                    if let Some(c) = ours {
+                    let ours: Vec<ChildSpis> = self
+                        .children
+                        .iter()
+                        .filter(|c| d.spis.iter().any(|s| spi32(s) == Some(c.outbound)))
+                        .copied()
+                        .collect();
+                    for c in ours {
                         reply.push(Payload::Delete(Delete {
                             protocol: protocol::ESP,
                             spis: vec![c.inbound.to_be_bytes().to_vec()],
                         }));
-                        out.events.push(Event::ChildDown {
-                            inbound_spi: c.inbound,
-                            outbound_spi: c.outbound,
-                        });
-                        self.child = None;
+                        self.child_gone(c, &mut out);
                     }
                 }
                 _ => {}

@@ -29,7 +29,7 @@ impl IkeSa {
         self.next_request_id = 0;
         let msg = self.plain_message(self.header(exchange::IKE_SA_INIT, false, 0), &payloads);
         self.init_request = msg.clone();
-        let d = self.send_request(msg, false, now);
+        let d = self.send_request(msg, Purpose::Plain, now);
         Output {
             datagrams: vec![d],
             ..Output::default()
@@ -153,10 +153,17 @@ impl IkeSa {
     pub(super) fn install_ike_keys(&mut self, chosen: Chosen, shared: &[u8]) {
         let prf = chosen.prf.expect("IKE choices have a PRF");
         let seed = keys::skeyseed(prf, &self.ni, &self.nr, shared);
+        self.install_keys_from_seed(chosen, &seed);
+    }
+
+    /// The IKE SA's keys from SKEYSEED, its nonces and SPIs, each direction's
+    /// cipher by this end's role.
+    pub(super) fn install_keys_from_seed(&mut self, chosen: Chosen, seed: &[u8]) {
+        let prf = chosen.prf.expect("IKE choices have a PRF");
         let k = IkeKeys::derive(
             prf,
             chosen.cipher,
-            &seed,
+            seed,
             &self.ni,
             &self.nr,
             self.spi_i,

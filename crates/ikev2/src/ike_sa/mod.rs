@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 mod authenticate;
 mod informational;
 mod init;
+mod rekey;
 mod responder;
 
 const NONCE_LEN: usize = 32;
@@ -46,6 +47,9 @@ pub enum State {
     Established,
     /// Our delete of the IKE SA is out.
     Deleting,
+    /// Replaced by a rekeyed IKE SA (its successor holds the children): waits for
+    /// the delete that ends it, then closes without a word.
+    Rekeyed,
     Closed,
 }
 
@@ -55,8 +59,18 @@ struct Outstanding {
     message: Vec<u8>,
     sent_at: Instant,
     tries: u32,
-    /// What it asks: a delete of the IKE SA closes it when answered.
-    deletes_ike: bool,
+    purpose: Purpose,
+}
+
+/// What an outstanding request asks, so its answer is handled as such.
+enum Purpose {
+    /// IKE_SA_INIT, IKE_AUTH, or a liveness check.
+    Plain,
+    DeleteIke,
+    /// The delete of a child SA that a rekey replaced.
+    DeleteChild(ChildSpis),
+    RekeyChild(Box<rekey::ChildRekey>),
+    RekeyIke(Box<rekey::IkeRekey>),
 }
 
 /// The child SA's identity on both ends, kept to answer and send deletes.
@@ -92,10 +106,17 @@ pub struct IkeSa {
     last_response: Option<(u32, Vec<u8>)>,
     cookie: Option<Vec<u8>>,
     init_retries: u8,
-    child: Option<ChildSpis>,
+    /// The child SAs: the last is the one in use; earlier ones wait for their
+    /// delete after a rekey.
+    children: Vec<ChildSpis>,
     child_spi_in: u32,
     last_heard: Instant,
     established_at: Option<Instant>,
+    /// When our side rekeys the child SA and the IKE SA next.
+    child_rekey_at: Option<Instant>,
+    ike_rekey_at: Option<Instant>,
+    /// The IKE SA a rekey made of this one, for the endpoint to take over.
+    successor: Option<Box<IkeSa>>,
 }
 
 /// What `show ike` prints about one IKE SA.
@@ -205,10 +226,13 @@ impl IkeSa {
             last_response: None,
             cookie: None,
             init_retries: 0,
-            child: None,
+            children: Vec::new(),
             child_spi_in: 0,
             last_heard: now,
             established_at: None,
+            child_rekey_at: None,
+            ike_rekey_at: None,
+            successor: None,
         }
     }
 
@@ -261,7 +285,7 @@ impl IkeSa {
             established_for: self
                 .established_at
                 .map(|t| now.saturating_duration_since(t)),
-            child: self.child,
+            child: self.children.last().copied(),
         }
     }
 
@@ -347,13 +371,13 @@ impl IkeSa {
         }
     }
 
-    fn send_request(&mut self, message: Vec<u8>, deletes_ike: bool, now: Instant) -> Datagram {
+    fn send_request(&mut self, message: Vec<u8>, purpose: Purpose, now: Instant) -> Datagram {
         self.outstanding = Some(Outstanding {
             id: self.next_request_id,
             message: message.clone(),
             sent_at: now,
             tries: 1,
-            deletes_ike,
+            purpose,
         });
         self.next_request_id += 1;
         self.datagram(message)
@@ -369,15 +393,32 @@ impl IkeSa {
         if self.state == State::Closed {
             return;
         }
+        // One replaced by a rekey ends quietly: its successor carries on.
+        let quiet = self.state == State::Rekeyed;
         self.state = State::Closed;
         self.outstanding = None;
-        if let Some(c) = self.child.take() {
+        for c in self.children.drain(..) {
             out.events.push(Event::ChildDown {
                 inbound_spi: c.inbound,
                 outbound_spi: c.outbound,
             });
         }
-        out.events.push(Event::Closed { reason });
+        if !quiet {
+            out.events.push(Event::Closed { reason });
+        }
+    }
+
+    /// The IKE SA a rekey made of this one, once.
+    pub fn take_successor(&mut self) -> Option<IkeSa> {
+        self.successor.take().map(|b| *b)
+    }
+
+    /// When our side rekeys something `period` after `now`: up to a tenth
+    /// earlier, at random, so that two ends with the same setting rarely collide.
+    fn rekey_time(now: Instant, period: Option<Duration>) -> Option<Instant> {
+        let p = period?;
+        let jitter = u64::from(random_bytes(2)[0]) * p.as_millis() as u64 / 2550;
+        Some(now + p - Duration::from_millis(jitter))
     }
 
     // ----- Input and timers -----
@@ -439,12 +480,23 @@ impl IkeSa {
         match (self.state, h.exchange) {
             (State::AuthSent, exchange::IKE_AUTH) => self.on_auth_response(&inner, now),
             (_, exchange::INFORMATIONAL) => {
-                let deletes = self.outstanding.take().is_some_and(|o| o.deletes_ike);
+                let purpose = self.outstanding.take().map(|o| o.purpose);
                 let mut out = Output::default();
-                if deletes {
-                    self.close(format!("{}: deleted", self.conn.name), &mut out);
+                match purpose {
+                    Some(Purpose::DeleteIke) => {
+                        self.close(format!("{}: deleted", self.conn.name), &mut out)
+                    }
+                    Some(Purpose::DeleteChild(c)) => self.child_gone(c, &mut out),
+                    _ => {}
                 }
                 out
+            }
+            (State::Established, exchange::CREATE_CHILD_SA) => {
+                match self.outstanding.take().map(|o| o.purpose) {
+                    Some(Purpose::RekeyChild(r)) => self.on_child_rekey_response(*r, &inner, now),
+                    Some(Purpose::RekeyIke(r)) => self.on_ike_rekey_response(*r, &inner, now),
+                    _ => Output::dropped("unexpected-response"),
+                }
             }
             _ => Output::dropped("unexpected-response"),
         }
@@ -488,25 +540,11 @@ impl IkeSa {
             (State::InitReplied, exchange::IKE_AUTH) => {
                 self.on_auth_request(h.message_id, &inner, now)
             }
-            (State::Established | State::Deleting, exchange::INFORMATIONAL) => {
+            (State::Established | State::Deleting | State::Rekeyed, exchange::INFORMATIONAL) => {
                 self.on_informational_request(h.message_id, &inner)
             }
             (State::Established, exchange::CREATE_CHILD_SA) => {
-                // Rekeying is not served yet: say so, and the peer keeps the SAs
-                // it has or makes new ones from scratch.
-                let n = [Payload::Notify(Notify::new(
-                    notify::NO_ADDITIONAL_SAS,
-                    Vec::new(),
-                ))];
-                let m = self.sealed_message(
-                    self.header(exchange::CREATE_CHILD_SA, true, h.message_id),
-                    &n,
-                );
-                let d = self.answer(h.message_id, m);
-                Output {
-                    datagrams: vec![d],
-                    ..Output::default()
-                }
+                self.on_create_child_sa_request(h.message_id, &inner, now)
             }
             _ => Output::dropped("unexpected-exchange"),
         }
@@ -536,7 +574,7 @@ impl IkeSa {
             }
             return out;
         }
-        if self.state == State::InitReplied
+        if matches!(self.state, State::InitReplied | State::Rekeyed)
             && now.saturating_duration_since(self.last_heard) >= timers.retransmit_base * 16
         {
             self.close(
@@ -550,8 +588,18 @@ impl IkeSa {
         {
             let id = self.next_request_id;
             let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &[]);
-            let d = self.send_request(m, false, now);
+            let d = self.send_request(m, Purpose::Plain, now);
             out.datagrams.push(d);
+            return out;
+        }
+        if self.state == State::Established {
+            if self.ike_rekey_at.is_some_and(|t| now >= t) {
+                out.datagrams.push(self.start_ike_rekey(now));
+            } else if self.child_rekey_at.is_some_and(|t| now >= t)
+                && let Some(d) = self.start_child_rekey(now)
+            {
+                out.datagrams.push(d);
+            }
         }
         out
     }

@@ -155,10 +155,11 @@ impl IkeSa {
                 )]));
                 reply.push(Payload::TsI(child.remote_ts.clone()));
                 reply.push(Payload::TsR(child.local_ts.clone()));
-                self.child = Some(ChildSpis {
+                self.children.push(ChildSpis {
                     inbound: child.inbound_spi,
                     outbound: child.outbound_spi,
                 });
+                self.child_rekey_at = Self::rekey_time(now, self.conn.timers.child_rekey);
                 out.events.push(Event::ChildUp(child));
             }
             Err((kind, why)) => {
@@ -211,15 +212,6 @@ impl IkeSa {
                 notify::NO_PROPOSAL_CHOSEN,
                 "no ESP proposal in common".to_string(),
             ))?;
-        let narrow =
-            |theirs: &[TrafficSelector], ours: &[TrafficSelector]| -> Vec<TrafficSelector> {
-                let mut v: Vec<TrafficSelector> = theirs
-                    .iter()
-                    .flat_map(|t| ours.iter().filter_map(|o| o.intersect(t)))
-                    .collect();
-                v.dedup();
-                v
-            };
         // TSi is the initiator's side: our remote; TSr ours.
         let remote_ts = narrow(tsi, &self.conn.remote_ts);
         let local_ts = narrow(tsr, &self.conn.local_ts);
@@ -233,4 +225,15 @@ impl IkeSa {
         let child = self.make_child(chosen, random_esp_spi(), outbound, local_ts, remote_ts);
         Ok((child, p.number, chosen))
     }
+}
+
+/// The parts of the peer's traffic selectors that the connection's also cover
+/// (RFC 7296 section 2.9).
+pub(super) fn narrow(theirs: &[TrafficSelector], ours: &[TrafficSelector]) -> Vec<TrafficSelector> {
+    let mut v: Vec<TrafficSelector> = theirs
+        .iter()
+        .flat_map(|t| ours.iter().filter_map(|o| o.intersect(t)))
+        .collect();
+    v.dedup();
+    v
 }

@@ -91,8 +91,15 @@ fn connection(e: &EspConfig) -> Result<Arc<Connection>, String> {
             retransmit_base: Duration::from_secs(u64::from(k.retransmit_timeout)),
             retransmit_tries: k.retransmit_tries,
             dpd: (k.dpd_delay > 0).then(|| Duration::from_secs(u64::from(k.dpd_delay))),
+            child_rekey: seconds(k.rekey_time),
+            ike_rekey: seconds(k.ike_rekey_time),
         },
     }))
+}
+
+/// A period in seconds; 0 is none.
+fn seconds(n: u32) -> Option<Duration> {
+    (n > 0).then(|| Duration::from_secs(u64::from(n)))
 }
 
 /// Starts the key exchange thread; its status for `show ike`.
@@ -120,8 +127,9 @@ pub fn spawn(
 
 struct KeyExchange {
     endpoint: Endpoint,
-    /// Per tunnel: the child SA now installed (inbound SPI, outbound SPI).
-    installed: HashMap<String, (u32, u32)>,
+    /// Per tunnel: its child SAs installed (inbound SPI, outbound SPI), the one
+    /// sealing last; more than one while a rekey hands over.
+    installed: HashMap<String, Vec<(u32, u32)>>,
     to_worker: Sender<(GatewayControl, SyncSender<String>)>,
     waker: Arc<Waker>,
     status: Arc<Mutex<IkeStatus>>,
@@ -179,27 +187,35 @@ impl KeyExchange {
             match e {
                 Event::Established { detail } => self.log(format!("up: {detail}")),
                 Event::Closed { reason } => self.log(format!("down: {reason}")),
+                Event::Rekeyed { detail } => self.log(format!("rekeyed: {detail}")),
                 Event::ChildDown {
                     inbound_spi,
                     outbound_spi,
                 } => {
+                    let pair = (inbound_spi, outbound_spi);
                     let tunnel = self
                         .installed
                         .iter()
-                        .find(|(_, v)| **v == (inbound_spi, outbound_spi))
+                        .find(|(_, v)| v.contains(&pair))
                         .map(|(k, _)| k.clone());
                     if let Some(t) = tunnel {
-                        self.installed.remove(&t);
+                        let list = self.installed.get_mut(&t).expect("found above");
+                        let sealing = list.last() == Some(&pair);
+                        list.retain(|p| *p != pair);
                         self.log(format!(
                             "{t}: child SA {inbound_spi:08x}_i {outbound_spi:08x}_o removed"
                         ));
-                        work.esp.extend(remove(&t, inbound_spi));
+                        work.esp.extend(remove(&t, inbound_spi, sealing));
                     }
                 }
                 Event::ChildUp(c) => {
                     let t = c.connection.clone();
-                    if let Some((old_in, _)) = self.installed.remove(&t) {
-                        work.esp.extend(remove(&t, old_in));
+                    // A fresh child (not a rekey) replaces whatever the tunnel had:
+                    // the SA that made those is gone.
+                    if c.replaces.is_none() {
+                        for (old_in, _) in self.installed.remove(&t).unwrap_or_default() {
+                            work.esp.extend(remove(&t, old_in, false));
+                        }
                     }
                     if c.local_ts.len() != 1 || c.remote_ts.len() != 1 {
                         self.log(format!(
@@ -233,9 +249,14 @@ impl KeyExchange {
                         sa: spec(c.outbound_spi, c.outbound_keys.clone()),
                     }));
                     self.installed
-                        .insert(t.clone(), (c.inbound_spi, c.outbound_spi));
+                        .entry(t.clone())
+                        .or_default()
+                        .push((c.inbound_spi, c.outbound_spi));
+                    let rekeys = c.replaces.map_or(String::new(), |(i, o)| {
+                        format!(", rekeys {i:08x}_i {o:08x}_o")
+                    });
                     self.log(format!(
-                        "{t}: child SA {:08x}_i {:08x}_o {}{}{}",
+                        "{t}: child SA {:08x}_i {:08x}_o {}{}{}{rekeys}",
                         c.inbound_spi,
                         c.outbound_spi,
                         c.algorithm,
@@ -285,20 +306,22 @@ impl KeyExchange {
 }
 
 /// The changes that take a child SA out of a tunnel: its inbound SA, and the
-/// outbound SA (whichever it is: a new one replaces it right after).
-fn remove(tunnel: &str, inbound_spi: u32) -> [IkeEspChange; 2] {
-    [
-        IkeEspChange::Sa(EspRequest::Remove {
+/// outbound SA when it is the one sealing (after a rekey the new one seals).
+fn remove(tunnel: &str, inbound_spi: u32, sealing: bool) -> Vec<IkeEspChange> {
+    let mut v = Vec::new();
+    if sealing {
+        v.push(IkeEspChange::Sa(EspRequest::Remove {
             tunnel: tunnel.to_string(),
             direction: SaDirection::Out,
             spi: None,
-        }),
-        IkeEspChange::Sa(EspRequest::Remove {
-            tunnel: tunnel.to_string(),
-            direction: SaDirection::In,
-            spi: Some(inbound_spi),
-        }),
-    ]
+        }));
+    }
+    v.push(IkeEspChange::Sa(EspRequest::Remove {
+        tunnel: tunnel.to_string(),
+        direction: SaDirection::In,
+        spi: Some(inbound_spi),
+    }));
+    v
 }
 
 /// `show ike`: each IKE SA with its state, peer, algorithms, age and child SA, the

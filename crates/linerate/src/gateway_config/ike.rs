@@ -1,7 +1,8 @@
 //! `[esp.ike]` tables: the key exchange (IKEv2) that negotiates an `[[esp]]`
 //! tunnel's SAs, with strongSwan's names for what a connection says: identities,
 //! `auth = "psk"` with the secret in a file, `proposals` and `esp_proposals`,
-//! `start_action`, `encap`, `dpd_delay`, and the retransmission settings of its
+//! `start_action`, `encap`, `dpd_delay`, `rekey_time` (the child SA's; the IKE
+//! SA's is `ike_rekey_time`), and the retransmission settings of its
 //! strongswan.conf. The tunnel's addresses and traffic selectors are the
 //! connection's.
 
@@ -22,6 +23,12 @@ pub const DEFAULT_ESP_PROPOSAL: &str = "aes256gcm16-aes128gcm16-chacha20poly1305
 const DPD_DELAY: std::ops::RangeInclusive<i64> = 0..=86_400;
 const RETRANSMIT_TIMEOUT: std::ops::RangeInclusive<i64> = 1..=60;
 const RETRANSMIT_TRIES: std::ops::RangeInclusive<i64> = 1..=20;
+/// Rekey periods: 0 (never), or 10 s to a week.
+const REKEY_TIME: std::ops::RangeInclusive<i64> = 0..=604_800;
+const MIN_REKEY: u32 = 10;
+/// strongSwan's defaults: the child SA hourly, the IKE SA every four hours.
+const DEFAULT_REKEY: u32 = 3600;
+const DEFAULT_IKE_REKEY: u32 = 4 * 3600;
 
 fn proposals(
     cx: &mut Ctx<'_, '_>,
@@ -174,7 +181,28 @@ pub(super) fn ike(
         "retransmit_tries",
         5,
     );
+    let mut rekey = |v: Option<&Spanned<i64>>, key: &str, default: u32| match v {
+        None => Some(default),
+        Some(v) => match cx.int::<u32>(v, REKEY_TIME, &format!("{path}.{key}")) {
+            Some(n) if n != 0 && n < MIN_REKEY => {
+                cx.err(
+                    v.span(),
+                    &format!("{path}.{key}"),
+                    format!("{n} s: at least {MIN_REKEY} s (0: this end never rekeys)"),
+                );
+                None
+            }
+            other => other,
+        },
+    };
+    let rekey_time = rekey(raw.rekey_time.as_ref(), "rekey_time", DEFAULT_REKEY);
+    let ike_rekey_time = rekey(
+        raw.ike_rekey_time.as_ref(),
+        "ike_rekey_time",
+        DEFAULT_IKE_REKEY,
+    );
     let (local_id, remote_id, (psk_file, psk)) = (local_id?, remote_id?, psk?);
+    let (rekey_time, ike_rekey_time) = (rekey_time?, ike_rekey_time?);
     let (proposals, esp_proposals, start) = (ike?, esp?, start?);
     let (dpd_delay, retransmit_timeout, retransmit_tries) =
         (dpd_delay?, retransmit_timeout?, retransmit_tries?);
@@ -190,5 +218,7 @@ pub(super) fn ike(
         dpd_delay,
         retransmit_timeout,
         retransmit_tries,
+        rekey_time,
+        ike_rekey_time,
     })
 }

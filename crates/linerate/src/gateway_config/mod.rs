@@ -103,6 +103,10 @@ pub struct IkeConfig {
     pub dpd_delay: u32,
     pub retransmit_timeout: u32,
     pub retransmit_tries: u32,
+    /// Seconds after which this end rekeys the child (ESP) SA and the IKE SA (0:
+    /// never; the peer may).
+    pub rekey_time: u32,
+    pub ike_rekey_time: u32,
 }
 
 /// A manual SA.
@@ -365,6 +369,8 @@ fn same_ike(x: &IkeConfig, y: &IkeConfig) -> bool {
         x.dpd_delay,
         x.retransmit_timeout,
         x.retransmit_tries,
+        x.rekey_time,
+        x.ike_rekey_time,
     ) == (
         &y.local_id,
         &y.remote_id,
@@ -375,6 +381,8 @@ fn same_ike(x: &IkeConfig, y: &IkeConfig) -> bool {
         y.dpd_delay,
         y.retransmit_timeout,
         y.retransmit_tries,
+        y.rekey_time,
+        y.ike_rekey_time,
     )
 }
 

@@ -182,6 +182,8 @@ pub(crate) struct RawIke {
     pub dpd_delay: Option<S<i64>>,
     pub retransmit_timeout: Option<S<i64>>,
     pub retransmit_tries: Option<S<i64>>,
+    pub rekey_time: Option<S<i64>>,
+    pub ike_rekey_time: Option<S<i64>>,
 }
 
 /// A manual SA of an `[[esp]]` table (`[esp.outbound]`, `[[esp.inbound]]`).

@@ -88,6 +88,7 @@ remote_id = "%any"
     assert_eq!(k.remote_id, None);
     assert_eq!(k.proposals, [super::ike::DEFAULT_PROPOSAL]);
     assert_eq!(k.dpd_delay, 30);
+    assert_eq!((k.rekey_time, k.ike_rekey_time), (3600, 14400));
 }
 
 #[test]
@@ -117,6 +118,7 @@ esp_proposals = ["aes128gcm16-sha1"]
 start_action = "trap"
 dpd_delay = -1
 retransmit_tries = 0
+rekey_time = 5
 "#
         ),
     );
@@ -132,6 +134,7 @@ retransmit_tries = 0
         "gw.toml:23: esp[0].ike.start_action: \"trap\": \"start\" (initiate, and again whenever the SA closes) or \"none\" (wait for the peer)",
         "gw.toml:24: esp[0].ike.dpd_delay: -1 is out of range (0..=86400)",
         "gw.toml:25: esp[0].ike.retransmit_tries: 0 is out of range (1..=20)",
+        "gw.toml:26: esp[0].ike.rekey_time: 5 s: at least 10 s (0: this end never rekeys)",
     ];
     assert_eq!(got, expected);
 }
