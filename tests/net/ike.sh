@@ -16,6 +16,9 @@
 #   wrong_psk           the keys differ: AUTHENTICATION_FAILED, no SA
 #   peer_restarts       charon is killed: dead peer detection closes the SA;
 #                       charon comes back and linerate brings the tunnel up again
+#   cookie_flood        a flood of IKE_SA_INIT from the peer's address with new
+#                       SPIs: linerate asks for cookies past 30 half-open SAs,
+#                       and charon (which returns them) still connects
 #   linerate_rekeys     during a paced 100 MiB transfer linerate rekeys the child
 #                       SA (twice) and the IKE SA; nothing lost but a few packets
 #   charon_rekeys       the same with charon rekeying
@@ -43,7 +46,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 proposal_mismatch wrong_psk peer_restarts linerate_rekeys charon_rekeys)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys)
 CHARON=/usr/lib/ipsec/charon
 PSK="a pre-shared key for the interop tests"
 
@@ -336,6 +339,29 @@ rekeying() {
   log "    esp-decrypt dropped $lost packets through the rekeys"
   assert "at most a few packets lost to the change" test "$lost" -le 8
   assert "the tunnel still carries" ping_ok "$NS_HA" "$H4_B" 3 10
+}
+
+scenario_cookie_flood() {
+  local ike=aes256gcm16-prfsha256-x25519
+  sw_topology
+  linerate_config none "$ike" aes128gcm16
+  charon_setup start "$ike" aes128gcm16
+  gw_start a
+  # Bring up gw-b's addresses first (charon_setup did) and let the flood run.
+  in_ns "$NS_GB" "$PYTHON" tests/net/ike_flood.py "$W4_B" "$W4_A" 3000 6 >"$LR_TMP/flood.out" &
+  local flood=$!
+  sleep 1
+  charon_start
+  assert "charon connects during the flood" wait_until 20 "the child SA" child_installed
+  assert "after returning a cookie" grep -q "parsed IKE_SA_INIT response 0 \[ N(COOKIE) \]" "$LR_TMP/sw/charon.log"
+  wait "$flood" || true
+  log "    the flood sent $(cat "$LR_TMP/flood.out") requests"
+  local text
+  text=$(gw_show a ike)
+  assert "linerate sent cookies" grep -q "cookie-sent [0-9]" <<<"$text"
+  assert "and holds no more half-open SAs than the threshold, and one established" \
+    test "$(grep -c "InitReplied" <<<"$text")" -le 30
+  assert "the tunnel carries" ping_ok "$NS_HA" "$H4_B" 3 10
 }
 
 scenario_linerate_rekeys() { rekeying linerate; }

@@ -4,9 +4,12 @@
 //! closes.
 
 use crate::config::Connection;
+use crate::cookie::CookieJar;
 use crate::ike_sa::{IkeSa, SaSummary, State};
-use crate::output::{IKE_PORT, NAT_T_PORT, NON_ESP_MARKER, Output};
-use crate::wire::{Header, exchange};
+use crate::output::{Datagram, IKE_PORT, NAT_T_PORT, NON_ESP_MARKER, Output};
+use crate::wire::{
+    HEADER_LEN, Header, Notify, Payload, exchange, flags, message, notify, parse_chain,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -15,6 +18,11 @@ use std::time::{Duration, Instant};
 /// How long a connection that starts itself waits before starting again after its
 /// SA closed: a peer that refuses us is not hammered.
 const RESTART_AFTER: Duration = Duration::from_secs(2);
+/// Half-open IKE SAs (answered IKE_SA_INIT, no IKE_AUTH yet) from which a new
+/// request must return a cookie (strongSwan's `cookie_threshold` is 30).
+pub const COOKIE_THRESHOLD: usize = 30;
+/// Half-open IKE SAs at most: past this even requests with cookies wait.
+pub const MAX_HALF_OPEN: usize = 1024;
 
 pub struct Endpoint {
     conns: Vec<Arc<Connection>>,
@@ -27,6 +35,7 @@ pub struct Endpoint {
     restart_at: HashMap<String, Instant>,
     /// Messages ignored, by reason.
     pub dropped: BTreeMap<&'static str, u64>,
+    cookies: CookieJar,
 }
 
 impl Endpoint {
@@ -42,6 +51,7 @@ impl Endpoint {
             by_initiator: HashMap::new(),
             restart_at,
             dropped: BTreeMap::new(),
+            cookies: CookieJar::new(now),
         }
     }
 
@@ -158,6 +168,61 @@ impl Endpoint {
         else {
             return Output::dropped("no-connection");
         };
+        let half_open = self
+            .sas
+            .values()
+            .filter(|s| s.state() == State::InitReplied)
+            .count();
+        if half_open >= MAX_HALF_OPEN {
+            return Output::dropped("half-open-full");
+        }
+        if half_open >= COOKIE_THRESHOLD {
+            let Ok(payloads) = parse_chain(h.next_payload, &msg[HEADER_LEN..]) else {
+                return Output::dropped("malformed");
+            };
+            let Some(ni) = payloads.iter().find_map(|p| match p {
+                Payload::Nonce(n) => Some(n.clone()),
+                _ => None,
+            }) else {
+                return Output::dropped("missing-payload");
+            };
+            // The cookie must come first (RFC 7296 section 2.6).
+            let returned = match payloads.first() {
+                Some(Payload::Notify(n)) if n.kind == notify::COOKIE => Some(n.data.as_slice()),
+                _ => None,
+            };
+            let good =
+                returned.is_some_and(|c| self.cookies.check(c, &ni, remote.ip(), h.spi_i, now));
+            if !good {
+                let cookie = self.cookies.make(&ni, remote.ip(), h.spi_i, now);
+                let answer = Header {
+                    spi_i: h.spi_i,
+                    spi_r: 0,
+                    next_payload: 0,
+                    exchange: exchange::IKE_SA_INIT,
+                    flags: flags::RESPONSE,
+                    message_id: 0,
+                    length: 0,
+                };
+                let message = message(
+                    answer,
+                    &[Payload::Notify(Notify::new(notify::COOKIE, cookie))],
+                );
+                return Output {
+                    datagrams: vec![Datagram {
+                        local,
+                        remote,
+                        message,
+                    }],
+                    dropped: Some(if returned.is_some() {
+                        "bad-cookie"
+                    } else {
+                        "cookie-sent"
+                    }),
+                    ..Output::default()
+                };
+            }
+        }
         match IkeSa::respond(conn, h, msg, local, remote, now) {
             Ok((sa, out)) => {
                 let ours = sa.our_spi();

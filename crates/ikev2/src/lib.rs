@@ -9,7 +9,7 @@
 //!   encrypted payload;
 //! - [`keys`]: SKEYSEED and the IKE SA's keys, and child SA key material;
 //! - [`auth`]: the AUTH payload with pre-shared keys;
-//! - [`nat`]: NAT detection hashes;
+//! - [`nat`]: NAT detection hashes; [`cookie`]: stateless cookies under load;
 //! - [`config`]: a connection's configuration;
 //! - [`ike_sa`]: one IKE SA's exchanges, either end; [`endpoint`]: all of them;
 //! - [`output`]: what comes out: datagrams and events.
@@ -17,6 +17,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod cookie;
 pub mod dh;
 pub mod endpoint;
 pub mod ike_sa;

@@ -671,3 +671,42 @@ fn either_end_rekeys_the_ike_sa_and_keeps_the_child() {
         assert!(closed(&p.b_events).unwrap().contains("peer deleted"));
     }
 }
+
+#[test]
+fn under_a_flood_of_half_open_sas_cookies_let_the_real_peer_in() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    // Someone with a's address floods b with IKE_SA_INIT and never goes on.
+    let mut flooder = Endpoint::new(p.a.connections().to_vec(), p.now);
+    for _ in 0..ikev2::endpoint::COOKIE_THRESHOLD + 20 {
+        let out = flooder.initiate("a-to-b", p.now).unwrap();
+        for d in out.datagrams {
+            let _ = p.b.receive(&d.payload(), d.remote, d.local, p.now);
+        }
+    }
+    assert_eq!(
+        p.b.summaries(p.now).len(),
+        ikev2::endpoint::COOKIE_THRESHOLD
+    );
+    assert_eq!(p.b.dropped.get("cookie-sent"), Some(&20));
+    // The real a is asked for a cookie, returns it, and gets in.
+    p.start();
+    assert_children_match(&p);
+    assert_eq!(p.b.dropped.get("cookie-sent"), Some(&21));
+    // A forged cookie is refused.
+    let out = flooder.initiate("a-to-b", p.now).unwrap();
+    let d = &out.datagrams[0];
+    let mut forged = d.message.clone();
+    // Put a wrong cookie first: rebuild the request with one.
+    let h = ikev2::wire::Header::parse(&forged).unwrap();
+    let mut payloads = ikev2::wire::parse_chain(h.next_payload, &forged[28..]).unwrap();
+    payloads.insert(
+        0,
+        ikev2::wire::Payload::Notify(ikev2::wire::Notify::new(
+            ikev2::wire::notify::COOKIE,
+            vec![0; 17],
+        )),
+    );
+    forged = ikev2::wire::message(h, &payloads);
+    let out = p.b.receive(&forged, d.remote, d.local, p.now);
+    assert_eq!(out.dropped, Some("bad-cookie"));
+}

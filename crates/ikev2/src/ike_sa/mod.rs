@@ -345,14 +345,7 @@ impl IkeSa {
     }
 
     fn plain_message(&self, h: Header, payloads: &[Payload]) -> Vec<u8> {
-        let (first, body) = emit_chain(payloads);
-        let mut h = h;
-        h.next_payload = first;
-        h.length = (HEADER_LEN + body.len()) as u32;
-        let mut msg = Vec::with_capacity(h.length as usize);
-        h.emit(&mut msg);
-        msg.extend_from_slice(&body);
-        msg
+        crate::wire::message(h, payloads)
     }
 
     fn sealed_message(&mut self, h: Header, payloads: &[Payload]) -> Vec<u8> {

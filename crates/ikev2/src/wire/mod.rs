@@ -16,6 +16,18 @@ pub use payload::{
 pub use sa::{Attribute, Proposal, Transform};
 pub use ts::TrafficSelector;
 
+/// A whole unencrypted message: `header` (its next payload and length filled in)
+/// and `payloads`.
+pub fn message(mut header: Header, payloads: &[Payload]) -> Vec<u8> {
+    let (first, body) = emit_chain(payloads);
+    header.next_payload = first;
+    header.length = (HEADER_LEN + body.len()) as u32;
+    let mut msg = Vec::with_capacity(header.length as usize);
+    header.emit(&mut msg);
+    msg.extend_from_slice(&body);
+    msg
+}
+
 /// Why a message or payload was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
