@@ -44,6 +44,7 @@ demo-l2: setup build
 
 demo-ipsec: setup build
 	tests/net/esp.sh v4_esp tshark_decodes
+	tests/net/ike.sh linerate_initiates linerate_rekeys
 	target/release/linerate bench --tunnel esp --alg aes128gcm16 --sizes 64,512,1420,imix --seconds 1
 	target/release/linerate bench --tunnel esp --alg chacha20poly1305 --sizes 64,512,1420,imix --seconds 1
 
