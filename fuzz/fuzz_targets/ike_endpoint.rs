@@ -21,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
         local_id: parse_identity("198.18.1.2").unwrap(),
         remote_id: None,
         psk: zeroize::Zeroizing::new(b"fuzzing secret".to_vec()),
+        pubkey: None,
         ike: vec![Offer::parse(Kind::Ike, "aes128gcm16-prfsha256-ecp256-x25519").unwrap()],
         esp: vec![Offer::parse(Kind::Esp, "aes128gcm16").unwrap()],
         local_ts: vec![TrafficSelector::any(false)],

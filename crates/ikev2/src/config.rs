@@ -36,6 +36,17 @@ impl Default for Timers {
     }
 }
 
+/// Authentication with a certificate and its key (RFC 7427 signatures), the peer's
+/// certificate issued by `ca`.
+pub struct PubkeyAuth {
+    pub cert: crate::cert::Certificate,
+    pub key: crate::cert::PrivateKey,
+    pub ca: crate::cert::Certificate,
+    /// The peer's subject, as strongSwan writes a DN ("C=CH, O=linerate,
+    /// CN=gw-b"); None: any certificate the CA issued.
+    pub remote_dn: Option<String>,
+}
+
 pub struct Connection {
     pub name: String,
     pub local_addr: IpAddr,
@@ -43,7 +54,11 @@ pub struct Connection {
     pub local_id: Identification,
     /// None accepts any identity the pre-shared key authenticates.
     pub remote_id: Option<Identification>,
+    /// The pre-shared key, when `pubkey` is None.
     pub psk: Zeroizing<Vec<u8>>,
+    /// Certificates instead of the pre-shared key; `local_id` is then the
+    /// certificate's subject (ID_DER_ASN1_DN).
+    pub pubkey: Option<PubkeyAuth>,
     /// IKE proposals, in order of preference.
     pub ike: Vec<Offer>,
     /// ESP proposals for the child SA, in order of preference.

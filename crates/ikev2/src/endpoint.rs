@@ -107,6 +107,9 @@ impl Endpoint {
         };
         let h = match Header::parse(msg) {
             Ok(h) => h,
+            Err(crate::wire::Error::BadVersion) => {
+                return self.count(bad_version(msg, local, remote));
+            }
             Err(_) => return self.count(Output::dropped("malformed")),
         };
         let new_sa = h.exchange == exchange::IKE_SA_INIT && !h.is_response() && h.spi_r == 0;
@@ -292,4 +295,31 @@ impl Endpoint {
         v.sort_by(|a, b| a.connection.cmp(&b.connection).then(a.spi_i.cmp(&b.spi_i)));
         v
     }
+}
+
+/// A request of a major version above 2 is answered, unauthenticated, with
+/// INVALID_MAJOR_VERSION in a version 2 header (RFC 7296 section 2.5); anything
+/// else with a wrong version is only dropped.
+fn bad_version(msg: &[u8], local: SocketAddr, remote: SocketAddr) -> Output {
+    let mut out = Output::dropped("bad-version");
+    if msg.len() < HEADER_LEN || msg[17] >> 4 <= 2 || msg[19] & flags::RESPONSE != 0 {
+        return out;
+    }
+    let spi = |at: usize| u64::from_be_bytes(msg[at..at + 8].try_into().expect("8 bytes"));
+    let answer = Header {
+        spi_i: spi(0),
+        spi_r: spi(8),
+        next_payload: 0,
+        exchange: msg[18],
+        flags: flags::RESPONSE,
+        message_id: u32::from_be_bytes(msg[20..24].try_into().expect("4 bytes")),
+        length: 0,
+    };
+    let n = Notify::new(notify::INVALID_MAJOR_VERSION, vec![0x20]);
+    out.datagrams.push(Datagram {
+        local,
+        remote,
+        message: message(answer, &[Payload::Notify(n)]),
+    });
+    out
 }

@@ -8,7 +8,8 @@
 //! - [`prf`], [`dh`], [`sk`]: the PRF with prf+, the key exchange groups, and the
 //!   encrypted payload;
 //! - [`keys`]: SKEYSEED and the IKE SA's keys, and child SA key material;
-//! - [`auth`]: the AUTH payload with pre-shared keys;
+//! - [`auth`]: the AUTH payload with pre-shared keys; [`cert`]: certificates and
+//!   signatures;
 //! - [`nat`]: NAT detection hashes; [`cookie`]: stateless cookies under load;
 //! - [`config`]: a connection's configuration;
 //! - [`ike_sa`]: one IKE SA's exchanges, either end; [`endpoint`]: all of them;
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod cert;
 pub mod config;
 pub mod cookie;
 pub mod dh;

@@ -1,7 +1,8 @@
 //! Two endpoints of this crate against each other, in memory: the exchanges, the
 //! keys both ends derive, and what happens when a peer refuses, lies or vanishes.
 
-use ikev2::config::parse_identity;
+use ikev2::cert::{Certificate, PrivateKey};
+use ikev2::config::{PubkeyAuth, parse_identity};
 use ikev2::proposal::{Kind, Offer};
 use ikev2::wire::TrafficSelector;
 use ikev2::{ChildSa, Connection, Datagram, Endpoint, Event, Output, Timers};
@@ -21,6 +22,9 @@ struct Side {
     encap: bool,
     child_rekey: Option<u64>,
     ike_rekey: Option<u64>,
+    /// Certificates instead of the key: this end's (a file name under
+    /// tests/data/certs), the CA it trusts, the peer's DN it wants.
+    cert: Option<(&'static str, &'static str, Option<&'static str>)>,
 }
 
 impl Default for Side {
@@ -34,6 +38,7 @@ impl Default for Side {
             encap: false,
             child_rekey: None,
             ike_rekey: None,
+            cert: None,
         }
     }
 }
@@ -46,13 +51,43 @@ fn ts(net: &str) -> Vec<TrafficSelector> {
     )]
 }
 
+fn cert_file(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/data/certs/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn pubkey(own: &str, trust: &str, remote_dn: Option<&str>) -> PubkeyAuth {
+    let cert = Certificate::from_pem(&cert_file(&format!("{own}.pem"))).unwrap();
+    PubkeyAuth {
+        key: PrivateKey::from_pem(&cert_file(&format!("{own}.key")), &cert).unwrap(),
+        cert,
+        ca: Certificate::from_pem(&cert_file(&format!("{trust}.pem"))).unwrap(),
+        remote_dn: remote_dn.map(str::to_string),
+    }
+}
+
 fn conn(name: &str, local: &str, remote: &str, side: &Side, start: bool) -> Arc<Connection> {
+    let pubkey = side.cert.map(|(own, trust, dn)| pubkey(own, trust, dn));
+    let (local_id, remote_id) = match &pubkey {
+        Some(p) => (
+            ikev2::wire::Identification {
+                kind: ikev2::wire::id_type::DER_ASN1_DN,
+                data: p.cert.subject().to_vec(),
+            },
+            None,
+        ),
+        None => (
+            parse_identity(local).unwrap(),
+            Some(parse_identity(remote).unwrap()),
+        ),
+    };
     Arc::new(Connection {
         name: name.into(),
         local_addr: local.parse().unwrap(),
         remote_addr: remote.parse().unwrap(),
-        local_id: parse_identity(local).unwrap(),
-        remote_id: Some(parse_identity(remote).unwrap()),
+        local_id,
+        remote_id,
+        pubkey,
         psk: Zeroizing::new(side.psk.as_bytes().to_vec()),
         ike: side
             .ike
@@ -709,4 +744,179 @@ fn under_a_flood_of_half_open_sas_cookies_let_the_real_peer_in() {
     forged = ikev2::wire::message(h, &payloads);
     let out = p.b.receive(&forged, d.remote, d.local, p.now);
     assert_eq!(out.dropped, Some("bad-cookie"));
+}
+
+#[test]
+fn a_responder_refuses_what_it_cannot_take_and_keeps_no_state() {
+    use ikev2::wire::{Header, Payload, message, notify, parse_chain};
+    let mut p = Pair::new(Side::default(), Side::default());
+    let out = p.a.tick(p.now);
+    let d = out.datagrams[0].clone();
+    let h = Header::parse(&d.message).unwrap();
+    let payloads = parse_chain(h.next_payload, &d.message[28..]).unwrap();
+    let answer_notify = |out: &Output| -> Option<u16> {
+        let m = &out.datagrams.first()?.message;
+        let h = Header::parse(m).ok()?;
+        match parse_chain(h.next_payload, &m[28..]).ok()?.first()? {
+            Payload::Notify(n) => Some(n.kind),
+            _ => None,
+        }
+    };
+
+    // An unknown payload marked critical: UNSUPPORTED_CRITICAL_PAYLOAD.
+    let mut with_critical = message(h, &payloads);
+    let len = with_critical.len();
+    let first = with_critical[16];
+    with_critical[16] = 200;
+    with_critical.splice(28..28, [first, 0x80, 0, 5, 0xee]);
+    let total = (len + 5) as u32;
+    with_critical[24..28].copy_from_slice(&total.to_be_bytes());
+    let out = p.b.receive(&with_critical, d.remote, d.local, p.now);
+    assert_eq!(
+        answer_notify(&out),
+        Some(notify::UNSUPPORTED_CRITICAL_PAYLOAD)
+    );
+    assert_eq!(out.dropped, Some("unsupported-critical"));
+
+    // Version 3: INVALID_MAJOR_VERSION, in a version 2 header.
+    let mut v3 = d.message.clone();
+    v3[17] = 0x30;
+    let out = p.b.receive(&v3, d.remote, d.local, p.now);
+    assert_eq!(answer_notify(&out), Some(notify::INVALID_MAJOR_VERSION));
+    assert_eq!(out.datagrams[0].message[17], 0x20);
+
+    // Lengths that do not add up, a cut payload chain, trailing bytes: dropped.
+    let mut short = d.message.clone();
+    short[27] = short[27].wrapping_sub(1);
+    let mut cut = d.message[..d.message.len() - 3].to_vec();
+    let n = cut.len() as u32;
+    cut[24..28].copy_from_slice(&n.to_be_bytes());
+    let mut bad_chain = d.message.clone();
+    bad_chain[28 + 2] = 0xff; // the first payload's length past the message
+    for m in [short, cut, bad_chain] {
+        let out = p.b.receive(&m, d.remote, d.local, p.now);
+        assert!(
+            out.datagrams.is_empty() && out.events.is_empty(),
+            "{:?}",
+            out.dropped
+        );
+    }
+    assert!(p.b.summaries(p.now).is_empty(), "no state from any of it");
+    assert!(p.b.dropped.get("malformed").copied().unwrap_or(0) >= 3);
+
+    // The real request still gets through.
+    p.run(vec![d], &mut |_| false);
+    assert_children_match(&p);
+}
+
+#[test]
+fn an_old_request_replayed_is_dropped() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    p.start();
+    // Two liveness checks from a, both answered.
+    let (first, _) = p.advance(Duration::from_secs(11));
+    let first = first.datagrams[0].clone();
+    p.run(vec![first.clone()], &mut |_| false);
+    let (second, _) = p.advance(Duration::from_secs(11));
+    p.run(second.datagrams, &mut |_| false);
+    // The first again: older than the last answered, so not even re-answered.
+    let out =
+        p.b.receive(&first.payload(), first.remote, first.local, p.now);
+    assert_eq!(out.dropped, Some("unexpected-message-id"));
+    assert!(out.datagrams.is_empty());
+    assert!(closed(&p.a_events).is_none() && closed(&p.b_events).is_none());
+}
+
+#[test]
+fn certificates_rsa_and_ecdsa_authenticate_both_ways() {
+    let mut p = Pair::new(
+        Side {
+            cert: Some(("gw-a", "ca", Some("C=CH, O=linerate tests, CN=gw-b"))),
+            ..Side::default()
+        },
+        Side {
+            cert: Some(("gw-b", "ca", None)),
+            ..Side::default()
+        },
+    );
+    p.start();
+    assert_children_match(&p);
+}
+
+#[test]
+fn certificates_from_another_ca_or_subject_are_refused() {
+    // b's certificate is not from the CA a trusts.
+    let mut p = Pair::new(
+        Side {
+            cert: Some(("gw-a", "ca", None)),
+            ..Side::default()
+        },
+        Side {
+            cert: Some(("other", "ca", None)),
+            ..Side::default()
+        },
+    );
+    p.start();
+    assert!(child(&p.a_events).is_none());
+    assert!(
+        closed(&p.a_events)
+            .unwrap()
+            .contains("not issued by the CA"),
+        "{:?}",
+        p.a_events
+    );
+    // a wants another subject than b's.
+    let mut p = Pair::new(
+        Side {
+            cert: Some(("gw-a", "ca", Some("C=CH, O=linerate tests, CN=gw-c"))),
+            ..Side::default()
+        },
+        Side {
+            cert: Some(("gw-b", "ca", None)),
+            ..Side::default()
+        },
+    );
+    p.start();
+    assert!(
+        closed(&p.a_events)
+            .unwrap()
+            .contains("is not the configured"),
+        "{:?}",
+        p.a_events
+    );
+    // b trusts another CA than a's issuer: b refuses a.
+    let mut p = Pair::new(
+        Side {
+            cert: Some(("gw-a", "ca", None)),
+            ..Side::default()
+        },
+        Side {
+            cert: Some(("gw-b", "other-ca", None)),
+            ..Side::default()
+        },
+    );
+    p.start();
+    assert!(
+        closed(&p.b_events)
+            .unwrap()
+            .contains("not issued by the CA"),
+        "{:?}",
+        p.b_events
+    );
+    assert!(
+        closed(&p.a_events)
+            .unwrap()
+            .contains("AUTHENTICATION_FAILED")
+    );
+}
+
+#[test]
+fn a_key_that_is_not_the_certificates_is_refused() {
+    let cert = Certificate::from_pem(&cert_file("gw-a.pem")).unwrap();
+    assert!(PrivateKey::from_pem(&cert_file("gw-b.key"), &cert).is_err());
+    let other = Certificate::from_pem(&cert_file("other.pem")).unwrap();
+    assert!(
+        PrivateKey::from_pem(&cert_file("gw-b.key"), &other).is_err(),
+        "same kind, other key"
+    );
 }

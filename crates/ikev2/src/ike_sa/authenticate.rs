@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// CERT and CERTREQ encoding of an X.509 certificate (RFC 7296 section 3.6).
+const CERT_X509_SIGNATURE: u8 = 4;
+
 /// What a child SA's keys come from (see `make_child_with`).
 pub(super) struct KeyExchangeInput<'a> {
     pub ni: &'a [u8],
@@ -19,14 +22,98 @@ impl IkeSa {
             Role::Responder => (&self.init_response, &self.ni, &k.sk_pr),
         };
         let octets = auth::signed_octets(k.prf, first, peer_nonce, sk_p, &self.conn.local_id);
-        Auth {
-            method: auth_method::SHARED_KEY_MIC,
-            data: auth::psk_auth(k.prf, &self.conn.psk, &octets).to_vec(),
+        match &self.conn.pubkey {
+            Some(p) => Auth {
+                method: auth_method::DIGITAL_SIGNATURE,
+                data: p.key.sign_auth(&octets),
+            },
+            None => Auth {
+                method: auth_method::SHARED_KEY_MIC,
+                data: auth::psk_auth(k.prf, &self.conn.psk, &octets).to_vec(),
+            },
         }
     }
 
+    /// What goes beside our identity in IKE_AUTH with certificates: our
+    /// certificate, and (from the initiator) which CA we trust.
+    pub(super) fn our_certificates(&self) -> Vec<Payload> {
+        let Some(p) = &self.conn.pubkey else {
+            return Vec::new();
+        };
+        let mut v = vec![Payload::Cert {
+            encoding: CERT_X509_SIGNATURE,
+            data: p.cert.der().to_vec(),
+        }];
+        if self.role == Role::Initiator
+            && let Ok(hash) = p.ca.spki_sha1()
+        {
+            v.push(Payload::CertReq {
+                encoding: CERT_X509_SIGNATURE,
+                data: hash,
+            });
+        }
+        v
+    }
+
+    /// The peer's certificate from its IKE_AUTH, checked against our CA, the time
+    /// and its identity.
+    fn peer_certificate(
+        &self,
+        p: &crate::config::PubkeyAuth,
+        id: &Identification,
+        inner: &[Payload],
+    ) -> Result<crate::cert::Certificate, String> {
+        let der = inner
+            .iter()
+            .find_map(|x| match x {
+                Payload::Cert { encoding, data } if *encoding == CERT_X509_SIGNATURE => Some(data),
+                _ => None,
+            })
+            .ok_or("the peer sent no X.509 certificate")?;
+        let cert = crate::cert::Certificate::from_der(der)?;
+        // The one read of the wall clock: certificates are valid in calendar time.
+        cert.verify_issued_by(&p.ca, std::time::SystemTime::now())?;
+        if id.kind != crate::wire::id_type::DER_ASN1_DN || !cert.subject_is_der(&id.data) {
+            return Err(format!(
+                "peer identity '{}' is not its certificate's subject '{}'",
+                describe_identity(id),
+                cert.subject_text()
+            ));
+        }
+        if let Some(dn) = &p.remote_dn
+            && !cert.subject_is(dn)
+        {
+            return Err(format!(
+                "peer certificate '{}' is not the configured '{dn}'",
+                cert.subject_text()
+            ));
+        }
+        Ok(cert)
+    }
+
     /// Checks the peer's identity against the configuration and its AUTH payload.
-    pub(super) fn verify_peer(&self, id: &Identification, a: &Auth) -> Result<(), String> {
+    pub(super) fn verify_peer(
+        &self,
+        id: &Identification,
+        a: &Auth,
+        inner: &[Payload],
+    ) -> Result<(), String> {
+        if let Some(p) = &self.conn.pubkey {
+            let cert = self.peer_certificate(p, id, inner)?;
+            if a.method != auth_method::DIGITAL_SIGNATURE {
+                return Err(format!(
+                    "peer authenticates with method {}, not a digital signature (RFC 7427)",
+                    a.method
+                ));
+            }
+            let k = self.keys.as_ref().expect("keys");
+            let (first, our_nonce, sk_p) = match self.role {
+                Role::Initiator => (&self.init_response, &self.ni, &k.sk_pr),
+                Role::Responder => (&self.init_request, &self.nr, &k.sk_pi),
+            };
+            let octets = auth::signed_octets(k.prf, first, our_nonce, sk_p, id);
+            return cert.verify_auth(&a.data, &octets);
+        }
         if let Some(want) = &self.conn.remote_id
             && want != id
         {
@@ -61,6 +148,7 @@ impl IkeSa {
     pub(super) fn send_auth_request(&mut self, now: Instant) -> Datagram {
         self.child_spi_in = random_esp_spi();
         let mut inner = vec![Payload::IdI(self.conn.local_id.clone())];
+        inner.extend(self.our_certificates());
         if let Some(r) = &self.conn.remote_id {
             inner.push(Payload::IdR(r.clone()));
         }
@@ -109,7 +197,7 @@ impl IkeSa {
             self.close(format!("{name}: peer refused IKE_AUTH: {why}"), &mut out);
             return out;
         };
-        if let Err(why) = self.verify_peer(id, a) {
+        if let Err(why) = self.verify_peer(id, a, inner) {
             self.close(format!("{name}: {why}"), &mut out);
             return out;
         }

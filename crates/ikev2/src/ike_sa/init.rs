@@ -3,7 +3,32 @@
 
 use super::*;
 
+/// Hash algorithms for RFC 7427 signatures: SHA2-256, SHA2-384, SHA2-512.
+const SIGNATURE_HASHES: [u8; 6] = [0, 2, 0, 3, 0, 4];
+
 impl IkeSa {
+    /// With certificates: the hashes we sign and verify with (RFC 7427
+    /// SIGNATURE_HASH_ALGORITHMS), and from the responder the CA it trusts
+    /// (CERTREQ); strongSwan sends its certificate only when asked.
+    pub(super) fn signature_payloads_in_init(&self) -> Vec<Payload> {
+        let Some(p) = &self.conn.pubkey else {
+            return Vec::new();
+        };
+        let mut v = vec![Payload::Notify(Notify::new(
+            notify::SIGNATURE_HASH_ALGORITHMS,
+            SIGNATURE_HASHES.to_vec(),
+        ))];
+        if self.role == Role::Responder
+            && let Ok(hash) = p.ca.spki_sha1()
+        {
+            v.push(Payload::CertReq {
+                encoding: 4,
+                data: hash,
+            });
+        }
+        v
+    }
+
     pub(super) fn send_init_request(&mut self, now: Instant) -> Output {
         let dh = self.dh.as_ref().expect("a key pair before IKE_SA_INIT");
         let mut payloads = Vec::new();
@@ -26,6 +51,7 @@ impl IkeSa {
         let (src, dst) = self.nat_hashes(0);
         payloads.push(Payload::Notify(src));
         payloads.push(Payload::Notify(dst));
+        payloads.extend(self.signature_payloads_in_init());
         self.next_request_id = 0;
         let msg = self.plain_message(self.header(exchange::IKE_SA_INIT, false, 0), &payloads);
         self.init_request = msg.clone();

@@ -119,6 +119,14 @@ pub struct IkeSa {
     successor: Option<Box<IkeSa>>,
 }
 
+/// Why an encrypted message gave no payloads.
+enum Undecrypted {
+    /// Dropped, for this reason (nothing answered).
+    Dropped(&'static str),
+    /// It opened, and holds an unknown payload marked critical, of this type.
+    Critical(u8),
+}
+
 /// What `show ike` prints about one IKE SA.
 #[derive(Clone, Debug)]
 pub struct SaSummary {
@@ -438,14 +446,37 @@ impl IkeSa {
         }
     }
 
-    fn decrypt(&self, h: &Header, msg: &[u8]) -> Result<Vec<Payload>, &'static str> {
-        let outer = parse_chain(h.next_payload, &msg[HEADER_LEN..]).map_err(|_| "malformed")?;
+    fn decrypt(&self, h: &Header, msg: &[u8]) -> Result<Vec<Payload>, Undecrypted> {
+        let outer = parse_chain(h.next_payload, &msg[HEADER_LEN..])
+            .map_err(|_| Undecrypted::Dropped("malformed"))?;
         let Some(Payload::Encrypted { first_inner, start }) = outer.last() else {
-            return Err("not-encrypted");
+            return Err(Undecrypted::Dropped("not-encrypted"));
         };
-        let rx = self.rx.as_ref().ok_or("no-keys")?;
-        let plain = rx.open(msg, HEADER_LEN + start).map_err(|_| "bad-icv")?;
-        parse_chain(*first_inner, &plain).map_err(|_| "malformed-inner")
+        let rx = self.rx.as_ref().ok_or(Undecrypted::Dropped("no-keys"))?;
+        let plain = rx
+            .open(msg, HEADER_LEN + start)
+            .map_err(|_| Undecrypted::Dropped("bad-icv"))?;
+        parse_chain(*first_inner, &plain).map_err(|e| match e {
+            crate::wire::Error::UnsupportedCritical(t) => Undecrypted::Critical(t),
+            _ => Undecrypted::Dropped("malformed-inner"),
+        })
+    }
+
+    /// Answers an authenticated request that carries an unknown critical payload
+    /// (RFC 7296 section 2.5): UNSUPPORTED_CRITICAL_PAYLOAD with its type; the
+    /// message ID is used up, nothing else changes.
+    fn refuse_critical(&mut self, h: &Header, kind: u8) -> Output {
+        let n = [Payload::Notify(Notify::new(
+            notify::UNSUPPORTED_CRITICAL_PAYLOAD,
+            vec![kind],
+        ))];
+        let m = self.sealed_message(self.header(h.exchange, true, h.message_id), &n);
+        let d = self.answer(h.message_id, m);
+        Output {
+            datagrams: vec![d],
+            dropped: Some("unsupported-critical"),
+            ..Output::default()
+        }
     }
 
     fn on_response(&mut self, h: &Header, msg: &[u8], now: Instant) -> Output {
@@ -467,7 +498,9 @@ impl IkeSa {
         }
         let inner = match self.decrypt(h, msg) {
             Ok(p) => p,
-            Err(why) => return Output::dropped(why),
+            Err(Undecrypted::Dropped(why)) => return Output::dropped(why),
+            // A response is never answered.
+            Err(Undecrypted::Critical(_)) => return Output::dropped("unsupported-critical"),
         };
         self.last_heard = now;
         match (self.state, h.exchange) {
@@ -522,7 +555,8 @@ impl IkeSa {
         }
         let inner = match self.decrypt(h, msg) {
             Ok(p) => p,
-            Err(why) => return Output::dropped(why),
+            Err(Undecrypted::Dropped(why)) => return Output::dropped(why),
+            Err(Undecrypted::Critical(kind)) => return self.refuse_critical(h, kind),
         };
         self.last_heard = now;
         // The peer may have moved to port 4500 (NAT traversal) or roamed: answer

@@ -15,10 +15,22 @@ impl IkeSa {
         remote: SocketAddr,
         now: Instant,
     ) -> Result<(IkeSa, Output), Output> {
-        let payloads = parse_chain(h.next_payload, &msg[HEADER_LEN..])
-            .map_err(|_| Output::dropped("malformed"))?;
         let mut sa = IkeSa::new(conn, Role::Responder, local, remote, now);
         sa.spi_i = h.spi_i;
+        let payloads = match parse_chain(h.next_payload, &msg[HEADER_LEN..]) {
+            Ok(p) => p,
+            Err(crate::wire::Error::UnsupportedCritical(kind)) => {
+                let n = Notify::new(notify::UNSUPPORTED_CRITICAL_PAYLOAD, vec![kind]);
+                let m = sa.plain_message(
+                    sa.header(exchange::IKE_SA_INIT, true, 0),
+                    &[Payload::Notify(n)],
+                );
+                let mut out = Output::dropped("unsupported-critical");
+                out.datagrams.push(sa.datagram(m));
+                return Err(out);
+            }
+            Err(_) => return Err(Output::dropped("malformed")),
+        };
         let stateless = |sa: &IkeSa, n: Notify| {
             let m = sa.plain_message(
                 sa.header(exchange::IKE_SA_INIT, true, 0),
@@ -88,13 +100,14 @@ impl IkeSa {
         };
         sa.install_ike_keys(chosen, &shared);
         let (src, dst) = sa.nat_hashes(sa.spi_r);
-        let reply = [
+        let mut reply = vec![
             Payload::Sa(vec![chosen.to_proposal(Kind::Ike, number, Vec::new())]),
             Payload::Ke(ke_out),
             Payload::Nonce(sa.nr.clone()),
             Payload::Notify(src),
             Payload::Notify(dst),
         ];
+        reply.extend(sa.signature_payloads_in_init());
         let m = sa.plain_message(sa.header(exchange::IKE_SA_INIT, true, 0), &reply);
         sa.init_request = msg.to_vec();
         sa.init_response = m.clone();
@@ -130,7 +143,7 @@ impl IkeSa {
         ) else {
             return Output::dropped("missing-payload");
         };
-        if let Err(why) = self.verify_peer(idi, a) {
+        if let Err(why) = self.verify_peer(idi, a, inner) {
             let n = [Payload::Notify(Notify::new(
                 notify::AUTHENTICATION_FAILED,
                 Vec::new(),
@@ -140,10 +153,9 @@ impl IkeSa {
             self.close(format!("{name}: {why}"), &mut out);
             return out;
         }
-        let mut reply = vec![
-            Payload::IdR(self.conn.local_id.clone()),
-            Payload::Auth(self.our_auth()),
-        ];
+        let mut reply = vec![Payload::IdR(self.conn.local_id.clone())];
+        reply.extend(self.our_certificates());
+        reply.push(Payload::Auth(self.our_auth()));
         self.established(now, &mut out);
         let child = self.child_from_request(inner);
         match child {

@@ -1,16 +1,14 @@
 //! `[esp.ike]` tables: the key exchange (IKEv2) that negotiates an `[[esp]]`
-//! tunnel's SAs, with strongSwan's names for what a connection says: identities,
-//! `auth = "psk"` with the secret in a file, `proposals` and `esp_proposals`,
+//! tunnel's SAs, with strongSwan's names for what a connection says: how it
+//! authenticates (`ike_auth`), `proposals` and `esp_proposals`,
 //! `start_action`, `encap`, `dpd_delay`, `rekey_time` (the child SA's; the IKE
 //! SA's is `ike_rekey_time`), and the retransmission settings of its
 //! strongswan.conf. The tunnel's addresses and traffic selectors are the
 //! connection's.
 
 use super::IkeConfig;
-use super::keyfile::read_psk_file;
 use super::raw::RawIke;
 use super::validate::Ctx;
-use ikev2::config::parse_identity;
 use ikev2::proposal::{Kind, Offer};
 use std::net::IpAddr;
 use toml::Spanned;
@@ -54,29 +52,6 @@ fn proposals(
     ok.then(|| list.get_ref().iter().map(|p| p.get_ref().clone()).collect())
 }
 
-fn identity(
-    cx: &mut Ctx<'_, '_>,
-    id: Option<&Spanned<String>>,
-    default: Option<IpAddr>,
-    key: &str,
-) -> Option<Option<String>> {
-    match id {
-        None => Some(default.map(|a| a.to_string())),
-        Some(t) if t.get_ref() == "%any" => Some(None),
-        Some(t) => match parse_identity(t.get_ref()) {
-            Ok(_) => Some(Some(t.get_ref().clone())),
-            Err(e) => {
-                cx.err(
-                    t.span(),
-                    key,
-                    format!("{e} (an IP address, a host name, user@domain, or %any)"),
-                );
-                None
-            }
-        },
-    }
-}
-
 /// Checks `[esp.ike]` of the tunnel at `path` between `local` and `remote`.
 pub(super) fn ike(
     cx: &mut Ctx<'_, '_>,
@@ -86,55 +61,8 @@ pub(super) fn ike(
     remote: Option<IpAddr>,
 ) -> Option<IkeConfig> {
     let path = format!("{path}.ike");
-    let mut ok = true;
-    if let Some(a) = &raw.auth
-        && a.get_ref() != "psk"
-    {
-        cx.err(
-            a.span(),
-            &format!("{path}.auth"),
-            format!(
-                "{:?}: only \"psk\" (a pre-shared key) is served",
-                a.get_ref()
-            ),
-        );
-        ok = false;
-    }
-    let local_id = identity(
-        cx,
-        raw.local_id.as_ref(),
-        local,
-        &format!("{path}.local_id"),
-    );
-    let remote_id = identity(
-        cx,
-        raw.remote_id.as_ref(),
-        remote,
-        &format!("{path}.remote_id"),
-    );
-    let local_id = match local_id {
-        Some(Some(id)) => Some(id),
-        Some(None) => {
-            cx.err(
-                raw.local_id.as_ref().map_or(0..0, |s| s.span()),
-                &format!("{path}.local_id"),
-                "%any names a peer, not this gateway",
-            );
-            None
-        }
-        None => None,
-    };
-    let psk_key = format!("{path}.psk_file");
-    let mut psk = None;
-    if raw.psk_file.get_ref().is_empty() {
-        cx.err(raw.psk_file.span(), &psk_key, "empty path");
-    } else {
-        let file = cx.base.join(raw.psk_file.get_ref());
-        match read_psk_file(&file) {
-            Ok(k) => psk = Some((file, k)),
-            Err(e) => cx.err(raw.psk_file.span(), &psk_key, e),
-        }
-    }
+    let ok = true;
+    let auth = super::ike_auth::auth(cx, raw, &path, local, remote);
     let ike = proposals(
         cx,
         raw.proposals.as_ref(),
@@ -201,16 +129,13 @@ pub(super) fn ike(
         "ike_rekey_time",
         DEFAULT_IKE_REKEY,
     );
-    let (local_id, remote_id, (psk_file, psk)) = (local_id?, remote_id?, psk?);
+    let auth = auth?;
     let (rekey_time, ike_rekey_time) = (rekey_time?, ike_rekey_time?);
     let (proposals, esp_proposals, start) = (ike?, esp?, start?);
     let (dpd_delay, retransmit_timeout, retransmit_tries) =
         (dpd_delay?, retransmit_timeout?, retransmit_tries?);
     ok.then_some(IkeConfig {
-        local_id,
-        remote_id,
-        psk_file,
-        psk,
+        auth,
         proposals,
         esp_proposals,
         start,

@@ -19,6 +19,8 @@
 mod error;
 mod esp;
 mod ike;
+mod ike_auth;
+pub use ike_auth::IkeAuth;
 mod keyfile;
 mod l2;
 mod raw;
@@ -86,12 +88,7 @@ pub struct EspConfig {
 
 /// An `[esp.ike]` table: how the tunnel's SAs are negotiated.
 pub struct IkeConfig {
-    /// As written (strongSwan's syntax); checked.
-    pub local_id: String,
-    /// None: any identity the key authenticates (`%any`).
-    pub remote_id: Option<String>,
-    pub psk_file: PathBuf,
-    pub psk: Zeroizing<Vec<u8>>,
+    pub auth: IkeAuth,
     /// IKE and ESP proposals in strongSwan's keywords, checked.
     pub proposals: Vec<String>,
     pub esp_proposals: Vec<String>,
@@ -140,10 +137,7 @@ impl fmt::Debug for SaConfig {
 impl fmt::Debug for IkeConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IkeConfig")
-            .field("local_id", &self.local_id)
-            .field("remote_id", &self.remote_id)
-            .field("psk_file", &self.psk_file)
-            .field("psk", &format_args!("(hidden)"))
+            .field("auth", &self.auth.describe())
             .field("proposals", &self.proposals)
             .field("esp_proposals", &self.esp_proposals)
             .field("start", &self.start)
@@ -350,7 +344,7 @@ pub fn same_esps(a: &[EspConfig], b: &[EspConfig]) -> bool {
             } && x.inbound.len() == y.inbound.len()
                 && x.inbound.iter().zip(&y.inbound).all(|(p, q)| same_sa(p, q))
                 && match (&x.ike, &y.ike) {
-                    (Some(p), Some(q)) => same_ike(p, q) && same_key(&p.psk, &q.psk),
+                    (Some(p), Some(q)) => same_ike(p, q) && p.auth.same(&q.auth),
                     (None, None) => true,
                     _ => false,
                 }
@@ -360,8 +354,6 @@ pub fn same_esps(a: &[EspConfig], b: &[EspConfig]) -> bool {
 /// Everything of two `[esp.ike]` tables but the secret.
 fn same_ike(x: &IkeConfig, y: &IkeConfig) -> bool {
     (
-        &x.local_id,
-        &x.remote_id,
         &x.proposals,
         &x.esp_proposals,
         x.start,
@@ -372,8 +364,6 @@ fn same_ike(x: &IkeConfig, y: &IkeConfig) -> bool {
         x.rekey_time,
         x.ike_rekey_time,
     ) == (
-        &y.local_id,
-        &y.remote_id,
         &y.proposals,
         &y.esp_proposals,
         y.start,

@@ -140,11 +140,9 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         if let Some(k) = &e.ike {
             let _ = writeln!(
                 out,
-                "  ike: {} as {}, peer {}, psk {}, {}{}, dpd {}",
+                "  ike: {}, {}, {}{}, dpd {}",
                 if k.start { "initiates" } else { "responds" },
-                k.local_id,
-                k.remote_id.as_deref().unwrap_or("%any"),
-                k.psk_file.display(),
+                k.auth.describe(),
                 if k.encap { "UDP forced, " } else { "" },
                 format_args!(
                     "proposals {}, esp {}",

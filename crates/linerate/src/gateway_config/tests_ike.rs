@@ -45,9 +45,18 @@ dpd_delay = 10
     assert_eq!(e.udp_port, None);
     assert!(e.outbound.is_none() && e.inbound.is_empty());
     let k = e.ike.as_ref().unwrap();
-    assert_eq!(k.local_id, "198.18.2.1", "the local address by default");
-    assert_eq!(k.remote_id.as_deref(), Some("@gw-b.example"));
-    assert_eq!(&k.psk[..], b"a pre-shared key long enough");
+    let IkeAuth::Psk {
+        local_id,
+        remote_id,
+        secret,
+        ..
+    } = &k.auth
+    else {
+        panic!("psk by default")
+    };
+    assert_eq!(local_id, "198.18.2.1", "the local address by default");
+    assert_eq!(remote_id.as_deref(), Some("@gw-b.example"));
+    assert_eq!(&secret[..], b"a pre-shared key long enough");
     assert_eq!(k.esp_proposals, ["aes128-sha256", "aes256gcm16-esn"]);
     assert!(k.start && k.encap);
     assert_eq!(
@@ -55,8 +64,9 @@ dpd_delay = 10
         (10, 4, 5)
     );
     let summary = c.summary();
+    assert!(summary.contains("ike: initiates, psk "), "{summary}");
     assert!(
-        summary.contains("ike: initiates as 198.18.2.1, peer @gw-b.example"),
+        summary.contains("site.psk as 198.18.2.1, peer @gw-b.example"),
         "{summary}"
     );
     assert!(
@@ -85,7 +95,13 @@ remote_id = "%any"
     let c = load(&d.write("gw.toml", &text)).unwrap_or_else(|e| panic!("{e}"));
     let k = c.esps[0].ike.as_ref().unwrap();
     assert!(!k.start && !k.encap);
-    assert_eq!(k.remote_id, None);
+    assert!(matches!(
+        &k.auth,
+        IkeAuth::Psk {
+            remote_id: None,
+            ..
+        }
+    ));
     assert_eq!(k.proposals, [super::ike::DEFAULT_PROPOSAL]);
     assert_eq!(k.dpd_delay, 30);
     assert_eq!((k.rekey_time, k.ike_rekey_time), (3600, 14400));
@@ -110,7 +126,7 @@ algorithm = "aes128gcm16"
 key_file = "site.psk"
 
 [esp.ike]
-auth = "pubkey"
+auth = "psk"
 local_id = "%any"
 psk_file = "short.psk"
 proposals = ["aes128-sha256-prfsha256-ecp256", "aes128gcm16-prfsha256-ecp256"]
@@ -126,7 +142,6 @@ rekey_time = 5
         "gw.toml:10: esp[0].encapsulation: with [esp.ike], NAT detection chooses ESP on IP or in UDP (port 4500); encap = true in [esp.ike] forces UDP",
         "gw.toml:13: esp[0].ike: [esp.ike] negotiates the SAs: no [esp.outbound] or [[esp.inbound]] beside it",
         "gw.toml:15: esp[0].outbound.key_file: site.psk: not hex digits (aes128gcm16: 16 bytes of key and 4 of salt)",
-        "gw.toml:18: esp[0].ike.auth: \"pubkey\": only \"psk\" (a pre-shared key) is served",
         "gw.toml:19: esp[0].ike.local_id: %any names a peer, not this gateway",
         "gw.toml:20: esp[0].ike.psk_file: short.psk: a pre-shared key of 9 bytes; use at least 16 (a short one is guessed offline from one recorded exchange)",
         "gw.toml:21: esp[0].ike.proposals[0]: proposal 'aes128-sha256-prfsha256-ecp256': IKE SAs here take AES-GCM or ChaCha20-Poly1305",
@@ -137,4 +152,104 @@ rekey_time = 5
         "gw.toml:26: esp[0].ike.rekey_time: 5 s: at least 10 s (0: this end never rekeys)",
     ];
     assert_eq!(got, expected);
+}
+
+fn certs() -> TempDir {
+    let d = dir();
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../ikev2/tests/data/certs");
+    for f in [
+        "ca.pem",
+        "gw-a.pem",
+        "gw-a.key",
+        "gw-b.key",
+        "other.pem",
+        "other.key",
+        "other-ca.pem",
+    ] {
+        let text = std::fs::read_to_string(format!("{src}/{f}")).unwrap();
+        d.write(f, &text);
+    }
+    d
+}
+
+const CERT_HEAD: &str = r#"
+[[esp]]
+name = "site"
+local = "198.18.2.1"
+remote = "198.18.2.2"
+
+[esp.ike]
+"#;
+
+#[test]
+fn certificates_are_read_and_checked() {
+    let d = certs();
+    let text = format!(
+        "{PORTS}{CERT_HEAD}auth = \"pubkey\"\ncert_file = \"gw-a.pem\"\nkey_file = \"gw-a.key\"\nca_file = \"ca.pem\"\nremote_id = \"C=CH, O=linerate tests, CN=gw-b\"\n"
+    );
+    let c = load(&d.write("gw.toml", &text)).unwrap_or_else(|e| panic!("{e}"));
+    let k = c.esps[0].ike.as_ref().unwrap();
+    let IkeAuth::Pubkey {
+        cert, remote_dn, ..
+    } = &k.auth
+    else {
+        panic!("pubkey")
+    };
+    assert_eq!(cert.subject_text(), "C=CH, O=linerate tests, CN=gw-a");
+    assert_eq!(
+        remote_dn.as_deref(),
+        Some("C=CH, O=linerate tests, CN=gw-b")
+    );
+    assert!(
+        c.summary()
+            .contains("as \"C=CH, O=linerate tests, CN=gw-a\""),
+        "{}",
+        c.summary()
+    );
+}
+
+#[test]
+fn bad_certificate_tables_give_their_errors() {
+    let d = certs();
+    let cases: &[(&str, &str)] = &[
+        (
+            "auth = \"rsa\"\npsk_file = \"site.psk\"\n",
+            "esp[0].ike.auth: \"rsa\": \"psk\" (a pre-shared key) or \"pubkey\" (certificates)",
+        ),
+        (
+            "auth = \"pubkey\"\ncert_file = \"gw-a.pem\"\nkey_file = \"gw-a.key\"\n",
+            "esp[0].ike.ca_file: missing: the CA's certificate (PEM)",
+        ),
+        (
+            "auth = \"pubkey\"\ncert_file = \"gw-a.pem\"\nkey_file = \"gw-b.key\"\nca_file = \"ca.pem\"\n",
+            "gw-b.key: a PRIVATE KEY that is not a Rsa key",
+        ),
+        (
+            "auth = \"pubkey\"\ncert_file = \"other.pem\"\nkey_file = \"other.key\"\nca_file = \"ca.pem\"\n",
+            "is not issued by the CA",
+        ),
+        (
+            "auth = \"pubkey\"\ncert_file = \"gw-a.pem\"\nkey_file = \"gw-a.key\"\nca_file = \"ca.pem\"\npsk_file = \"site.psk\"\n",
+            "esp[0].ike.psk_file: a pre-shared key is for auth = \"psk\"",
+        ),
+        (
+            "auth = \"pubkey\"\ncert_file = \"gw-a.pem\"\nkey_file = \"gw-a.key\"\nca_file = \"ca.pem\"\nremote_id = \"gw-b.example\"\n",
+            "with certificates, the peer's subject as a DN",
+        ),
+        (
+            "psk_file = \"site.psk\"\nca_file = \"ca.pem\"\n",
+            "esp[0].ike.ca_file: a certificate is for auth = \"pubkey\"",
+        ),
+        (
+            "auth = \"pubkey\"\ncert_file = \"site.psk\"\nkey_file = \"gw-a.key\"\nca_file = \"ca.pem\"\n",
+            "site.psk: not PEM",
+        ),
+    ];
+    for (body, needle) in cases {
+        let got = errors_of(&d, &format!("{PORTS}{CERT_HEAD}{body}"));
+        assert!(
+            got.iter().any(|g| g.contains(needle)),
+            "{body}: missing {needle:?} in {got:#?}"
+        );
+    }
 }
