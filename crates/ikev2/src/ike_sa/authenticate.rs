@@ -91,6 +91,17 @@ impl IkeSa {
         Ok(cert)
     }
 
+    /// What the peer's AUTH covers: its first message, our nonce, and its
+    /// identity MACed with its SK_p.
+    fn peer_signed_octets(&self, id: &Identification) -> Vec<u8> {
+        let k = self.keys.as_ref().expect("keys");
+        let (first, our_nonce, sk_p) = match self.role {
+            Role::Initiator => (&self.init_response, &self.ni, &k.sk_pr),
+            Role::Responder => (&self.init_request, &self.nr, &k.sk_pi),
+        };
+        auth::signed_octets(k.prf, first, our_nonce, sk_p, id)
+    }
+
     /// Checks the peer's identity against the configuration and its AUTH payload.
     pub(super) fn verify_peer(
         &self,
@@ -106,13 +117,7 @@ impl IkeSa {
                     a.method
                 ));
             }
-            let k = self.keys.as_ref().expect("keys");
-            let (first, our_nonce, sk_p) = match self.role {
-                Role::Initiator => (&self.init_response, &self.ni, &k.sk_pr),
-                Role::Responder => (&self.init_request, &self.nr, &k.sk_pi),
-            };
-            let octets = auth::signed_octets(k.prf, first, our_nonce, sk_p, id);
-            return cert.verify_auth(&a.data, &octets);
+            return cert.verify_auth(&a.data, &self.peer_signed_octets(id));
         }
         if let Some(want) = &self.conn.remote_id
             && want != id
@@ -129,13 +134,9 @@ impl IkeSa {
                 a.method
             ));
         }
-        let k = self.keys.as_ref().expect("keys");
-        let (first, our_nonce, sk_p) = match self.role {
-            Role::Initiator => (&self.init_response, &self.ni, &k.sk_pr),
-            Role::Responder => (&self.init_request, &self.nr, &k.sk_pi),
-        };
-        let octets = auth::signed_octets(k.prf, first, our_nonce, sk_p, id);
-        if auth::verify_psk(k.prf, &self.conn.psk, &octets, &a.data) {
+        let prf = self.keys.as_ref().expect("keys").prf;
+        let octets = self.peer_signed_octets(id);
+        if auth::verify_psk(prf, &self.conn.psk, &octets, &a.data) {
             Ok(())
         } else {
             Err(format!(
@@ -177,22 +178,7 @@ impl IkeSa {
     pub(super) fn on_auth_response(&mut self, inner: &[Payload], now: Instant) -> Output {
         let mut out = Output::default();
         let name = self.conn.name.clone();
-        let (Some(id), Some(a)) = (
-            inner.iter().find_map(|p| {
-                if let Payload::IdR(i) = p {
-                    Some(i)
-                } else {
-                    None
-                }
-            }),
-            inner.iter().find_map(|p| {
-                if let Payload::Auth(a) = p {
-                    Some(a)
-                } else {
-                    None
-                }
-            }),
-        ) else {
+        let (Some(id), Some(a)) = (inner.id_r(), inner.auth()) else {
             let why = error_notify(inner).map_or("no identity or AUTH".to_string(), notify_name);
             self.close(format!("{name}: peer refused IKE_AUTH: {why}"), &mut out);
             return out;
@@ -253,16 +239,7 @@ impl IkeSa {
     }
 
     pub(super) fn child_from_reply(&self, inner: &[Payload]) -> Result<ChildSa, String> {
-        let sa = inner
-            .iter()
-            .find_map(|p| {
-                if let Payload::Sa(s) = p {
-                    Some(s)
-                } else {
-                    None
-                }
-            })
-            .ok_or("no SA payload for the child")?;
+        let sa = inner.sa().ok_or("no SA payload for the child")?;
         let (tsi, tsr) = traffic_selectors(inner).ok_or("no traffic selectors for the child")?;
         let [p] = sa.as_slice() else {
             return Err("the child SA reply has more than one proposal".into());

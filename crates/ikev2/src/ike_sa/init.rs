@@ -112,29 +112,8 @@ impl IkeSa {
             );
             return out;
         }
-        let (Some(sa), Some(ke), Some(nr)) = (
-            payloads.iter().find_map(|p| {
-                if let Payload::Sa(s) = p {
-                    Some(s)
-                } else {
-                    None
-                }
-            }),
-            payloads.iter().find_map(|p| {
-                if let Payload::Ke(k) = p {
-                    Some(k)
-                } else {
-                    None
-                }
-            }),
-            payloads.iter().find_map(|p| {
-                if let Payload::Nonce(n) = p {
-                    Some(n)
-                } else {
-                    None
-                }
-            }),
-        ) else {
+        let (Some(sa), Some(ke), Some(nr)) = (payloads.sa(), payloads.ke(), payloads.nonce())
+        else {
             return Output::dropped("missing-payload");
         };
         if h.spi_r == 0 || sa.len() != 1 {

@@ -13,7 +13,7 @@ use crate::output::{ChildSa, Datagram, Event, NAT_T_PORT, Output};
 use crate::proposal::{Chosen, Kind};
 use crate::sk::SkCipher;
 use crate::wire::{
-    Auth, Delete, HEADER_LEN, Header, Identification, KeyExchange, Notify, Payload,
+    Auth, Delete, Find, HEADER_LEN, Header, Identification, KeyExchange, Notify, Payload,
     TrafficSelector, auth_method, emit_chain, exchange, flags, notify, parse_chain, protocol,
 };
 use std::net::SocketAddr;
@@ -637,19 +637,7 @@ fn spi32(b: &[u8]) -> Option<u32> {
 }
 
 fn traffic_selectors(inner: &[Payload]) -> Option<(&[TrafficSelector], &[TrafficSelector])> {
-    let tsi = inner.iter().find_map(|p| {
-        if let Payload::TsI(t) = p {
-            Some(t)
-        } else {
-            None
-        }
-    })?;
-    let tsr = inner.iter().find_map(|p| {
-        if let Payload::TsR(t) = p {
-            Some(t)
-        } else {
-            None
-        }
-    })?;
+    let tsi = inner.ts_i()?;
+    let tsr = inner.ts_r()?;
     Some((tsi, tsr))
 }

@@ -39,13 +39,14 @@ pub(super) struct IkeRekey {
     dh: KeyPair,
 }
 
-fn find<T>(inner: &[Payload], f: impl Fn(&Payload) -> Option<&T>) -> Option<&T> {
-    inner.iter().find_map(f)
-}
-
 impl IkeSa {
     fn answer_notify(&mut self, id: u32, kind: u16) -> Output {
-        let n = [Payload::Notify(Notify::new(kind, Vec::new()))];
+        self.answer_notify_with(id, kind, Vec::new())
+    }
+
+    /// Refuses a CREATE_CHILD_SA request with a notify carrying `data`.
+    fn answer_notify_with(&mut self, id: u32, kind: u16, data: Vec<u8>) -> Output {
+        let n = [Payload::Notify(Notify::new(kind, data))];
         let m = self.sealed_message(self.header(exchange::CREATE_CHILD_SA, true, id), &n);
         let d = self.answer(id, m);
         Output {
@@ -154,22 +155,8 @@ impl IkeSa {
                 RETRY_LATER
             });
         }
-        let sa = find(inner, |p| {
-            if let Payload::Sa(s) = p {
-                Some(s)
-            } else {
-                None
-            }
-        })
-        .ok_or(RETRY_LATER)?;
-        let nr = find(inner, |p| {
-            if let Payload::Nonce(n) = p {
-                Some(n)
-            } else {
-                None
-            }
-        })
-        .ok_or(RETRY_LATER)?;
+        let sa = inner.sa().ok_or(RETRY_LATER)?;
+        let nr = inner.nonce().ok_or(RETRY_LATER)?;
         let (tsi, tsr) = traffic_selectors(inner).ok_or(RETRY_LATER)?;
         let [p] = sa.as_slice() else {
             return Err(RETRY_LATER);
@@ -183,14 +170,7 @@ impl IkeSa {
         let outbound = spi32(&p.spi).ok_or(RETRY_LATER)?;
         let shared = match &r.dh {
             Some(k) => {
-                let ke = find(inner, |p| {
-                    if let Payload::Ke(k) = p {
-                        Some(k)
-                    } else {
-                        None
-                    }
-                })
-                .ok_or(RETRY_LATER)?;
+                let ke = inner.ke().ok_or(RETRY_LATER)?;
                 if ke.group != k.group().id() {
                     return Err(RETRY_LATER);
                 }
@@ -234,13 +214,7 @@ impl IkeSa {
         inner: &[Payload],
         now: Instant,
     ) -> Output {
-        let Some(proposals) = find(inner, |p| {
-            if let Payload::Sa(s) = p {
-                Some(s)
-            } else {
-                None
-            }
-        }) else {
+        let Some(proposals) = inner.sa() else {
             return self.answer_notify(id, notify::INVALID_SYNTAX);
         };
         if self.rekey_in_flight() {
@@ -261,23 +235,8 @@ impl IkeSa {
         else {
             return self.answer_notify(id, notify::CHILD_SA_NOT_FOUND);
         };
-        let ke = find(inner, |p| {
-            if let Payload::Ke(k) = p {
-                Some(k)
-            } else {
-                None
-            }
-        });
-        let (Some(ni), Some((tsi, tsr))) = (
-            find(inner, |p| {
-                if let Payload::Nonce(n) = p {
-                    Some(n)
-                } else {
-                    None
-                }
-            }),
-            traffic_selectors(inner),
-        ) else {
+        let ke = inner.ke();
+        let (Some(ni), Some((tsi, tsr))) = (inner.nonce(), traffic_selectors(inner)) else {
             return self.answer_notify(id, notify::INVALID_SYNTAX);
         };
         let choice = proposals.iter().filter(|p| p.spi.len() == 4).find_map(|p| {
@@ -293,17 +252,8 @@ impl IkeSa {
         let dh = match chosen.group {
             Some(g) if ke.is_some_and(|k| k.group == g.id()) => Some(KeyPair::generate(g)),
             Some(g) => {
-                let n = [Payload::Notify(Notify::new(
-                    notify::INVALID_KE_PAYLOAD,
-                    g.id().to_be_bytes().to_vec(),
-                ))];
-                let m = self.sealed_message(self.header(exchange::CREATE_CHILD_SA, true, id), &n);
-                let d = self.answer(id, m);
-                return Output {
-                    datagrams: vec![d],
-                    dropped: Some("create-child-refused"),
-                    ..Output::default()
-                };
+                let want = g.id().to_be_bytes().to_vec();
+                return self.answer_notify_with(id, notify::INVALID_KE_PAYLOAD, want);
             }
             None => None,
         };
@@ -417,30 +367,9 @@ impl IkeSa {
                     RETRY_LATER
                 });
             }
-            let sa = find(inner, |p| {
-                if let Payload::Sa(s) = p {
-                    Some(s)
-                } else {
-                    None
-                }
-            })
-            .ok_or(RETRY_LATER)?;
-            let nr = find(inner, |p| {
-                if let Payload::Nonce(n) = p {
-                    Some(n)
-                } else {
-                    None
-                }
-            })
-            .ok_or(RETRY_LATER)?;
-            let ke = find(inner, |p| {
-                if let Payload::Ke(k) = p {
-                    Some(k)
-                } else {
-                    None
-                }
-            })
-            .ok_or(RETRY_LATER)?;
+            let sa = inner.sa().ok_or(RETRY_LATER)?;
+            let nr = inner.nonce().ok_or(RETRY_LATER)?;
+            let ke = inner.ke().ok_or(RETRY_LATER)?;
             let [p] = sa.as_slice() else {
                 return Err(RETRY_LATER);
             };
@@ -486,30 +415,8 @@ impl IkeSa {
     }
 
     fn on_ike_rekey_request(&mut self, id: u32, inner: &[Payload], now: Instant) -> Output {
-        let proposals = find(inner, |p| {
-            if let Payload::Sa(s) = p {
-                Some(s)
-            } else {
-                None
-            }
-        })
-        .expect("checked");
-        let (Some(ni), Some(ke)) = (
-            find(inner, |p| {
-                if let Payload::Nonce(n) = p {
-                    Some(n)
-                } else {
-                    None
-                }
-            }),
-            find(inner, |p| {
-                if let Payload::Ke(k) = p {
-                    Some(k)
-                } else {
-                    None
-                }
-            }),
-        ) else {
+        let proposals = inner.sa().expect("checked");
+        let (Some(ni), Some(ke)) = (inner.nonce(), inner.ke()) else {
             return self.answer_notify(id, notify::INVALID_SYNTAX);
         };
         let choice = proposals.iter().filter(|p| p.spi.len() == 8).find_map(|p| {
@@ -524,17 +431,8 @@ impl IkeSa {
         };
         let group = chosen.group.expect("IKE choices have a group");
         if ke.group != group.id() {
-            let n = [Payload::Notify(Notify::new(
-                notify::INVALID_KE_PAYLOAD,
-                group.id().to_be_bytes().to_vec(),
-            ))];
-            let m = self.sealed_message(self.header(exchange::CREATE_CHILD_SA, true, id), &n);
-            let d = self.answer(id, m);
-            return Output {
-                datagrams: vec![d],
-                dropped: Some("create-child-refused"),
-                ..Output::default()
-            };
+            let want = group.id().to_be_bytes().to_vec();
+            return self.answer_notify_with(id, notify::INVALID_KE_PAYLOAD, want);
         }
         let peer_spi =
             u64::from_be_bytes(p.spi.as_slice().try_into().expect("filtered to 8 bytes"));

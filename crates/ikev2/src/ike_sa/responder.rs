@@ -40,29 +40,9 @@ impl IkeSa {
             out.datagrams.push(sa.datagram(m));
             out
         };
-        let (Some(proposals), Some(ke), Some(ni)) = (
-            payloads.iter().find_map(|p| {
-                if let Payload::Sa(s) = p {
-                    Some(s)
-                } else {
-                    None
-                }
-            }),
-            payloads.iter().find_map(|p| {
-                if let Payload::Ke(k) = p {
-                    Some(k)
-                } else {
-                    None
-                }
-            }),
-            payloads.iter().find_map(|p| {
-                if let Payload::Nonce(n) = p {
-                    Some(n)
-                } else {
-                    None
-                }
-            }),
-        ) else {
+        let (Some(proposals), Some(ke), Some(ni)) =
+            (payloads.sa(), payloads.ke(), payloads.nonce())
+        else {
             return Err(Output::dropped("missing-payload"));
         };
         let choice = proposals.iter().find_map(|p| {
@@ -125,22 +105,7 @@ impl IkeSa {
     pub(super) fn on_auth_request(&mut self, id: u32, inner: &[Payload], now: Instant) -> Output {
         let mut out = Output::default();
         let name = self.conn.name.clone();
-        let (Some(idi), Some(a)) = (
-            inner.iter().find_map(|p| {
-                if let Payload::IdI(i) = p {
-                    Some(i)
-                } else {
-                    None
-                }
-            }),
-            inner.iter().find_map(|p| {
-                if let Payload::Auth(a) = p {
-                    Some(a)
-                } else {
-                    None
-                }
-            }),
-        ) else {
+        let (Some(idi), Some(a)) = (inner.id_i(), inner.auth()) else {
             return Output::dropped("missing-payload");
         };
         if let Err(why) = self.verify_peer(idi, a, inner) {
@@ -193,14 +158,7 @@ impl IkeSa {
         inner: &[Payload],
     ) -> Result<(ChildSa, u8, Chosen), (u16, String)> {
         let proposals = inner
-            .iter()
-            .find_map(|p| {
-                if let Payload::Sa(s) = p {
-                    Some(s)
-                } else {
-                    None
-                }
-            })
+            .sa()
             .ok_or((notify::NO_PROPOSAL_CHOSEN, "no SA payload".to_string()))?;
         let (tsi, tsr) = traffic_selectors(inner)
             .ok_or((notify::TS_UNACCEPTABLE, "no traffic selectors".to_string()))?;

@@ -11,7 +11,7 @@ mod ts;
 
 pub use header::{HEADER_LEN, Header};
 pub use payload::{
-    Auth, Delete, Identification, KeyExchange, Notify, Payload, emit_chain, parse_chain,
+    Auth, Delete, Find, Identification, KeyExchange, Notify, Payload, emit_chain, parse_chain,
 };
 pub use sa::{Attribute, Proposal, Transform};
 pub use ts::TrafficSelector;

@@ -159,6 +159,55 @@ impl Payload {
     }
 }
 
+/// The first payload of each kind in a chain, by name: what every exchange looks
+/// for in what it received.
+pub trait Find {
+    fn sa(&self) -> Option<&Vec<Proposal>>;
+    fn ke(&self) -> Option<&KeyExchange>;
+    fn nonce(&self) -> Option<&Vec<u8>>;
+    fn auth(&self) -> Option<&Auth>;
+    fn id_i(&self) -> Option<&Identification>;
+    fn id_r(&self) -> Option<&Identification>;
+    fn ts_i(&self) -> Option<&Vec<TrafficSelector>>;
+    fn ts_r(&self) -> Option<&Vec<TrafficSelector>>;
+}
+
+macro_rules! first_of {
+    ($self:ident, $variant:ident) => {
+        $self.iter().find_map(|p| match p {
+            Payload::$variant(x) => Some(x),
+            _ => None,
+        })
+    };
+}
+
+impl Find for [Payload] {
+    fn sa(&self) -> Option<&Vec<Proposal>> {
+        first_of!(self, Sa)
+    }
+    fn ke(&self) -> Option<&KeyExchange> {
+        first_of!(self, Ke)
+    }
+    fn nonce(&self) -> Option<&Vec<u8>> {
+        first_of!(self, Nonce)
+    }
+    fn auth(&self) -> Option<&Auth> {
+        first_of!(self, Auth)
+    }
+    fn id_i(&self) -> Option<&Identification> {
+        first_of!(self, IdI)
+    }
+    fn id_r(&self) -> Option<&Identification> {
+        first_of!(self, IdR)
+    }
+    fn ts_i(&self) -> Option<&Vec<TrafficSelector>> {
+        first_of!(self, TsI)
+    }
+    fn ts_r(&self) -> Option<&Vec<TrafficSelector>> {
+        first_of!(self, TsR)
+    }
+}
+
 /// Nonces are 16 to 256 bytes (RFC 7296 section 3.9).
 const NONCE_LEN: core::ops::RangeInclusive<usize> = 16..=256;
 
