@@ -267,6 +267,12 @@ sw_topology() {
   gateway_side "$NS_GA" lan wan
 }
 
+# gw_metrics SIDE: what that gateway's metrics listener would serve, asked on
+# its control socket.
+gw_metrics() {
+  printf 'linerate-show=metrics\n\n' | "$PYTHON" tests/net/uapi.py ask "$LR_TMP/gw-$1.sock"
+}
+
 child_installed() { swanctl_out --list-sas | grep -q "site: #.*INSTALLED"; }
 ike_line() { gw_show a ike | grep -q "$1"; }
 
@@ -281,6 +287,8 @@ tunnel_carries() {
   assert "charon lists the child SA installed" child_installed
   assert "show ike lists the IKE SA established" ike_line "site: .* Established"
   assert "and its child SA" ike_line "child: in SPI"
+  assert "the metrics count it established" \
+    grep -q '^linerate_ike_sas{connection="site",state="Established"} 1$' <<<"$(gw_metrics a)"
   assert "show esp has the tunnel in UDP, 4500 both ways" grep -q "^site (esp) .* udp 4500 -> 4500" <<<"$(gw_show a esp)"
   assert "and the negotiated SAs" test "$(gw_show a esp | grep -c "^  \(in\|out\) spi")" -eq 2
   assert "nothing failed to verify or was dropped in esp-decrypt" \

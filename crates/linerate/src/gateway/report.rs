@@ -23,6 +23,8 @@ pub struct Shown<'a> {
     pub tunnel_name: Option<&'a str>,
     /// Every worker's counters, the owner's first.
     pub lanes: Vec<LaneSnapshot>,
+    /// The key exchange's state, when the gateway runs one.
+    pub ike: Option<&'a std::sync::Mutex<super::ike::IkeStatus>>,
 }
 
 /// The text for `what`, or `None` for a name not served.
@@ -404,6 +406,35 @@ fn metrics(w: &Shown<'_>) -> String {
             "counter",
             "Packets refused because the SA's lifetime ran out or its sequence numbers did.",
             sa(|r| r.expired + r.seq_exhausted),
+        );
+    }
+    if let Some(status) = w.ike {
+        let status = status.lock().expect("status lock");
+        let mut by_state: std::collections::BTreeMap<String, u64> = Default::default();
+        for s in &status.sas {
+            *by_state
+                .entry(format!(
+                    "connection=\"{}\",state=\"{:?}\"",
+                    label(&s.connection),
+                    s.state
+                ))
+                .or_default() += 1;
+        }
+        family(
+            "linerate_ike_sas",
+            "gauge",
+            "IKE SAs by connection and state (InitReplied: half open).",
+            by_state.into_iter().collect(),
+        );
+        family(
+            "linerate_ike_dropped_total",
+            "counter",
+            "IKE messages the key exchange ignored, by reason.",
+            status
+                .dropped
+                .iter()
+                .map(|(r, v)| (format!("reason=\"{r}\""), *v))
+                .collect(),
         );
     }
     if let Some(name) = w.tunnel_name {

@@ -363,6 +363,7 @@ impl Worker {
             gw: &self.lane.gw,
             tunnel_name: self.tunnel_name.as_deref(),
             lanes: self.snapshots(),
+            ike: self.ike.as_deref(),
         }
     }
 

@@ -339,6 +339,22 @@ pub(super) fn esp(
     if let Some(raw_ike) = &e.ike {
         ike_config = ike(cx, raw_ike, &path, local, remote);
         ok &= ike_config.is_some();
+        // IKE takes UDP 500 and 4500 on every address of the gateway.
+        if let Some(w) = under
+            .wireguard
+            .iter()
+            .find(|w| [ikev2::output::IKE_PORT, ikev2::output::NAT_T_PORT].contains(&w.listen_port))
+        {
+            cx.err(
+                e.name.span(),
+                &format!("{path}.ike"),
+                format!(
+                    "IKE needs UDP ports 500 and 4500, and {} listens on {}",
+                    w.name, w.listen_port
+                ),
+            );
+            ok = false;
+        }
     }
     let (local, remote, local_ts, remote_ts, mtu) = (local?, remote?, local_ts?, remote_ts?, mtu?);
     ok.then(|| EspConfig {

@@ -253,3 +253,20 @@ fn bad_certificate_tables_give_their_errors() {
         );
     }
 }
+
+#[test]
+fn a_wireguard_interface_on_an_ike_port_is_refused() {
+    let d = dir();
+    d.write("wg0.key", "YHpWUm8JKLe6Ax4Fn2fQXYGX1WxnpTwLnQI5lGJBaHc=\n");
+    let text = format!(
+        "{PORTS}[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 4500\n\
+         {CERT_HEAD}psk_file = \"site.psk\"\n"
+    );
+    let got = errors_of(&d, &text);
+    assert!(
+        got.iter()
+            .any(|g| g
+                .contains("esp[0].ike: IKE needs UDP ports 500 and 4500, and wg0 listens on 4500")),
+        "{got:#?}"
+    );
+}
