@@ -18,6 +18,7 @@ pub mod ike;
 pub mod inflight;
 pub mod interfaces;
 pub mod ip_layer;
+mod keyed_hash;
 pub mod l2;
 pub mod neighbor;
 pub mod neighbor_share;

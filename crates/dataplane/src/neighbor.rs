@@ -19,6 +19,7 @@
 
 use crate::arena::Handle;
 use crate::fib::PortId;
+use crate::keyed_hash::KeyedState;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -122,7 +123,8 @@ pub struct NeighborInfo {
 }
 
 pub struct NeighborTable {
-    entries: HashMap<(PortId, IpAddr), State>,
+    /// Keyed for speed: ip-rewrite looks a next hop up for every packet.
+    entries: HashMap<(PortId, IpAddr), State, KeyedState>,
     capacity: usize,
 }
 
@@ -130,7 +132,7 @@ impl NeighborTable {
     /// A table of at most `capacity` entries.
     pub fn new(capacity: usize) -> NeighborTable {
         NeighborTable {
-            entries: HashMap::with_capacity(capacity.min(4096)),
+            entries: HashMap::with_capacity_and_hasher(capacity.min(4096), KeyedState::new()),
             capacity,
         }
     }
