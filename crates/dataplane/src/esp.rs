@@ -13,6 +13,8 @@
 //!
 //! `esp-encrypt` and `esp-decrypt` are the nodes; this module holds their tables.
 
+use crate::esp_selectors::{self, PrefixSet};
+use crate::outer_header::OuterHeader;
 use crypto::{KeyHandle, KeyRegistry};
 use ipsec::{EspAlgorithm, Expired, Lifetime, ReplayWindow, SendSequence, Usage};
 use lpm::Prefix;
@@ -270,20 +272,11 @@ pub struct EspTunnel {
     pub(crate) outbound: Option<Arc<OutboundSa>>,
     /// This worker's packets on `outbound` not yet in its usage.
     out_tally: Tally,
-    /// Per family (IPv4, IPv6): whether the selectors hold every address, so the
-    /// common route-based tunnel checks nothing per packet.
-    local_any: [bool; 2],
-    remote_any: [bool; 2],
-}
-
-/// Per family (IPv4, IPv6): whether `ts` holds that family's every address.
-fn holds_all(ts: &[Prefix]) -> [bool; 2] {
-    let all = |v4: bool| ts.iter().any(|p| p.len == 0 && p.addr.is_ipv4() == v4);
-    [all(true), all(false)]
-}
-
-fn family(a: IpAddr) -> usize {
-    usize::from(a.is_ipv6())
+    /// `local_ts` and `remote_ts` as the packet path checks them.
+    local_set: PrefixSet,
+    remote_set: PrefixSet,
+    /// The outer headers `encap` calls for, from `local` to `remote`.
+    pub(crate) outer: OuterHeader,
 }
 
 impl EspTunnel {
@@ -306,8 +299,9 @@ impl EspTunnel {
             mtu,
             outbound: None,
             out_tally: Tally::default(),
-            local_any: holds_all(&local_ts),
-            remote_any: holds_all(&remote_ts),
+            outer: outer_header(local, remote, encap),
+            local_set: PrefixSet::new(&local_ts),
+            remote_set: PrefixSet::new(&remote_ts),
             local_ts,
             remote_ts,
         }
@@ -315,30 +309,32 @@ impl EspTunnel {
 
     /// The outer headers before the ESP header: IP, and UDP when encapsulated.
     pub fn outer_len(&self) -> usize {
-        let ip = if self.remote.is_ipv4() {
-            wire::ipv4::HEADER_LEN
-        } else {
-            wire::ipv6::HEADER_LEN
-        };
-        match self.encap {
-            Encapsulation::None => ip,
-            Encapsulation::Udp { .. } => ip + wire::udp::HEADER_LEN,
-        }
+        self.outer.len()
     }
 
-    /// Whether an inner packet from `src` to `dst` may travel this way: out
-    /// (`outbound`) or in, by the tunnel's selectors (RFC 4301 section 5.2 step 4
-    /// for the inbound check).
-    pub(crate) fn selects(&self, src: IpAddr, dst: IpAddr, outbound: bool) -> bool {
-        let (ours, theirs) = if outbound { (src, dst) } else { (dst, src) };
-        (self.local_any[family(ours)] || self.local_ts.iter().any(|p| p.contains(ours)))
-            && (self.remote_any[family(theirs)]
-                || self.remote_ts.iter().any(|p| p.contains(theirs)))
+    /// Whether the inner IP packet `ip` (its header parsed already) may travel
+    /// this way: out (`outbound`) or in, by the tunnel's selectors (RFC 4301
+    /// section 5.2 step 4 for the inbound check).
+    pub(crate) fn selects(&self, ip: &[u8], outbound: bool) -> bool {
+        esp_selectors::admits(&self.local_set, &self.remote_set, ip, outbound)
     }
 
     pub fn outbound(&self) -> Option<&Arc<OutboundSa>> {
         self.outbound.as_ref()
     }
+}
+
+/// The outer headers of a tunnel's packets: IP with protocol 50, or IP and UDP
+/// (RFC 3948).
+fn outer_header(local: IpAddr, remote: IpAddr, encap: Encapsulation) -> OuterHeader {
+    let ports = match encap {
+        Encapsulation::None => None,
+        Encapsulation::Udp {
+            local_port,
+            remote_port,
+        } => Some((local_port, remote_port)),
+    };
+    OuterHeader::new(local, remote, wire::ip::protocol::ESP, ports)
 }
 
 /// Inbound SAs by SPI and outer destination (RFC 4301 section 4.1). The hash is a
@@ -433,6 +429,7 @@ impl EspTunnels {
             .get_mut(usize::from(id.0))
             .ok_or(EspError::NoTunnel)?;
         t.encap = encap;
+        t.outer = outer_header(t.local, t.remote, encap);
         if let Encapsulation::Udp { local_port, .. } = encap
             && !self.udp_ports.contains(&local_port)
         {

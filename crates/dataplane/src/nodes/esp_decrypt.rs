@@ -265,7 +265,7 @@ fn finish(
             .esp
             .get(*tunnel)
             .ok_or(EspDecryptError::UnknownSpi)?;
-        if !t.selects(p.src_addr(), p.dst_addr(), false) {
+        if !t.selects(&text[..payload_len], false) {
             return Err(EspDecryptError::Policy);
         }
         Some(p.total_len())

@@ -3,7 +3,8 @@
 //! selectors, charge the SA's lifetime, take a sequence number (never past the
 //! last: the SA then stops sending), frame it in place (ESP header and explicit IV
 //! in the headroom, padding and trailer behind it), seal the whole frame as one
-//! batch of AEAD ops, then put the outer IP header (and UDP, RFC 3948) in front and
+//! batch of AEAD ops, then put the tunnel's outer headers (IP, and UDP for RFC 3948;
+//! built once, see `outer_header`) in front and
 //! hand the packet to `ip-lookup`, which routes it like the gateway's own.
 //!
 //! For the AEADs the explicit IV is the 64-bit sequence number: unique per key, as
@@ -19,13 +20,12 @@
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
-use crate::esp::{Encapsulation, EspTunnel, EspTunnelId, OutboundSa, SaCounters};
+use crate::esp::{EspTunnel, EspTunnelId, OutboundSa, SaCounters};
 use crate::graph::{FREE, NodeInfo};
 use crate::inflight::{MovedIcv, Resume};
 use crate::nodes::aead::{AeadNode, AeadStage};
 use crate::nodes::{IpLookup, NO_PORT};
 use crypto::{AeadOp, Direction, OpStatus, Span};
-use std::net::{IpAddr, SocketAddr};
 use wire::{esp, ip};
 
 crate::node_errors! {
@@ -48,8 +48,6 @@ enum Next {
     Lookup = 0,
 }
 
-/// The TTL (hop limit) of the outer header, before the rewrite takes one off.
-const OUTER_TTL: u8 = 64;
 /// SPI and both halves of an extended sequence number: the AAD with ESN.
 const ESN_AAD_LEN: usize = 12;
 /// What an op may use in front of the ESP header while it runs: the ESN AAD, or a
@@ -123,18 +121,16 @@ impl AeadStage for EspEncrypt {
             c.drop(EspEncryptError::NoTunnel);
             return FREE;
         };
-        let (from, to) = (t.local, t.remote);
-        let encap = t.encap;
-        let outer = t.outer_len();
+        let outer = t.outer;
         let m = *cx.arena.meta(h);
         if let Some(icv) = icv {
             let (from, to, len) = (icv.from as usize, icv.to as usize, icv.len as usize);
             cx.arena.buffer_mut(h).copy_within(from..from + len, to);
         }
         // `frame` left room for the largest outer headers.
-        let at = m.offset as usize - outer;
+        let at = m.offset as usize - outer.len();
         let end = m.offset as usize + m.len as usize;
-        write_outer(&mut cx.arena.buffer_mut(h)[at..end], from, to, encap);
+        outer.write(&mut cx.arena.buffer_mut(h)[at..end]);
         let meta = cx.arena.meta_mut(h);
         meta.offset = at as u16;
         meta.len = (end - at) as u16;
@@ -150,13 +146,16 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
     let t: &EspTunnel = cx.tunnels.esp.get(id).ok_or(EspEncryptError::NoTunnel)?;
     let sa = t.outbound().ok_or(EspEncryptError::NoSa)?;
     let data = cx.arena.data(h);
-    let (src, dst) = ip::addrs(data).map_err(|_| EspEncryptError::BadInner)?;
-    if !t.selects(src, dst, true) {
+    let version = wire::IpPacket::parse(data)
+        .map_err(|_| EspEncryptError::BadInner)?
+        .version();
+    if !t.selects(data, true) {
         return Err(EspEncryptError::Policy);
     }
-    let next_header = match src {
-        IpAddr::V4(_) => ip::protocol::IPV4,
-        IpAddr::V6(_) => ip::protocol::IPV6,
+    let next_header = if version == 4 {
+        ip::protocol::IPV4
+    } else {
+        ip::protocol::IPV6
     };
     let (start, inner_len) = (m.offset as usize, m.len as usize);
     let alg = sa.alg();
@@ -242,59 +241,4 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
     meta.offset = header as u16;
     meta.len = (front + text_len + icv_len) as u16;
     Ok((op, Resume::EspEncrypt { tunnel: id, icv }))
-}
-
-/// Writes the outer headers in front of the ESP packet that fills the rest of
-/// `buf`: IP with protocol 50, or IP and UDP (RFC 3948 section 2.1: checksum 0 over
-/// IPv4; IPv6 requires one).
-fn write_outer(buf: &mut [u8], from: IpAddr, to: IpAddr, encap: Encapsulation) {
-    let ip_len = if to.is_ipv4() {
-        wire::ipv4::HEADER_LEN
-    } else {
-        wire::ipv6::HEADER_LEN
-    };
-    match encap {
-        Encapsulation::Udp {
-            local_port,
-            remote_port,
-        } => crate::nodes::udp_encap::write_headers(
-            buf,
-            ip_len,
-            SocketAddr::new(from, local_port),
-            SocketAddr::new(to, remote_port),
-        ),
-        Encapsulation::None => write_ip(buf, ip_len, from, to),
-    }
-}
-
-fn write_ip(buf: &mut [u8], ip_len: usize, from: IpAddr, to: IpAddr) {
-    let payload_len = (buf.len() - ip_len) as u16;
-    let head = &mut buf[..ip_len];
-    // Cannot fail: the header fits `head`, and the addresses are of one family (the
-    // tunnel was refused otherwise).
-    let _ = match (from, to) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => wire::ipv4::Ipv4Repr {
-            src_addr: src,
-            dst_addr: dst,
-            protocol: ip::protocol::ESP,
-            payload_len,
-            ttl: OUTER_TTL,
-            dscp: 0,
-            ecn: 0,
-            ident: 0,
-            dont_frag: true,
-        }
-        .emit(head),
-        (IpAddr::V6(src), IpAddr::V6(dst)) => wire::ipv6::Ipv6Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: ip::protocol::ESP,
-            payload_len,
-            hop_limit: OUTER_TTL,
-            traffic_class: 0,
-            flow_label: 0,
-        }
-        .emit(head),
-        _ => unreachable!("a tunnel's addresses are of one family"),
-    };
 }

@@ -37,7 +37,7 @@ enum Next {
 }
 
 /// The TTL (hop limit) of the outer header, before the rewrite takes one off.
-const OUTER_TTL: u8 = 64;
+pub(crate) const OUTER_TTL: u8 = 64;
 
 pub struct UdpEncap;
 
