@@ -11,6 +11,7 @@ pub mod arena;
 pub mod context;
 pub mod counters;
 pub mod esp;
+pub mod esp_graph;
 mod esp_selectors;
 pub mod fib;
 pub mod gateway;

@@ -13,7 +13,7 @@
 use crate::engines;
 use dataplane::counters::clocks;
 use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
-use dataplane::{Arena, HEADROOM, Handle};
+use dataplane::{Arena, Context, HEADROOM, Handle, NodeCounters};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,8 +144,10 @@ pub struct Measured {
     pub nodes: Vec<(String, f64)>,
     /// The choice for ChaCha20-Poly1305, in words ("mb for every size").
     pub choice: String,
-    /// The engine ChaCha20-Poly1305 ran on for each size class.
+    /// The engine the tunnel's algorithm ran on for each size class.
     pub by_class: Vec<String>,
+    /// That algorithm (none for a helper, which measures only its clocks).
+    pub alg: Option<crypto::Algorithm>,
     /// Packets refused as replays: a worker's counters fell behind the window of the
     /// tunnel it shares (it was descheduled for longer than the window lasts).
     pub late: u64,
@@ -289,7 +291,7 @@ pub fn graphs(
 
 /// A worker with no traffic of its own: it runs pieces of the others' full frames
 /// until `done`. Its time counts in the clocks per packet.
-fn help(mut wg: WgGraph, done: &AtomicBool) -> Result<Measured, String> {
+fn help<G: Loopback>(mut wg: G, done: &AtomicBool) -> Result<Measured, String> {
     let start = Instant::now();
     let c0 = clocks();
     while !done.load(Ordering::Relaxed) {
@@ -305,13 +307,67 @@ fn help(mut wg: WgGraph, done: &AtomicBool) -> Result<Measured, String> {
     })
 }
 
-/// Pushes packets of `size` through `wg` for `seconds`.
-pub(crate) fn drive(mut wg: WgGraph, size: Size, seconds: f64) -> Result<Measured, String> {
+/// One worker's graph of a tunnel as the bench drives it: inner packets in, what
+/// it seals handed straight back in as if from the peer, what it opens counted.
+pub(crate) trait Loopback: Send + Sized {
+    /// The algorithm the tunnel seals with.
+    fn alg(&self) -> crypto::Algorithm;
+    fn context(&self) -> &Context;
+    fn context_mut(&mut self) -> &mut Context;
+    /// Seals `inner`, hands what was sealed back in (through `back`), opens it;
+    /// how many inner packets came out.
+    fn round(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) -> u64;
+    /// Every node's name and counters, in graph order.
+    fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)>;
+    /// Whether a drop for `reason` is a packet a worker sealed too late for the
+    /// window of a tunnel it shares (counted, not an error).
+    fn is_late(reason: &str) -> bool;
+}
+
+impl Loopback for WgGraph {
+    fn alg(&self) -> crypto::Algorithm {
+        crypto::Algorithm::ChaCha20Poly1305
+    }
+
+    fn context(&self) -> &Context {
+        WgGraph::context(self)
+    }
+
+    fn context_mut(&mut self) -> &mut Context {
+        WgGraph::context_mut(self)
+    }
+
+    fn round(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) -> u64 {
+        self.from_tun(inner);
+        self.run(now);
+        self.context_mut().send_control(|_, _| ());
+        back.clear();
+        self.context_mut().take_output(UDP_OUT, back);
+        self.from_udp(back);
+        self.run(now);
+        let mut n = 0;
+        self.context_mut()
+            .send_output(TUN_OUT, |_, delivered| n += delivered.len() as u64);
+        n
+    }
+
+    fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)> {
+        self.counters().collect()
+    }
+
+    fn is_late(reason: &str) -> bool {
+        reason == DropReason::Replay.name()
+    }
+}
+
+/// Pushes packets of `size` through `g` for `seconds`.
+pub(crate) fn drive<G: Loopback>(mut g: G, size: Size, seconds: f64) -> Result<Measured, String> {
     let mut handles: Vec<Handle> = Vec::with_capacity(FRAME);
     let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
-    let set = wg.context().engines();
-    let alg = crypto::Algorithm::ChaCha20Poly1305;
+    let set = g.context().engines();
+    let alg = g.alg();
     let mut m = Measured {
+        alg: Some(alg),
         choice: set.describe(alg),
         by_class: crypto::size_class::SIZES
             .iter()
@@ -327,7 +383,7 @@ pub(crate) fn drive(mut wg: WgGraph, size: Size, seconds: f64) -> Result<Measure
     while !rounds.is_multiple_of(64) || Instant::now() < deadline {
         rounds += 1;
         handles.clear();
-        let arena = wg.context_mut().arena_mut();
+        let arena = g.context_mut().arena_mut();
         for _ in 0..FRAME {
             let Some(h) = arena.alloc() else { break };
             let len = size.nth(seq);
@@ -338,31 +394,22 @@ pub(crate) fn drive(mut wg: WgGraph, size: Size, seconds: f64) -> Result<Measure
             seq += 1;
             handles.push(h);
         }
-        let now = Instant::now();
-        wg.from_tun(&handles);
-        wg.run(now);
-        wg.context_mut().send_control(|_, _| ());
-        // Encrypted datagrams come straight back in, as if from the peer.
-        back.clear();
-        wg.context_mut().take_output(UDP_OUT, &mut back);
-        wg.from_udp(&back);
-        wg.run(now);
-        wg.context_mut()
-            .send_output(TUN_OUT, |_, delivered| m.packets += delivered.len() as u64);
+        m.packets += g.round(&handles, &mut back, Instant::now());
     }
     m.clocks = clocks().wrapping_sub(c0);
     m.elapsed = start.elapsed();
     let delivered = m.packets.max(1) as f64;
-    m.nodes = wg
-        .counters()
+    let counters = g.node_counters();
+    m.nodes = counters
+        .iter()
         .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
         .collect();
     // Only delivered packets count; a drop means the graph misbehaved (say where),
-    // except a replay on a shared tunnel, which is counted.
+    // except a late packet on a shared tunnel, which is counted.
     let mut drops: Vec<String> = Vec::new();
-    for (node, c) in wg.counters() {
+    for (node, c) in &counters {
         for (e, n) in c.drops().filter(|&(_, n)| n > 0) {
-            if e.name == DropReason::Replay.name() {
+            if G::is_late(e.name) {
                 m.late += n;
             } else {
                 drops.push(format!("{node}: {n} {}", e.name));
@@ -384,6 +431,16 @@ pub(crate) fn drive(mut wg: WgGraph, size: Size, seconds: f64) -> Result<Measure
 /// Runs every size on each worker count (the workers at once, summed), `repeat`
 /// times in turns, and keeps each point's median run (by Mpps).
 pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
+    let build =
+        |workers: usize, peers: usize| graphs(opts.engine.as_deref(), workers, peers, opts.spread);
+    run_with(opts, &build)
+}
+
+/// The workers' graphs for a worker count and a number of tunnels they share.
+pub(crate) type Build<'a, G> = dyn Fn(usize, usize) -> Result<Vec<G>, String> + 'a;
+
+/// [`run`] on the graphs `build` makes.
+pub(crate) fn run_with<G: Loopback>(opts: &Options, build: &Build<G>) -> Result<Vec<Row>, String> {
     let points: Vec<(usize, Size)> = opts
         .workers
         .iter()
@@ -394,7 +451,7 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
         for &size in &opts.sizes {
             for (i, &(workers, s)) in points.iter().enumerate() {
                 if s == size {
-                    runs[i].push(run_workers(opts, workers, size)?);
+                    runs[i].push(run_workers(opts, build, workers, size)?);
                 }
             }
         }
@@ -409,13 +466,18 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
 }
 
 /// One size on `workers` workers at once.
-fn run_workers(opts: &Options, workers: usize, size: Size) -> Result<Row, String> {
+fn run_workers<G: Loopback>(
+    opts: &Options,
+    build: &Build<G>,
+    workers: usize,
+    size: Size,
+) -> Result<Row, String> {
     let peers = if opts.spread {
         1
     } else {
         opts.peers.for_workers(workers)
     };
-    let graphs = graphs(opts.engine.as_deref(), workers, peers, opts.spread)?;
+    let graphs = build(workers, peers)?;
     let done = AtomicBool::new(false);
     let done = &done;
     let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
@@ -456,6 +518,7 @@ fn run_workers(opts: &Options, workers: usize, size: Size) -> Result<Row, String
         n.1 /= ms.len() as f64 * 2.0; // per packet operation
     }
     let by_class = &ms[0].by_class;
+    let alg = ms[0].alg.ok_or("the first worker carries traffic")?;
     let mut engine: Vec<&str> = Vec::new();
     for n in size.sizes() {
         let e = engine_at(by_class, n);
@@ -463,7 +526,7 @@ fn run_workers(opts: &Options, workers: usize, size: Size) -> Result<Row, String
             engine.push(e);
         }
     }
-    let raw_gbps = raw_gbps(by_class, size, opts.seconds / 2.0)?;
+    let raw_gbps = raw_gbps(alg, by_class, size, opts.seconds / 2.0)?;
     Ok(Row {
         size,
         mpps: ops as f64 / secs / 1e6,
@@ -502,10 +565,14 @@ fn engine_at(by_class: &[String], n: usize) -> &str {
         .map_or("none", String::as_str)
 }
 
-/// The engines the graph ran alone on ChaCha20-Poly1305 at `size`, each size on its
-/// class's engine (IMIX: the time of a 7:4:1 mix).
-fn raw_gbps(by_class: &[String], size: Size, seconds: f64) -> Result<f64, String> {
-    let alg = crypto::Algorithm::ChaCha20Poly1305;
+/// The engines the graph ran alone on `alg` at `size`, each size on its class's
+/// engine (IMIX: the time of a 7:4:1 mix).
+fn raw_gbps(
+    alg: crypto::Algorithm,
+    by_class: &[String],
+    size: Size,
+    seconds: f64,
+) -> Result<f64, String> {
     let time = Duration::from_secs_f64(seconds.max(0.01));
     let mix: Vec<(usize, u32)> = match size {
         Size::Fixed(n) => vec![(n, 1)],
@@ -619,6 +686,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
                 "clocks_per_packet": r.clocks_per_packet,
                 "node_clocks_per_packet": nodes,
                 "peak_rss_kib": r.peak_rss_kib,
+                "engine": r.engine,
                 "chacha_engine": r.engine,
                 "raw_engine_gbps": r.raw_gbps,
                 "graph_over_raw_per_worker": r.gbps / r.workers_f64() / r.raw_gbps,

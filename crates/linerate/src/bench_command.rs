@@ -2,7 +2,7 @@
 //! print its table, write JSON and SVG where asked.
 
 use crate::cli::GraphBench;
-use crate::{bench, bench_crypto, bench_esp, bench_l2, engines, svg};
+use crate::{bench, bench_crypto, bench_esp, bench_esp_graph, bench_l2, engines, svg};
 
 /// `linerate bench`: the whole graph, a table, and optionally JSON and SVG.
 pub fn graph(args: &GraphBench) -> Result<(), String> {
@@ -122,19 +122,36 @@ fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
     Ok(())
 }
 
-/// `linerate bench --tunnel esp`: the gateway's ESP path beside its WireGuard path
-/// and the raw engine.
+/// `linerate bench --tunnel esp`: the ESP graph beside the WireGuard graph (the
+/// same workers, in turns), then the gateway's ESP path beside its WireGuard path,
+/// each with the raw engine measured in the same run.
 fn esp(
     opts: &bench::Options,
     alg: ipsec::EspAlgorithm,
     json_path: Option<String>,
 ) -> Result<(), String> {
+    let workers: Vec<String> = opts.workers.iter().map(usize::to_string).collect();
     println!(
-        "linerate bench --tunnel esp --alg {alg}: two gateways in memory on one core (routed into the tunnel, out of the WAN port, into the other gateway and out of its LAN port), ESP and WireGuard in turns, engines {}, {} s per size, median of {}, on {}",
+        "linerate bench --tunnel esp --alg {alg}: the ESP graph (esp-encrypt, esp-decrypt, a tunnel to itself) and the WireGuard graph in turns, {} worker(s) on {} tunnel(s), engines {}, {} s per size, median of {}, on {}",
+        workers.join(", "),
+        opts.peers.label(),
         opts.engine.as_deref().unwrap_or("calibrated"),
         opts.seconds,
         opts.repeat,
         bench::machine()
+    );
+    println!(
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core; graph/raw is per worker"
+    );
+    let (esp_rows, wg_rows) = bench_esp_graph::turns(opts, alg)?;
+    println!("ESP, {alg}:");
+    print!("{}", bench::table(&esp_rows));
+    println!("WireGuard, chacha20-poly1305:");
+    print!("{}", bench::table(&wg_rows));
+    print!("{}", bench_esp_graph::comparison(&esp_rows, &wg_rows));
+    println!();
+    println!(
+        "two gateways in memory on one core (routed into the tunnel, out of the WAN port, into the other gateway and out of its LAN port), ESP and WireGuard in turns"
     );
     println!(
         "counted: packet operations (each packet encrypted once and decrypted once) x inner IPv4 packet size; raw: the engine chosen for {alg} alone, operations x size; ESP/raw is the share the whole path (two gateways) keeps; nodes: the same over the time in the tunnel's encrypt and decrypt nodes alone"
@@ -148,9 +165,14 @@ fn esp(
     )?;
     print!("{}", bench_esp::table(&rows));
     if let Some(path) = json_path {
-        let text =
-            serde_json::to_string_pretty(&bench_esp::json(&rows, alg, opts.seconds, opts.repeat))
-                .map_err(|e| e.to_string())?;
+        let mut doc = bench::json(opts, &esp_rows);
+        doc["tunnel"] = "esp".into();
+        doc["alg"] = alg.name().into();
+        doc["counted"] =
+            "packet operations (encryptions plus decryptions) times the inner packet size".into();
+        doc["wireguard"] = bench::json(opts, &wg_rows);
+        doc["gateway_pair"] = bench_esp::json(&rows, alg, opts.seconds, opts.repeat);
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
         println!("wrote {path}");
     }

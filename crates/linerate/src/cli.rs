@@ -271,14 +271,15 @@ pub struct GraphBench {
     /// with the plain graph at the same sizes
     #[arg(long, conflicts_with_all = ["spread", "svg"])]
     pub l2: bool,
-    /// The tunnel measured: wireguard (the host graph, above) or esp (two gateways
-    /// in memory, ESP beside WireGuard on the same path, and the raw engine of
-    /// --alg, one core)
+    /// The tunnel measured: wireguard (the host graph, above) or esp (the ESP graph
+    /// of --alg on the same workers and tunnels, in turns with the WireGuard graph,
+    /// each beside its raw engine; then two gateways in memory on one core, ESP
+    /// beside WireGuard on the same path)
     #[arg(long, default_value = "wireguard", value_parser = ["wireguard", "esp"],
           conflicts_with_all = ["spread", "svg", "l2"])]
     pub tunnel: String,
     /// With --tunnel esp: the ESP algorithm (aes128gcm16, aes256gcm16,
-    /// chacha20poly1305)
+    /// chacha20poly1305, aes128-sha1, aes256-sha256, ...)
     #[arg(long, default_value = "aes128gcm16", value_parser = esp_alg)]
     pub alg: ipsec::EspAlgorithm,
     /// Write the results as JSON here

@@ -6,6 +6,7 @@ mod bench;
 mod bench_command;
 mod bench_crypto;
 mod bench_esp;
+mod bench_esp_graph;
 mod bench_l2;
 mod bench_traffic;
 mod cli;

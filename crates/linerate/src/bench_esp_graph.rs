@@ -1,0 +1,267 @@
+//! The ESP graph for `linerate bench --tunnel esp`, as `linerate bench` has the
+//! WireGuard one: per worker an [`EspGraph`] whose tunnel leads to itself (local
+//! and remote address the same, the inbound SA the outbound one's twin), so that
+//! what `esp-encrypt` seals goes straight back into `esp-decrypt`. The harness does
+//! what ip-lookup and ip-local would around the nodes: it names the tunnel of each
+//! inner packet, and strips the outer header of each sealed one.
+//!
+//! Workers that share a tunnel share its SAs: one sequence counter out, one replay
+//! window in (`ipsec`'s concurrent ones), as on a gateway whose workers all carry
+//! one tunnel.
+
+use crate::bench::{self, Loopback};
+use crate::engines;
+use dataplane::esp::{Encapsulation, EspTunnel, EspTunnelId, InboundSa, OutboundSa, SaSpec};
+use dataplane::esp_graph::{ESP_OUT, EspGraph, INNER_OUT};
+use dataplane::{Arena, Context, Handle, NodeCounters};
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The tunnel's one address, both ends.
+const ADDRESS: [u8; 4] = [198, 18, 0, 1];
+const SPI: u32 = 0x1000;
+
+pub(crate) struct EspLoopback {
+    graph: EspGraph,
+    alg: ipsec::EspAlgorithm,
+    tunnel: EspTunnelId,
+    outer_len: u16,
+}
+
+/// One tunnel's SAs: made once, shared by the workers on it.
+struct Sas {
+    keys: Arc<crypto::KeyRegistry>,
+    out: Arc<OutboundSa>,
+    inb: Arc<InboundSa>,
+}
+
+fn sas(alg: ipsec::EspAlgorithm) -> Result<Sas, String> {
+    let keys = Arc::new(crypto::KeyRegistry::new(64));
+    // Fixed key material: both ends of an in-memory bench, no secret to keep.
+    let spec = SaSpec {
+        spi: SPI,
+        alg,
+        keymat: zeroize::Zeroizing::new(vec![0x5a; alg.keymat_len()]),
+        esn: true,
+        replay_window: ipsec::MAX_WINDOW,
+        lifetime: Default::default(),
+    };
+    let out = OutboundSa::new(&keys, &spec).map_err(|e| e.to_string())?;
+    let inb = InboundSa::new(&keys, &spec).map_err(|e| e.to_string())?;
+    Ok(Sas {
+        keys,
+        out: Arc::new(out),
+        inb: Arc::new(inb),
+    })
+}
+
+fn worker(
+    engine: Option<&str>,
+    alg: ipsec::EspAlgorithm,
+    sas: &Sas,
+) -> Result<EspLoopback, String> {
+    let now = Instant::now();
+    let device = wireguard::Device::new(sas.keys.clone(), now, SystemTime::now());
+    let (engines, _) =
+        engines::configured_set(&sas.keys, engine, Duration::from_millis(6), &[alg.aead()])?;
+    let mut graph = EspGraph::new(
+        Arena::new(4 * dataplane::graph::FRAME_LEN + 64),
+        device,
+        engines,
+        now,
+    );
+    let all: Vec<lpm::Prefix> = vec!["0.0.0.0/0".parse().expect("literal")];
+    let address = IpAddr::from(ADDRESS);
+    let t = EspTunnel::new(
+        "esp0".into(),
+        address,
+        address,
+        Encapsulation::None,
+        all.clone(),
+        all,
+        wireguard_mtu(),
+    );
+    let outer_len = t.outer_len() as u16;
+    let table = graph.esp_mut();
+    let tunnel = table.add(t).map_err(|e| e.to_string())?;
+    table
+        .set_outbound(tunnel, sas.out.clone())
+        .map_err(|e| e.to_string())?;
+    table
+        .add_inbound(tunnel, sas.inb.clone())
+        .map_err(|e| e.to_string())?;
+    Ok(EspLoopback {
+        graph,
+        alg,
+        tunnel,
+        outer_len,
+    })
+}
+
+/// The inner MTU: the largest packet `linerate bench` sends.
+fn wireguard_mtu() -> usize {
+    dataplane::wg::MAX_MTU
+}
+
+/// The graphs of `workers` workers on `peers` tunnels: worker i on tunnel i % peers.
+pub(crate) fn graphs(
+    engine: Option<&str>,
+    alg: ipsec::EspAlgorithm,
+    workers: usize,
+    peers: usize,
+) -> Result<Vec<EspLoopback>, String> {
+    let tunnels: Vec<Sas> = (0..peers.clamp(1, workers.max(1)))
+        .map(|_| sas(alg))
+        .collect::<Result<_, _>>()?;
+    (0..workers)
+        .map(|w| worker(engine, alg, &tunnels[w % tunnels.len()]))
+        .collect()
+}
+
+impl Loopback for EspLoopback {
+    fn alg(&self) -> crypto::Algorithm {
+        self.alg.aead()
+    }
+
+    fn context(&self) -> &Context {
+        self.graph.context()
+    }
+
+    fn context_mut(&mut self) -> &mut Context {
+        self.graph.context_mut()
+    }
+
+    fn round(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) -> u64 {
+        let arena = self.graph.context_mut().arena_mut();
+        for &h in inner {
+            arena.meta_mut(h).peer = u32::from(self.tunnel.0);
+        }
+        self.graph.from_inner(inner);
+        self.graph.run(now);
+        back.clear();
+        let cx = self.graph.context_mut();
+        cx.take_output(ESP_OUT, back);
+        let to = SocketAddr::new(IpAddr::from(ADDRESS), 0);
+        for &h in back.iter() {
+            let m = cx.arena_mut().meta_mut(h);
+            m.offset += self.outer_len;
+            m.len -= self.outer_len;
+            m.addr = to;
+        }
+        self.graph.from_outer(back);
+        self.graph.run(now);
+        let mut n = 0;
+        self.graph
+            .context_mut()
+            .send_output(INNER_OUT, |_, delivered| n += delivered.len() as u64);
+        n
+    }
+
+    fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)> {
+        self.graph.counters().collect()
+    }
+
+    fn is_late(reason: &str) -> bool {
+        use dataplane::counters::ErrorSlot;
+        use dataplane::nodes::EspDecryptError;
+        let slot = ErrorSlot::from(EspDecryptError::TooOld).0;
+        EspDecryptError::TABLE
+            .get(slot)
+            .is_some_and(|e| e.name == reason)
+    }
+}
+
+/// The ESP graph and the WireGuard graph on the same workers, each point `repeat`
+/// times in turns (ESP, WireGuard, ESP, ...), the median run of each kept.
+pub(crate) fn turns(
+    opts: &bench::Options,
+    alg: ipsec::EspAlgorithm,
+) -> Result<(Vec<bench::Row>, Vec<bench::Row>), String> {
+    let once = bench::Options {
+        repeat: 1,
+        workers: opts.workers.clone(),
+        sizes: opts.sizes.clone(),
+        engine: opts.engine.clone(),
+        ..*opts
+    };
+    let build = |workers: usize, peers: usize| graphs(opts.engine.as_deref(), alg, workers, peers);
+    let (mut esp, mut wg): (Vec<Vec<bench::Row>>, Vec<Vec<bench::Row>>) = (Vec::new(), Vec::new());
+    for _ in 0..opts.repeat.max(1) {
+        esp.push(bench::run_with(&once, &build)?);
+        wg.push(bench::run(&once)?);
+    }
+    Ok((medians(esp), medians(wg)))
+}
+
+/// Per point, the run of median Mpps.
+fn medians(runs: Vec<Vec<bench::Row>>) -> Vec<bench::Row> {
+    let points = runs.first().map_or(0, Vec::len);
+    (0..points)
+        .map(|i| {
+            let mut at: Vec<bench::Row> = runs.iter().map(|r| r[i].clone()).collect();
+            at.sort_by(|a, b| a.mpps.total_cmp(&b.mpps));
+            at.swap_remove(at.len() / 2)
+        })
+        .collect()
+}
+
+/// ESP's Gbit/s over WireGuard's at each point.
+pub(crate) fn comparison(esp: &[bench::Row], wg: &[bench::Row]) -> String {
+    let mut out = String::from("ESP over WireGuard, Gbit/s:");
+    for (e, w) in esp.iter().zip(wg) {
+        let _ = write!(
+            out,
+            " {}w {}: {:.2}x;",
+            e.workers,
+            e.size.label(),
+            e.gbps / w.gbps
+        );
+    }
+    out.pop();
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{Options, Peers, Size};
+
+    #[test]
+    fn a_short_run_delivers_everything_on_every_algorithm() {
+        for alg in [
+            ipsec::EspAlgorithm::Aes128Gcm,
+            ipsec::EspAlgorithm::ChaCha20Poly1305,
+            ipsec::EspAlgorithm::Aes128CbcSha1,
+        ] {
+            let g = graphs(None, alg, 1, 1).unwrap().remove(0);
+            let m = bench::drive(g, Size::Fixed(200), 0.02).unwrap();
+            assert!(
+                m.packets >= 64 * dataplane::graph::FRAME_LEN as u64 / 2,
+                "{alg}"
+            );
+            assert_eq!(m.late, 0);
+        }
+    }
+
+    #[test]
+    fn workers_on_one_tunnel_share_its_sas() {
+        let opts = Options {
+            workers: vec![2],
+            peers: Peers::Count(1),
+            engine: None,
+            seconds: 0.05,
+            sizes: vec![Size::Fixed(100)],
+            repeat: 1,
+            spread: false,
+        };
+        let (esp, wg) = turns(&opts, ipsec::EspAlgorithm::Aes128Gcm).unwrap();
+        assert_eq!((esp[0].workers, esp[0].peers), (2, 1));
+        assert!(esp[0].mpps > 0.0 && wg[0].mpps > 0.0);
+        let g = graphs(None, ipsec::EspAlgorithm::Aes128Gcm, 2, 1).unwrap();
+        let (a, b) = (g[0].graph.context(), g[1].graph.context());
+        assert!(Arc::ptr_eq(a.keys(), b.keys()), "one key registry, one SA");
+    }
+}
