@@ -188,12 +188,18 @@ impl ReplayWindow {
             };
         }
         let seq = if self.esn {
-            self.with_newest(|newest| self.infer(seq_low, newest))
-                .ok_or(ReplayError::TooOld)?
+            // The inferred number is never below the window's first (that is how it
+            // is chosen), so the window's place refuses only 0: no second look at
+            // the newest number here; the commit looks again anyway.
+            match self.with_newest(|newest| self.infer(seq_low, newest)) {
+                Some(0) | None => return Err(ReplayError::TooOld),
+                Some(seq) => seq,
+            }
         } else {
-            u64::from(seq_low)
+            let seq = u64::from(seq_low);
+            self.admit(seq)?;
+            seq
         };
-        self.admit(seq)?;
         let word = self.slot(seq / SLOT_BITS).load(Ordering::Acquire);
         match Self::verdict(word, seq) {
             Verdict::Fresh(_) => Ok(seq),
