@@ -81,6 +81,7 @@ impl AeadStage for EspDecrypt {
         cx.tunnels.esp.flush();
     }
 
+    #[inline(always)]
     fn prepare(
         cx: &mut Context,
         h: Handle,
@@ -131,6 +132,7 @@ fn replay_error(e: ReplayError, counters: &SaCounters) -> EspDecryptError {
 }
 
 /// Finds packet `h`'s SA, checks its sequence number and makes its op.
+#[inline(always)]
 fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspDecryptError> {
     let m = *cx.arena.meta(h);
     let data = cx.arena.data(h);

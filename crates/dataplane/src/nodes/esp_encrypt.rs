@@ -20,7 +20,7 @@
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
-use crate::esp::{EspTunnel, EspTunnelId, OutboundSa, SaCounters};
+use crate::esp::{EspTunnel, EspTunnelId, SaCounters};
 use crate::graph::{FREE, NodeInfo};
 use crate::inflight::{MovedIcv, Resume};
 use crate::nodes::aead::{AeadNode, AeadStage};
@@ -87,6 +87,7 @@ impl AeadStage for EspEncrypt {
         cx.tunnels.esp.flush();
     }
 
+    #[inline(always)]
     fn prepare(
         cx: &mut Context,
         h: Handle,
@@ -140,6 +141,7 @@ impl AeadStage for EspEncrypt {
 }
 
 /// Frames packet `h` for its tunnel (named by `meta.peer`) and makes its op.
+#[inline(always)]
 fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptError> {
     let m = *cx.arena.meta(h);
     let id = EspTunnelId(u16::try_from(m.peer).map_err(|_| EspEncryptError::NoTunnel)?);
@@ -169,13 +171,14 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
     if start < room || start + text_len + icv_len > FRAME_SIZE {
         return Err(EspEncryptError::TooBig);
     }
-    let exhausted = |sa: &OutboundSa| {
+    // The number first: an exhausted SA charges nothing. A packet the lifetime
+    // then refuses leaves its number unused, a gap the receiver's window ignores.
+    let Ok(seq) = sa.seq.take() else {
         SaCounters::add(&sa.counters.seq_exhausted);
-        EspEncryptError::SeqExhausted
+        return Err(EspEncryptError::SeqExhausted);
     };
-    if sa.seq.is_exhausted() {
-        return Err(exhausted(sa));
-    }
+    let (spi, esn, key) = (sa.spi, sa.esn, sa.key.key);
+    let nonce = sa.key.nonce(seq.to_be_bytes());
     cx.tunnels
         .esp
         .charge_out(id, inner_len)
@@ -186,14 +189,6 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
     } else {
         [0; 16]
     };
-    let sa = cx
-        .tunnels
-        .esp
-        .get(id)
-        .and_then(|t| t.outbound())
-        .ok_or(EspEncryptError::NoSa)?;
-    let seq = sa.seq.take().map_err(|_| exhausted(sa))?;
-    let (spi, esn, key) = (sa.spi, sa.esn, sa.key.key);
     let header = start - front;
     let text_end = start + text_len;
     let buf = cx.arena.buffer_mut(h);
@@ -233,7 +228,6 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
         } else {
             Span::new(at(header), esp::HEADER_LEN as u32)
         };
-        let nonce = sa.key.nonce(seq.to_be_bytes());
         let op = AeadOp::in_place(alg.aead(), key, Direction::Encrypt, nonce, aad, text);
         (op, None)
     };

@@ -65,6 +65,7 @@ impl AeadStage for WgDecrypt {
     }
 
     /// Finds the packet's session and makes its op, or drops it (counted).
+    #[inline(always)]
     fn prepare(
         cx: &mut Context,
         h: Handle,

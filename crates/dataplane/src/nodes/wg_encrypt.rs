@@ -67,6 +67,7 @@ impl AeadStage for WgEncrypt {
 
     /// Frames one packet in place for its peer and makes its op, or stages it (next
     /// edge KEEP) or drops it (counted).
+    #[inline(always)]
     fn prepare(
         cx: &mut Context,
         h: Handle,
