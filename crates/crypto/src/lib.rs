@@ -26,6 +26,7 @@ pub mod key;
 mod looks_async;
 pub mod op_layout;
 pub mod reference;
+pub mod round_trip;
 pub mod seal;
 pub mod size_class;
 pub mod x25519;

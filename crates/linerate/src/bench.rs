@@ -148,6 +148,8 @@ pub struct Measured {
     pub by_class: Vec<String>,
     /// That algorithm (none for a helper, which measures only its clocks).
     pub alg: Option<crypto::Algorithm>,
+    /// The AAD of the tunnel's ops.
+    pub aad_len: usize,
     /// Packets refused as replays: a worker's counters fell behind the window of the
     /// tunnel it shares (it was descheduled for longer than the window lasts).
     pub late: u64,
@@ -169,10 +171,14 @@ pub struct Row {
     pub engine: String,
     /// The choice for ChaCha20-Poly1305 at every size, in words.
     pub choice: String,
-    /// Those engines alone, one core, in-place encryptions of this size (IMIX: each
-    /// of its sizes on its own engine), measured right after the graph in the same
-    /// run (Gbit/s).
+    /// Those engines alone, one core, doing the graph's crypto: each op of this
+    /// size sealed and opened again in place, in the tunnel's layout (IMIX: each of
+    /// its sizes on its own engine), measured right after the graph in the same run
+    /// (Gbit/s of operations).
     pub raw_gbps: f64,
+    /// The same engines sealing only, without AAD: the figure `linerate bench crypto`
+    /// prints, for comparison.
+    pub raw_seal_gbps: f64,
     pub workers: usize,
     pub peers: usize,
     /// Packets refused as replays, all workers (see [`Measured::late`]).
@@ -312,6 +318,8 @@ fn help<G: Loopback>(mut wg: G, done: &AtomicBool) -> Result<Measured, String> {
 pub(crate) trait Loopback: Send + Sized {
     /// The algorithm the tunnel seals with.
     fn alg(&self) -> crypto::Algorithm;
+    /// The AAD of the tunnel's ops, for the raw engine's measurement.
+    fn aad_len(&self) -> usize;
     fn context(&self) -> &Context;
     fn context_mut(&mut self) -> &mut Context;
     /// Seals `inner`, hands what was sealed back in (through `back`), opens it;
@@ -327,6 +335,10 @@ pub(crate) trait Loopback: Send + Sized {
 impl Loopback for WgGraph {
     fn alg(&self) -> crypto::Algorithm {
         crypto::Algorithm::ChaCha20Poly1305
+    }
+
+    fn aad_len(&self) -> usize {
+        0
     }
 
     fn context(&self) -> &Context {
@@ -368,6 +380,7 @@ pub(crate) fn drive<G: Loopback>(mut g: G, size: Size, seconds: f64) -> Result<M
     let alg = g.alg();
     let mut m = Measured {
         alg: Some(alg),
+        aad_len: g.aad_len(),
         choice: set.describe(alg),
         by_class: crypto::size_class::SIZES
             .iter()
@@ -526,7 +539,9 @@ fn run_workers<G: Loopback>(
             engine.push(e);
         }
     }
-    let raw_gbps = raw_gbps(alg, by_class, size, opts.seconds / 2.0)?;
+    let aad = Some(ms[0].aad_len);
+    let raw_seal_gbps = raw_gbps(alg, None, by_class, size, opts.seconds / 4.0)?;
+    let raw_gbps = raw_gbps(alg, aad, by_class, size, opts.seconds / 2.0)?;
     Ok(Row {
         size,
         mpps: ops as f64 / secs / 1e6,
@@ -537,6 +552,7 @@ fn run_workers<G: Loopback>(
         engine: engine.join("+"),
         choice: ms[0].choice.clone(),
         raw_gbps,
+        raw_seal_gbps,
         workers,
         peers,
         late: ms.iter().map(|m| m.late).sum(),
@@ -567,8 +583,10 @@ fn engine_at(by_class: &[String], n: usize) -> &str {
 
 /// The engines the graph ran alone on `alg` at `size`, each size on its class's
 /// engine (IMIX: the time of a 7:4:1 mix).
+/// `aad_len`: the tunnel's AAD, or `None` for sealing alone without AAD.
 fn raw_gbps(
     alg: crypto::Algorithm,
+    aad_len: Option<usize>,
     by_class: &[String],
     size: Size,
     seconds: f64,
@@ -585,8 +603,11 @@ fn raw_gbps(
             .into_iter()
             .find(|e| e.name() == engine)
             .ok_or_else(|| format!("engine {engine} vanished"))?;
-        let m = crypto::calibrate::measure(e.as_mut(), alg, n, time / 3)
-            .ok_or_else(|| format!("{engine} failed the raw measurement at {n} bytes"))?;
+        let m = match aad_len {
+            Some(aad) => crypto::round_trip::measure(e.as_mut(), alg, n, aad, time / 3),
+            None => crypto::calibrate::measure(e.as_mut(), alg, n, time / 3),
+        };
+        let m = m.ok_or_else(|| format!("{engine} failed the raw measurement at {n} bytes"))?;
         secs += weight as f64 / (m.mpps * 1e6);
         bits += (weight as usize * n * 8) as f64;
     }
@@ -601,7 +622,7 @@ pub fn table(rows: &[Row]) -> String {
         .unwrap_or_default();
     let _ = write!(
         out,
-        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11} {:>9} {:>7} {:>12}",
+        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>7} {:>9} {:>10} {:>9} {:>11} {:>9} {:>7} {:>12}",
         "workers",
         "peers",
         "size",
@@ -610,6 +631,7 @@ pub fn table(rows: &[Row]) -> String {
         "x base",
         "raw Gb/s",
         "graph/raw",
+        "seal-only",
         "clk/pkt",
         "peak MiB",
         "late",
@@ -622,7 +644,7 @@ pub fn table(rows: &[Row]) -> String {
     for (r, x) in rows.iter().zip(scaling(rows)) {
         let _ = write!(
             out,
-            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>7.2} {:>9.3} {:>10.2} {:>11.1} {:>9.1} {:>7} {:>12}",
+            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>7.2} {:>9.3} {:>10.2} {:>9.3} {:>11.1} {:>9.1} {:>7} {:>12}",
             r.workers,
             r.peers,
             r.size.label(),
@@ -631,6 +653,7 @@ pub fn table(rows: &[Row]) -> String {
             x,
             r.raw_gbps,
             r.gbps / r.workers_f64() / r.raw_gbps,
+            r.raw_seal_gbps,
             r.clocks_per_packet,
             r.peak_rss_kib as f64 / 1024.0,
             r.late,
@@ -689,6 +712,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
                 "engine": r.engine,
                 "chacha_engine": r.engine,
                 "raw_engine_gbps": r.raw_gbps,
+                "raw_engine_seal_only_gbps": r.raw_seal_gbps,
                 "graph_over_raw_per_worker": r.gbps / r.workers_f64() / r.raw_gbps,
             })
         })
