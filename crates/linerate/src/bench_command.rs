@@ -52,7 +52,7 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
     let rows = bench::run(&opts)?;
     if let Some(r) = rows.first() {
         println!(
-            "chacha20-poly1305 ran on {} (op length: inner size padded to 16); raw = the engine of each size alone on one core; graph/raw is per worker",
+            "chacha20-poly1305 ran on {} (op length: inner size padded to 16); raw = the engine of each size alone on one core, sealing and opening each op (seal-only: sealing alone, as bench crypto does); graph/raw is per worker",
             r.choice
         );
     }
@@ -141,7 +141,7 @@ fn esp(
         bench::machine()
     );
     println!(
-        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core; graph/raw is per worker"
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout (seal-only: sealing alone, as bench crypto does); graph/raw is per worker"
     );
     let (esp_rows, wg_rows) = bench_esp_graph::turns(opts, alg)?;
     println!("ESP, {alg}:");
@@ -154,7 +154,7 @@ fn esp(
         "two gateways in memory on one core (routed into the tunnel, out of the WAN port, into the other gateway and out of its LAN port), ESP and WireGuard in turns"
     );
     println!(
-        "counted: packet operations (each packet encrypted once and decrypted once) x inner IPv4 packet size; raw: the engine chosen for {alg} alone, operations x size; ESP/raw is the share the whole path (two gateways) keeps; nodes: the same over the time in the tunnel's encrypt and decrypt nodes alone"
+        "counted: packet operations (each packet encrypted once and decrypted once) x inner IPv4 packet size; raw: the engine chosen for {alg} alone, sealing and opening each op, operations x size; ESP/raw is the share the whole path (two gateways) keeps; nodes: the same over the time in the tunnel's encrypt and decrypt nodes alone"
     );
     let rows = bench_esp::run(
         opts.engine.as_deref(),
