@@ -10,7 +10,7 @@
 
 use crate::aead::{CBC_BLOCK_LEN, MAX_KEY_LEN};
 use crate::op_layout::{OpLayout, OpShape};
-use crate::{AeadOp, Algorithm, Engine, EngineSet, KeyRegistry, OpStatus, size_class};
+use crate::{AeadOp, Algorithm, Direction, Engine, EngineSet, KeyRegistry, OpStatus, size_class};
 use std::time::{Duration, Instant};
 
 pub use crate::size_class::IMIX;
@@ -43,9 +43,69 @@ pub fn measure(
     size: usize,
     time: Duration,
 ) -> Option<Measurement> {
+    measure_ops(engine, alg, size, 0, &[Direction::Encrypt], time)
+}
+
+/// Runs batches of ops of `size` bytes with `aad_len` bytes of AAD through
+/// `engine`, each batch once in each of `directions` in turn, for about `time`;
+/// counts every op of every direction. Sealing gives every op a fresh nonce.
+pub(crate) fn measure_ops(
+    engine: &mut dyn Engine,
+    alg: Algorithm,
+    size: usize,
+    aad_len: usize,
+    directions: &[Direction],
+    time: Duration,
+) -> Option<Measurement> {
     if !engine.supports(alg) {
         return None;
     }
+    let Batch {
+        keys,
+        mut mem,
+        mut ops,
+    } = batch(alg, size, aad_len)?;
+    let mut counter = 0u64;
+    let chained = alg.is_chained();
+    let (rounds, secs) = timed(time, || {
+        for &direction in directions {
+            for op in ops.iter_mut() {
+                if direction == Direction::Encrypt && !chained {
+                    counter += 1;
+                    op.nonce[4..].copy_from_slice(&counter.to_le_bytes());
+                }
+                op.direction = direction;
+                op.status = OpStatus::Pending;
+            }
+            engine.process(&keys, &mut mem, &mut ops);
+            if !ops.iter().all(|o| o.status == OpStatus::Ok) {
+                return false;
+            }
+        }
+        true
+    })?;
+    let packets = (rounds * (BATCH * directions.len()) as u64) as f64;
+    Some(Measurement {
+        engine: engine.name(),
+        alg,
+        size,
+        mpps: packets / secs / 1e6,
+        gbps: packets * size as f64 * 8.0 / secs / 1e9,
+    })
+}
+
+/// A frame of in-place ops of one size, laid out for a measurement, with the key
+/// they name.
+struct Batch {
+    keys: KeyRegistry,
+    mem: Vec<u8>,
+    ops: Vec<AeadOp>,
+}
+
+/// [`BATCH`] ops of `size` bytes with `aad_len` bytes of AAD; a chained algorithm's
+/// laid out as ESP runs it instead (ESP's header under the MAC, the text padded to
+/// whole blocks).
+fn batch(alg: Algorithm, size: usize, aad_len: usize) -> Option<Batch> {
     let keys = KeyRegistry::new(4);
     let key = keys
         .insert(alg, &[0x42; MAX_KEY_LEN][..alg.key_len()])
@@ -53,7 +113,7 @@ pub fn measure(
     let (aad_len, len) = if alg.is_chained() {
         (ESP_HEADER_LEN, size.max(1).next_multiple_of(CBC_BLOCK_LEN))
     } else {
-        (0, size)
+        (aad_len, size)
     };
     let mut layout = OpLayout::new();
     for _ in 0..BATCH {
@@ -66,42 +126,27 @@ pub fn measure(
             in_place: true,
         });
     }
-    let OpLayout { mut mem, mut ops } = layout;
+    let OpLayout { mut mem, ops } = layout;
     mem.fill(0x5a);
-    let mut counter = 0u64;
-    let mut batches = 0u64;
-    let chained = alg.is_chained();
-    // One warm-up batch: key expansion and first-touch page faults are not the engine's speed.
-    let mut run = |ops: &mut [AeadOp], engine: &mut dyn Engine| -> bool {
-        for op in ops.iter_mut() {
-            counter += 1;
-            if !chained {
-                op.nonce[4..].copy_from_slice(&counter.to_le_bytes());
-            }
-            op.status = OpStatus::Pending;
-        }
-        engine.process(&keys, &mut mem, ops);
-        ops.iter().all(|o| o.status == OpStatus::Ok)
-    };
-    if !run(&mut ops, engine) {
+    Some(Batch { keys, mem, ops })
+}
+
+/// Runs `round` once to warm up (key expansion and first-touch page faults are not
+/// the engine's speed), then until `time` has passed, at least once: the timed
+/// rounds and their seconds, or `None` when a round failed.
+fn timed(time: Duration, mut round: impl FnMut() -> bool) -> Option<(u64, f64)> {
+    if !round() {
         return None;
     }
+    let mut rounds = 0u64;
     let start = Instant::now();
-    while batches == 0 || start.elapsed() < time {
-        if !run(&mut ops, engine) {
+    while rounds == 0 || start.elapsed() < time {
+        if !round() {
             return None;
         }
-        batches += 1;
+        rounds += 1;
     }
-    let secs = start.elapsed().as_secs_f64();
-    let packets = (batches * BATCH as u64) as f64;
-    Some(Measurement {
-        engine: engine.name(),
-        alg,
-        size,
-        mpps: packets / secs / 1e6,
-        gbps: packets * size as f64 * 8.0 / secs / 1e9,
-    })
+    Some((rounds, start.elapsed().as_secs_f64()))
 }
 
 /// Measures every engine of `set` on every algorithm it serves at the size of every

@@ -732,7 +732,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -765,18 +765,22 @@ mod tests {
         assert!(row.mpps > 0.0 && row.late == 0);
     }
 
-    #[test]
-    fn workers_on_one_peer_share_its_tunnel() {
-        let opts = Options {
+    /// Two workers on one tunnel, one short run of one size.
+    pub(crate) fn two_workers_one_tunnel(size: usize) -> Options {
+        Options {
             workers: vec![2],
             peers: Peers::Count(1),
             engine: None,
             seconds: 0.05,
-            sizes: vec![Size::Fixed(100)],
+            sizes: vec![Size::Fixed(size)],
             repeat: 1,
             spread: false,
-        };
-        let rows = run(&opts).unwrap();
+        }
+    }
+
+    #[test]
+    fn workers_on_one_peer_share_its_tunnel() {
+        let rows = run(&two_workers_one_tunnel(100)).unwrap();
         assert_eq!((rows[0].workers, rows[0].peers), (2, 1));
         assert!(rows[0].mpps > 0.0);
         assert_eq!(Peers::parse("each").unwrap().for_workers(4), 4);

@@ -240,7 +240,7 @@ pub(crate) fn comparison(esp: &[bench::Row], wg: &[bench::Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{Options, Peers, Size};
+    use crate::bench::Size;
 
     #[test]
     fn a_short_run_delivers_everything_on_every_algorithm() {
@@ -261,15 +261,7 @@ mod tests {
 
     #[test]
     fn workers_on_one_tunnel_share_its_sas() {
-        let opts = Options {
-            workers: vec![2],
-            peers: Peers::Count(1),
-            engine: None,
-            seconds: 0.05,
-            sizes: vec![Size::Fixed(100)],
-            repeat: 1,
-            spread: false,
-        };
+        let opts = crate::bench::tests::two_workers_one_tunnel(100);
         let (esp, wg) = turns(&opts, ipsec::EspAlgorithm::Aes128Gcm).unwrap();
         assert_eq!((esp[0].workers, esp[0].peers), (2, 1));
         assert!(esp[0].mpps > 0.0 && wg[0].mpps > 0.0);
