@@ -424,12 +424,20 @@ mod tests {
         let mut me = board.spreader(0, || {});
         let mut engine = crypto_awslc::AwsLcEngine::new();
         let mut mem = vec![0u8; 64 * STRIDE];
+        let start = std::time::Instant::now();
         for _ in 0..3 {
             let mut v = ops(&keys, key, 64, Direction::Encrypt);
             me.process(&mut engine, &keys, &mut mem, &mut v);
             assert!(v.iter().all(|o| o.status == OpStatus::Ok));
         }
-        assert_eq!(woken.load(Ordering::Relaxed), 1, "asked once");
+        // Once per LINGER: once, unless a busy machine stretched the three frames
+        // over more of them.
+        let lingers = start.elapsed().as_micros() / LINGER.as_micros();
+        let asked = u128::from(woken.load(Ordering::Relaxed));
+        assert!(
+            (1..=1 + lingers).contains(&asked),
+            "asked {asked} times in {lingers} LINGERs"
+        );
         assert_eq!(me.counters().spread, 0);
         assert_eq!(helper.sleep(Duration::from_millis(100)), Duration::ZERO);
         assert_eq!(me.lingering_others(), 1);
