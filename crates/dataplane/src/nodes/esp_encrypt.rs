@@ -1,11 +1,11 @@
 //! `esp-encrypt`: inner IP packets routed into an ESP tunnel in, ESP packets out
 //! (RFC 4303 tunnel mode). Per frame: check each packet against its tunnel's
-//! selectors, charge the SA's lifetime, take a sequence number (never past the
-//! last: the SA then stops sending), frame it in place (ESP header and explicit IV
-//! in the headroom, padding and trailer behind it), seal the whole frame as one
-//! batch of AEAD ops, then put the tunnel's outer headers (IP, and UDP for RFC 3948;
-//! built once, see `outer_header`) in front and
-//! hand the packet to `ip-lookup`, which routes it like the gateway's own.
+//! selectors, take a sequence number (never past the last: the SA then stops
+//! sending), charge the SA's lifetime, frame it in place (ESP header and explicit
+//! IV in the headroom, padding and trailer behind it), seal the whole frame as one
+//! batch of AEAD ops, then put the tunnel's outer headers in front (IP, and UDP
+//! for RFC 3948; built once per tunnel, see `outer_header`) and hand the packet to
+//! `ip-lookup`, which routes it like the gateway's own.
 //!
 //! For the AEADs the explicit IV is the 64-bit sequence number: unique per key, as
 //! RFC 4106 section 3.1 and RFC 7634 section 2 require, and what most
