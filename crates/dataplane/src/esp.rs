@@ -14,13 +14,12 @@
 //! `esp-encrypt` and `esp-decrypt` are the nodes; this module holds their tables.
 
 use crate::esp_selectors::{self, PrefixSet};
+use crate::esp_spi_index::SpiIndex;
 use crate::outer_header::OuterHeader;
 use crypto::{KeyHandle, KeyRegistry};
 use ipsec::{EspAlgorithm, Expired, Lifetime, ReplayWindow, SendSequence, Usage};
 use lpm::Prefix;
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -337,30 +336,6 @@ fn outer_header(local: IpAddr, remote: IpAddr, encap: Encapsulation) -> OuterHea
     OuterHeader::new(local, remote, wire::ip::protocol::ESP, ports)
 }
 
-/// Inbound SAs by SPI and outer destination (RFC 4301 section 4.1). The hash is a
-/// multiply-and-fold: the SPI is chosen by the receiver, so it is spread already.
-#[derive(Default)]
-pub(crate) struct SpiHasher(u64);
-
-impl Hasher for SpiHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
 /// Where an inbound SA is in a worker's table: fixed for the SA's life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InboundSlot(pub(crate) u32);
@@ -377,7 +352,7 @@ pub struct EspTunnels {
     /// The tallies that hold packets: tunnels' (outbound) and slots' (inbound).
     dirty_out: Vec<EspTunnelId>,
     dirty_in: Vec<InboundSlot>,
-    by_spi: HashMap<(u32, IpAddr), InboundSlot, BuildHasherDefault<SpiHasher>>,
+    by_spi: SpiIndex,
     /// Whether any tunnel takes ESP in UDP on this port.
     udp_ports: Vec<u16>,
     /// This worker's generator of CBC IVs, made at the first one.
@@ -474,11 +449,10 @@ impl EspTunnels {
         let local = self.get(id).ok_or(EspError::NoTunnel)?.local;
         let slot = self
             .by_spi
-            .get(&(spi, local))
-            .copied()
+            .get(spi, local)
             .filter(|s| matches!(self.inbound(*s), Some((t, _)) if *t == id))
             .ok_or(EspError::NoSa { spi })?;
-        self.by_spi.remove(&(spi, local));
+        self.by_spi.remove(spi, local);
         self.inbound[slot.0 as usize] = None;
         Ok(())
     }
@@ -491,14 +465,13 @@ impl EspTunnels {
     /// Takes packets for `sa`'s SPI to the tunnel's local address from now on.
     pub fn add_inbound(&mut self, id: EspTunnelId, sa: Arc<InboundSa>) -> Result<(), EspError> {
         let local = self.get(id).ok_or(EspError::NoTunnel)?.local;
-        let key = (sa.spi, local);
-        if self.by_spi.contains_key(&key) {
+        if self.by_spi.contains(sa.spi, local) {
             return Err(EspError::DuplicateSpi { spi: sa.spi, local });
         }
         let slot = InboundSlot(u32::try_from(self.inbound.len()).map_err(|_| EspError::TooMany)?);
+        self.by_spi.insert(sa.spi, local, slot);
         self.inbound.push(Some((id, sa)));
         self.in_tally.push(Tally::default());
-        self.by_spi.insert(key, slot);
         Ok(())
     }
 
@@ -564,8 +537,8 @@ impl EspTunnels {
     }
 
     /// The inbound SA for `spi` at `dst`, and its slot.
-    pub(crate) fn inbound_for(&self, spi: u32, dst: IpAddr) -> Option<InboundSlot> {
-        self.by_spi.get(&(spi, dst)).copied()
+    pub(crate) fn inbound_for(&mut self, spi: u32, dst: IpAddr) -> Option<InboundSlot> {
+        self.by_spi.get(spi, dst)
     }
 
     pub(crate) fn inbound(&self, slot: InboundSlot) -> Option<&(EspTunnelId, Arc<InboundSa>)> {

@@ -13,6 +13,7 @@ pub mod counters;
 pub mod esp;
 pub mod esp_graph;
 mod esp_selectors;
+mod esp_spi_index;
 pub mod fib;
 pub mod gateway;
 pub mod graph;
