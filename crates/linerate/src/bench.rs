@@ -150,6 +150,9 @@ pub struct Measured {
     pub alg: Option<crypto::Algorithm>,
     /// The AAD of the tunnel's ops.
     pub aad_len: usize,
+    /// Per inner size measured: the length of the text the tunnel seals for it
+    /// (padding and trailer included), which the raw engine is given too.
+    pub text_lens: Vec<(usize, usize)>,
     /// Packets refused as replays: a worker's counters fell behind the window of the
     /// tunnel it shares (it was descheduled for longer than the window lasts).
     pub late: u64,
@@ -320,6 +323,9 @@ pub(crate) trait Loopback: Send + Sized {
     fn alg(&self) -> crypto::Algorithm;
     /// The AAD of the tunnel's ops, for the raw engine's measurement.
     fn aad_len(&self) -> usize;
+    /// The length of the text the tunnel seals for an inner packet of `inner`
+    /// bytes: the packet, its padding and any trailer the protocol adds.
+    fn text_len(&self, inner: usize) -> usize;
     fn context(&self) -> &Context;
     fn context_mut(&mut self) -> &mut Context;
     /// Seals `inner`, hands what was sealed back in (through `back`), opens it;
@@ -339,6 +345,10 @@ impl Loopback for WgGraph {
 
     fn aad_len(&self) -> usize {
         0
+    }
+
+    fn text_len(&self, inner: usize) -> usize {
+        wire::wireguard::padded_len(inner, self.context().wg_mtu())
     }
 
     fn context(&self) -> &Context {
@@ -381,6 +391,11 @@ pub(crate) fn drive<G: Loopback>(mut g: G, size: Size, seconds: f64) -> Result<M
     let mut m = Measured {
         alg: Some(alg),
         aad_len: g.aad_len(),
+        text_lens: size
+            .sizes()
+            .into_iter()
+            .map(|n| (n, g.text_len(n)))
+            .collect(),
         choice: set.describe(alg),
         by_class: crypto::size_class::SIZES
             .iter()
@@ -532,16 +547,17 @@ fn run_workers<G: Loopback>(
     }
     let by_class = &ms[0].by_class;
     let alg = ms[0].alg.ok_or("the first worker carries traffic")?;
+    let text_lens = &ms[0].text_lens;
     let mut engine: Vec<&str> = Vec::new();
-    for n in size.sizes() {
-        let e = engine_at(by_class, n);
+    for &(_, text) in text_lens {
+        let e = engine_at(by_class, text);
         if !engine.contains(&e) {
             engine.push(e);
         }
     }
     let aad = Some(ms[0].aad_len);
-    let raw_seal_gbps = raw_gbps(alg, None, by_class, size, opts.seconds / 4.0)?;
-    let raw_gbps = raw_gbps(alg, aad, by_class, size, opts.seconds / 2.0)?;
+    let raw_seal_gbps = raw_gbps(alg, None, by_class, text_lens, size, opts.seconds / 4.0)?;
+    let raw_gbps = raw_gbps(alg, aad, by_class, text_lens, size, opts.seconds / 2.0)?;
     Ok(Row {
         size,
         mpps: ops as f64 / secs / 1e6,
@@ -572,22 +588,24 @@ pub fn scaling(rows: &[Row]) -> Vec<f64> {
         .collect()
 }
 
-/// The engine that ran ChaCha20-Poly1305 for inner packets of `n` bytes, given the
-/// engine of each size class: the class of the length the graph encrypts, `n`
-/// padded to 16 bytes as WireGuard does.
-fn engine_at(by_class: &[String], n: usize) -> &str {
+/// The engine that ran the tunnel's algorithm on a text of `len` bytes, given the
+/// engine of each size class.
+fn engine_at(by_class: &[String], len: usize) -> &str {
     by_class
-        .get(crypto::size_class::of(n.next_multiple_of(16) as u32))
+        .get(crypto::size_class::of(len as u32))
         .map_or("none", String::as_str)
 }
 
 /// The engines the graph ran alone on `alg` at `size`, each size on its class's
-/// engine (IMIX: the time of a 7:4:1 mix).
-/// `aad_len`: the tunnel's AAD, or `None` for sealing alone without AAD.
+/// engine (IMIX: the time of a 7:4:1 mix), counted in inner bytes as the graph is.
+/// `aad_len`: the tunnel's AAD, each op sealed and opened on the text the tunnel
+/// seals for its inner size (`text_lens`); or `None` for sealing the inner size
+/// alone without AAD, as `bench crypto` does.
 fn raw_gbps(
     alg: crypto::Algorithm,
     aad_len: Option<usize>,
     by_class: &[String],
+    text_lens: &[(usize, usize)],
     size: Size,
     seconds: f64,
 ) -> Result<f64, String> {
@@ -596,15 +614,22 @@ fn raw_gbps(
         Size::Fixed(n) => vec![(n, 1)],
         Size::Imix => IMIX.to_vec(),
     };
+    let text_of = |n: usize| {
+        text_lens
+            .iter()
+            .find(|&&(inner, _)| inner == n)
+            .map_or(n, |&(_, text)| text)
+    };
     let (mut secs, mut bits) = (0.0, 0.0);
     for (n, weight) in mix {
-        let engine = engine_at(by_class, n);
+        let text = text_of(n);
+        let engine = engine_at(by_class, text);
         let mut e = engines::all(&Arc::new(crypto::KeyRegistry::new(4)))
             .into_iter()
             .find(|e| e.name() == engine)
             .ok_or_else(|| format!("engine {engine} vanished"))?;
         let m = match aad_len {
-            Some(aad) => crypto::round_trip::measure(e.as_mut(), alg, n, aad, time / 3),
+            Some(aad) => crypto::round_trip::measure(e.as_mut(), alg, text, aad, time / 3),
             None => crypto::calibrate::measure(e.as_mut(), alg, n, time / 3),
         };
         let m = m.ok_or_else(|| format!("{engine} failed the raw measurement at {n} bytes"))?;

@@ -141,7 +141,7 @@ fn esp(
         bench::machine()
     );
     println!(
-        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout (seal-only: sealing alone, as bench crypto does); graph/raw is per worker"
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout: its AAD, and the text it seals for the inner size, padding and trailer included (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker"
     );
     let (esp_rows, wg_rows) = bench_esp_graph::turns(opts, alg)?;
     println!("ESP, {alg}:");

@@ -132,6 +132,11 @@ impl Loopback for EspLoopback {
         if ESN { 12 } else { 8 }
     }
 
+    /// The packet, padding to the algorithm's alignment and ESP's two-byte trailer.
+    fn text_len(&self, inner: usize) -> usize {
+        wire::esp::padded_len(inner, self.alg.pad_align())
+    }
+
     fn context(&self) -> &Context {
         self.graph.context()
     }
