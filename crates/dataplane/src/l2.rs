@@ -37,9 +37,11 @@ impl fmt::Display for XconnectError {
 #[derive(Default)]
 pub struct L2Layer {
     xconnects: HashMap<L2Interface, L2Interface>,
-    /// Per port (by number): the TX of its cross-connect, for ethernet-input's
-    /// one look per frame.
+    /// Per port and per VXLAN tunnel (by number): the TX of its cross-connect, for
+    /// the one look per frame of ethernet-input and l2-xconnect (an index, not a
+    /// hash).
     port_targets: Vec<Option<L2Interface>>,
+    vxlan_targets: Vec<Option<L2Interface>>,
 }
 
 impl L2Layer {
@@ -52,25 +54,28 @@ impl L2Layer {
             return Err(XconnectError::Taken(rx));
         }
         self.xconnects.insert(rx, tx);
-        if let L2Interface::Port(p) = rx {
-            let i = usize::from(p.0);
-            if self.port_targets.len() <= i {
-                self.port_targets.resize(i + 1, None);
-            }
-            self.port_targets[i] = Some(tx);
+        let (targets, i) = match rx {
+            L2Interface::Port(p) => (&mut self.port_targets, usize::from(p.0)),
+            L2Interface::Vxlan(v) => (&mut self.vxlan_targets, usize::from(v.0)),
+        };
+        if targets.len() <= i {
+            targets.resize(i + 1, None);
         }
+        targets[i] = Some(tx);
         Ok(())
     }
 
     /// Where frames received on `rx` go, if it is cross-connected.
+    #[inline]
     pub fn target(&self, rx: L2Interface) -> Option<L2Interface> {
         match rx {
             L2Interface::Port(p) => self.port_target(p),
-            other => self.xconnects.get(&other).copied(),
+            L2Interface::Vxlan(v) => self.vxlan_targets.get(usize::from(v.0)).copied().flatten(),
         }
     }
 
     /// Where frames received on port `p` go, if it is cross-connected.
+    #[inline]
     pub fn port_target(&self, p: PortId) -> Option<L2Interface> {
         self.port_targets.get(usize::from(p.0)).copied().flatten()
     }
