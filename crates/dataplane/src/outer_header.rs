@@ -100,6 +100,19 @@ impl OuterHeader {
     /// Writes the headers at the start of `packet`, whose rest is their payload.
     #[inline]
     pub fn write(&self, packet: &mut [u8]) {
+        self.write_inner(packet, None);
+    }
+
+    /// [`OuterHeader::write`] with the UDP source port given per packet (a VXLAN
+    /// flow's), in place of the template's. The template must be one with UDP.
+    #[inline]
+    pub fn write_from_port(&self, packet: &mut [u8], source_port: u16) {
+        debug_assert!(self.udp, "a source port needs UDP");
+        self.write_inner(packet, Some(source_port));
+    }
+
+    #[inline(always)]
+    fn write_inner(&self, packet: &mut [u8], source_port: Option<u16>) {
         let (ip_len, len) = (usize::from(self.ip_len), self.len());
         // One copy of a length known here per shape, not a call to memcpy.
         match len {
@@ -107,6 +120,11 @@ impl OuterHeader {
             28 => packet[..28].copy_from_slice(&self.bytes[..28]),
             40 => packet[..40].copy_from_slice(&self.bytes[..40]),
             _ => packet[..MAX_LEN].copy_from_slice(&self.bytes),
+        }
+        if let Some(port) = source_port {
+            // Before any checksum: IPv6's UDP checksum covers it (IPv4's UDP has
+            // none, and the IP header's does not cover UDP).
+            packet[ip_len..ip_len + 2].copy_from_slice(&port.to_be_bytes());
         }
         let total = packet.len() as u16;
         if ip_len == ipv4::HEADER_LEN {
@@ -204,6 +222,12 @@ mod tests {
                     got.extend_from_slice(&payload);
                     t.write(&mut got);
                     assert_eq!(got, want, "{from} {ports:?} {n}");
+                    if let Some((_, theirs)) = ports {
+                        let want = by_fields(from, to, Some((49999, theirs)), &payload);
+                        got[..t.len()].fill(0x5a);
+                        t.write_from_port(&mut got, 49999);
+                        assert_eq!(got, want, "{from} {ports:?} {n} from port 49999");
+                    }
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! tunnel; `vxlan-encap` and `vxlan-decap` move frames in and out.
 
 use crate::fib::{Fib, RouteTarget};
+use crate::outer_header::OuterHeader;
 use std::fmt;
 use std::net::IpAddr;
 
@@ -97,6 +98,9 @@ impl fmt::Display for VxlanError {
 #[derive(Default)]
 pub struct VxlanTunnels {
     list: Vec<VxlanTunnel>,
+    /// Per tunnel, its outer IP and UDP headers built once; each frame adds its
+    /// lengths and its flow's source port.
+    outer: Vec<OuterHeader>,
 }
 
 impl VxlanTunnels {
@@ -127,12 +131,24 @@ impl VxlanTunnels {
             .ok()
             .filter(|&n| n < u16::MAX)
             .ok_or(VxlanError::TooMany)?;
+        self.outer.push(OuterHeader::new(
+            t.local,
+            t.remote,
+            wire::ip::protocol::UDP,
+            Some((0, t.udp_port)),
+        ));
         self.list.push(t);
         Ok(VxlanId(id))
     }
 
     pub fn get(&self, id: VxlanId) -> Option<&VxlanTunnel> {
         self.list.get(usize::from(id.0))
+    }
+
+    /// The tunnel and its outer headers, as vxlan-encap writes them.
+    pub(crate) fn with_outer(&self, id: VxlanId) -> Option<(&VxlanTunnel, &OuterHeader)> {
+        let i = usize::from(id.0);
+        Some((self.list.get(i)?, self.outer.get(i)?))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (VxlanId, &VxlanTunnel)> {

@@ -15,11 +15,9 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::graph::NodeInfo;
-use crate::nodes::udp_encap::write_headers;
 use crate::nodes::{IpLookup, NO_PORT, PerPacket};
 use crate::vxlan::VxlanId;
-use std::net::SocketAddr;
-use wire::{ethernet, ip, ipv4, ipv6, udp, vxlan};
+use wire::{ethernet, ip, ipv4, ipv6, vxlan};
 
 crate::node_errors! {
     /// Why vxlan-encap drops a frame.
@@ -57,28 +55,26 @@ impl PerPacket for VxlanEncap {
     ) -> Result<u16, VxlanEncapError> {
         let m = *cx.arena.meta(h);
         let id = VxlanId(u16::try_from(m.peer).map_err(|_| VxlanEncapError::NoTunnel)?);
-        let t = cx.tunnels.vxlan.get(id).ok_or(VxlanEncapError::NoTunnel)?;
+        let (t, headers) = cx
+            .tunnels
+            .vxlan
+            .with_outer(id)
+            .ok_or(VxlanEncapError::NoTunnel)?;
         let (start, len) = (usize::from(m.offset), usize::from(m.len));
         if len > t.max_frame {
             return Err(VxlanEncapError::TooBig);
         }
-        let ip_len = if t.remote.is_ipv4() {
-            ipv4::HEADER_LEN
-        } else {
-            ipv6::HEADER_LEN
-        };
-        let outer = ip_len + udp::HEADER_LEN + vxlan::HEADER_LEN;
+        let udp_end = headers.len();
+        let outer = udp_end + vxlan::HEADER_LEN;
         let at = start
             .checked_sub(outer)
             .ok_or(VxlanEncapError::NoHeadroom)?;
         let sport = source_port(cx.arena.data(h));
-        let from = SocketAddr::new(t.local, sport);
-        let to = SocketAddr::new(t.remote, t.udp_port);
         let vni = t.vni;
         let buf = &mut cx.arena.buffer_mut(h)[at..start + len];
         // Cannot fail: `outer` bytes lie in front of the frame.
-        let _ = vxlan::emit(&mut buf[ip_len + udp::HEADER_LEN..], vni);
-        write_headers(buf, ip_len, from, to);
+        let _ = vxlan::emit(&mut buf[udp_end..], vni);
+        headers.write_from_port(buf, sport);
         let m = cx.arena.meta_mut(h);
         m.offset = at as u16;
         m.len = (len + outer) as u16;
