@@ -16,7 +16,7 @@ use crate::arena::{Arena, FRAME_SIZE, HEADROOM, Handle, TAILROOM};
 use crate::context::{Context, OutputId};
 use crate::counters::ErrorInfo;
 use crate::counters::NodeCounters;
-use crate::graph::{Graph, NodeId};
+use crate::graph::{Graph, Node, NodeId, Rebind};
 use crate::nodes::{DecryptError, EncryptError, InputError, Output, WgDecrypt, WgEncrypt, WgInput};
 use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
@@ -61,8 +61,24 @@ pub struct WgGraph {
 
 impl WgGraph {
     pub fn new(arena: Arena, device: Device, engines: EngineSet, now: Instant) -> WgGraph {
-        let graph: Graph<Context> = Graph::new(vec![
-            Box::new(WgInput),
+        WgGraph::with_front(arena, device, engines, now, Vec::new(), &[], 0)
+    }
+
+    /// The graph with `front` nodes before WireGuard's (so that their edges into
+    /// it point forward), and edges bound as `rebinds` say: a path that leads into
+    /// the tunnel or out of it, on the same WireGuard nodes and actions. The front
+    /// nodes' own output queues (`more_outputs` of them) follow WireGuard's two.
+    pub fn with_front(
+        arena: Arena,
+        device: Device,
+        engines: EngineSet,
+        now: Instant,
+        mut front: Vec<Box<dyn Node<Context>>>,
+        rebinds: &[Rebind],
+        more_outputs: usize,
+    ) -> WgGraph {
+        front.extend([
+            Box::new(WgInput) as Box<dyn Node<Context>>,
             Box::new(WgDecrypt::node()),
             Box::new(WgDecrypt::post()),
             Box::new(Output::new(Output::TUN, TUN_OUT)),
@@ -70,6 +86,7 @@ impl WgGraph {
             Box::new(WgEncrypt::post()),
             Box::new(Output::new(Output::UDP, UDP_OUT)),
         ]);
+        let graph: Graph<Context> = Graph::with_rebinds(front, rebinds);
         let id = |name| graph.id(name).expect("built above");
         WgGraph {
             input: id(WgInput::NAME),
@@ -82,7 +99,7 @@ impl WgGraph {
                 control: ControlTo::Queue,
             },
             actions: WgActions::default(),
-            cx: Context::new(arena, engines, device, 2, now),
+            cx: Context::new(arena, engines, device, 2 + more_outputs, now),
             graph,
         }
     }
@@ -109,6 +126,16 @@ impl WgGraph {
     /// [`MAX_MTU`]; larger values are clamped (the caller refuses them first).
     pub fn set_mtu(&mut self, mtu: usize) {
         self.cx.set_wg_mtu(mtu.min(MAX_MTU));
+    }
+
+    /// A node of the graph by name.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.graph.id(name)
+    }
+
+    /// Packets for any node of the graph; they run at the next [`WgGraph::run`].
+    pub fn enqueue(&mut self, node: NodeId, packets: &[Handle]) {
+        self.graph.enqueue(node, packets);
     }
 
     /// Datagrams from the UDP socket (meta.addr = source).
