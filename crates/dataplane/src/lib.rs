@@ -23,6 +23,7 @@ pub mod interfaces;
 pub mod ip_layer;
 mod keyed_hash;
 pub mod l2;
+pub mod l2_graph;
 pub mod neighbor;
 pub mod neighbor_share;
 pub mod nodes;
