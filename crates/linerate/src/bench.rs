@@ -225,6 +225,24 @@ pub(crate) fn inner_packet(buf: &mut [u8], len: usize, seq: u16) {
 /// A worker's graph: a device whose only peer is itself, on a loopback session.
 fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
     let now = Instant::now();
+    let device = loopback_device(now)?;
+    let (engines, _) = engines::configured_set(
+        device.keys(),
+        engine,
+        std::time::Duration::from_millis(6),
+        &[crypto::Algorithm::ChaCha20Poly1305],
+    )?;
+    Ok(WgGraph::new(
+        Arena::new(4 * FRAME + 64),
+        device,
+        engines,
+        now,
+    ))
+}
+
+/// A device whose only peer is itself, on a loopback session: what it seals for
+/// 198.19.0.0/24 it opens again.
+pub(crate) fn loopback_device(now: Instant) -> Result<Device, String> {
     let keys = Arc::new(crypto::KeyRegistry::new(64));
     let mut device = Device::new(keys, now, SystemTime::now());
     device.set_private_key(Some(crypto::x25519::PrivateKey::generate()));
@@ -238,18 +256,7 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
         .install_loopback_session(peer, now)
         .map_err(|e| format!("loopback session: {}", e.name()))?;
     device.publish();
-    let (engines, _) = engines::configured_set(
-        device.keys(),
-        engine,
-        std::time::Duration::from_millis(6),
-        &[crypto::Algorithm::ChaCha20Poly1305],
-    )?;
-    Ok(WgGraph::new(
-        Arena::new(4 * FRAME + 64),
-        device,
-        engines,
-        now,
-    ))
+    Ok(device)
 }
 
 /// A graph that follows `owner`'s device: the same sessions, its own engines.
@@ -462,6 +469,57 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
     let build =
         |workers: usize, peers: usize| graphs(opts.engine.as_deref(), workers, peers, opts.spread);
     run_with(opts, &build)
+}
+
+/// `build`'s graphs and the WireGuard graph on the same workers, each point
+/// `repeat` times in turns (the other graph, WireGuard, the other, ...), the median
+/// run of each kept: the two compared under the same load of the machine.
+pub(crate) fn beside_wireguard<G: Loopback>(
+    opts: &Options,
+    build: &Build<G>,
+) -> Result<(Vec<Row>, Vec<Row>), String> {
+    let once = Options {
+        repeat: 1,
+        workers: opts.workers.clone(),
+        sizes: opts.sizes.clone(),
+        engine: opts.engine.clone(),
+        ..*opts
+    };
+    let (mut other, mut wg): (Vec<Vec<Row>>, Vec<Vec<Row>>) = (Vec::new(), Vec::new());
+    for _ in 0..opts.repeat.max(1) {
+        other.push(run_with(&once, build)?);
+        wg.push(run(&once)?);
+    }
+    Ok((medians(other), medians(wg)))
+}
+
+/// Per point, the run of median Mpps.
+fn medians(runs: Vec<Vec<Row>>) -> Vec<Row> {
+    let points = runs.first().map_or(0, Vec::len);
+    (0..points)
+        .map(|i| {
+            let mut at: Vec<Row> = runs.iter().map(|r| r[i].clone()).collect();
+            at.sort_by(|a, b| a.mpps.total_cmp(&b.mpps));
+            at.swap_remove(at.len() / 2)
+        })
+        .collect()
+}
+
+/// `label`'s Gbit/s over WireGuard's at each point, on one line.
+pub(crate) fn comparison(label: &str, rows: &[Row], wg: &[Row]) -> String {
+    let mut out = format!("{label} over WireGuard, Gbit/s:");
+    for (e, w) in rows.iter().zip(wg) {
+        let _ = write!(
+            out,
+            " {}w {}: {:.2}x;",
+            e.workers,
+            e.size.label(),
+            e.gbps / w.gbps
+        );
+    }
+    out.pop();
+    out.push('\n');
+    out
 }
 
 /// The workers' graphs for a worker count and a number of tunnels they share.

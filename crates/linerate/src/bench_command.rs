@@ -2,7 +2,9 @@
 //! print its table, write JSON and SVG where asked.
 
 use crate::cli::GraphBench;
-use crate::{bench, bench_crypto, bench_esp, bench_esp_graph, bench_l2, engines, svg};
+use crate::{
+    bench, bench_crypto, bench_esp, bench_esp_graph, bench_l2, bench_l2_graph, engines, svg,
+};
 
 /// `linerate bench`: the whole graph, a table, and optionally JSON and SVG.
 pub fn graph(args: &GraphBench) -> Result<(), String> {
@@ -96,12 +98,27 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
 
 /// `linerate bench --l2`: the gateway's L2 path beside the plain graph.
 fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
+    let workers: Vec<String> = opts.workers.iter().map(usize::to_string).collect();
     println!(
-        "linerate bench --l2: two gateways in memory on one core (cross-connect, VXLAN, WireGuard, and back), in turns with the plain graph, engines {}, {} s per size, median of {}, on {}",
+        "linerate bench --l2: the L2 graph (l2-xconnect, vxlan-encap, wg-encrypt and back through wg-decrypt, vxlan-decap, l2-xconnect) and the WireGuard graph in turns, {} worker(s), each on its own tunnel, engines {}, {} s per size, median of {}, on {}",
+        workers.join(", "),
         opts.engine.as_deref().unwrap_or("calibrated"),
         opts.seconds,
         opts.repeat,
         bench::machine()
+    );
+    println!(
+        "counted: packet operations (an encryption or a decryption) x inner IP packet size (the L2 frame adds its Ethernet header, VXLAN 36 bytes more); clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op on the text the tunnel seals: for L2 the VXLAN packet padded to 16 (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker"
+    );
+    let (l2_rows, wg_rows) = bench_l2_graph::turns(opts)?;
+    println!("L2 over VXLAN over WireGuard:");
+    print!("{}", bench::table(&l2_rows));
+    println!("WireGuard (inner IP packets):");
+    print!("{}", bench::table(&wg_rows));
+    print!("{}", bench::comparison("L2", &l2_rows, &wg_rows));
+    println!();
+    println!(
+        "two gateways in memory on one core (cross-connect, VXLAN, WireGuard, and back), in turns with the plain graph and the same pair routing"
     );
     println!(
         "counted: packets per second, each encrypted once and decrypted once, by inner IP packet size (the L2 frame adds its Ethernet header, VXLAN 36 bytes more)"
@@ -114,17 +131,20 @@ fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
     )?;
     print!("{}", bench_l2::table(&rows));
     if let Some(path) = json_path {
-        let text = serde_json::to_string_pretty(&bench_l2::json(&rows, opts.seconds, opts.repeat))
-            .map_err(|e| e.to_string())?;
+        let mut doc = bench::json(opts, &l2_rows);
+        doc["path"] = "l2".into();
+        doc["counted"] =
+            "packet operations (encryptions plus decryptions) times the inner IP packet size"
+                .into();
+        doc["wireguard"] = bench::json(opts, &wg_rows);
+        doc["gateway_pair"] = bench_l2::json(&rows, opts.seconds, opts.repeat);
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
         println!("wrote {path}");
     }
     Ok(())
 }
 
-/// `linerate bench --tunnel esp`: the ESP graph beside the WireGuard graph (the
-/// same workers, in turns), then the gateway's ESP path beside its WireGuard path,
-/// each with the raw engine measured in the same run.
 fn esp(
     opts: &bench::Options,
     alg: ipsec::EspAlgorithm,
@@ -148,7 +168,7 @@ fn esp(
     print!("{}", bench::table(&esp_rows));
     println!("WireGuard, chacha20-poly1305:");
     print!("{}", bench::table(&wg_rows));
-    print!("{}", bench_esp_graph::comparison(&esp_rows, &wg_rows));
+    print!("{}", bench::comparison("ESP", &esp_rows, &wg_rows));
     println!();
     println!(
         "two gateways in memory on one core (routed into the tunnel, out of the WAN port, into the other gateway and out of its LAN port), ESP and WireGuard in turns"

@@ -14,7 +14,6 @@ use crate::engines;
 use dataplane::esp::{Encapsulation, EspTunnel, EspTunnelId, InboundSa, OutboundSa, SaSpec};
 use dataplane::esp_graph::{ESP_OUT, EspGraph, INNER_OUT};
 use dataplane::{Arena, Context, Handle, NodeCounters};
-use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -191,55 +190,13 @@ impl Loopback for EspLoopback {
     }
 }
 
-/// The ESP graph and the WireGuard graph on the same workers, each point `repeat`
-/// times in turns (ESP, WireGuard, ESP, ...), the median run of each kept.
+/// The ESP graph and the WireGuard graph on the same workers, in turns.
 pub(crate) fn turns(
     opts: &bench::Options,
     alg: ipsec::EspAlgorithm,
 ) -> Result<(Vec<bench::Row>, Vec<bench::Row>), String> {
-    let once = bench::Options {
-        repeat: 1,
-        workers: opts.workers.clone(),
-        sizes: opts.sizes.clone(),
-        engine: opts.engine.clone(),
-        ..*opts
-    };
     let build = |workers: usize, peers: usize| graphs(opts.engine.as_deref(), alg, workers, peers);
-    let (mut esp, mut wg): (Vec<Vec<bench::Row>>, Vec<Vec<bench::Row>>) = (Vec::new(), Vec::new());
-    for _ in 0..opts.repeat.max(1) {
-        esp.push(bench::run_with(&once, &build)?);
-        wg.push(bench::run(&once)?);
-    }
-    Ok((medians(esp), medians(wg)))
-}
-
-/// Per point, the run of median Mpps.
-fn medians(runs: Vec<Vec<bench::Row>>) -> Vec<bench::Row> {
-    let points = runs.first().map_or(0, Vec::len);
-    (0..points)
-        .map(|i| {
-            let mut at: Vec<bench::Row> = runs.iter().map(|r| r[i].clone()).collect();
-            at.sort_by(|a, b| a.mpps.total_cmp(&b.mpps));
-            at.swap_remove(at.len() / 2)
-        })
-        .collect()
-}
-
-/// ESP's Gbit/s over WireGuard's at each point.
-pub(crate) fn comparison(esp: &[bench::Row], wg: &[bench::Row]) -> String {
-    let mut out = String::from("ESP over WireGuard, Gbit/s:");
-    for (e, w) in esp.iter().zip(wg) {
-        let _ = write!(
-            out,
-            " {}w {}: {:.2}x;",
-            e.workers,
-            e.size.label(),
-            e.gbps / w.gbps
-        );
-    }
-    out.pop();
-    out.push('\n');
-    out
+    bench::beside_wireguard(opts, &build)
 }
 
 #[cfg(test)]

@@ -266,9 +266,10 @@ pub struct GraphBench {
     /// one queue); the others help with its full frames of crypto
     #[arg(long)]
     pub spread: bool,
-    /// Measure the gateway's L2 path instead: frames through a cross-connect, VXLAN
-    /// and WireGuard from one gateway to another, in memory, on one core, in turns
-    /// with the plain graph at the same sizes
+    /// Measure the gateway's L2 path instead: the L2 graph (frames through a
+    /// cross-connect, VXLAN and WireGuard and back, each worker on its own tunnel)
+    /// in turns with the plain graph at the same sizes; then two whole gateways in
+    /// memory on one core, L2 beside routed
     #[arg(long, conflicts_with_all = ["spread", "svg"])]
     pub l2: bool,
     /// The tunnel measured: wireguard (the host graph, above) or esp (the ESP graph

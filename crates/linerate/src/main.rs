@@ -8,6 +8,7 @@ mod bench_crypto;
 mod bench_esp;
 mod bench_esp_graph;
 mod bench_l2;
+mod bench_l2_graph;
 mod bench_traffic;
 mod cli;
 mod counter_report;
