@@ -40,6 +40,7 @@ demo-gateway: setup build
 	scripts/gateway-bench.sh --seconds 3
 
 demo-l2: setup build
+	target/release/linerate bench --l2 --sizes 64,1420,imix --seconds 1
 	scripts/l2-bench.sh --seconds 3
 
 demo-ipsec: setup build
