@@ -122,7 +122,7 @@ impl AeadStage for EspEncrypt {
             c.drop(EspEncryptError::NoTunnel);
             return FREE;
         };
-        let outer = t.outer;
+        let outer = &t.outer;
         let m = *cx.arena.meta(h);
         if let Some(icv) = icv {
             let (from, to, len) = (icv.from as usize, icv.to as usize, icv.len as usize);
