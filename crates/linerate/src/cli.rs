@@ -270,7 +270,7 @@ pub struct GraphBench {
     /// cross-connect, VXLAN and WireGuard and back, each worker on its own tunnel)
     /// in turns with the plain graph at the same sizes; then two whole gateways in
     /// memory on one core, L2 beside routed
-    #[arg(long, conflicts_with_all = ["spread", "svg"])]
+    #[arg(long, conflicts_with_all = ["spread", "svg", "peers", "tunnel"])]
     pub l2: bool,
     /// The tunnel measured: wireguard (the host graph, above) or esp (the ESP graph
     /// of --alg on the same workers and tunnels, in turns with the WireGuard graph,
