@@ -374,10 +374,7 @@ impl Loopback for WgGraph {
         self.context_mut().take_output(UDP_OUT, back);
         self.from_udp(back);
         self.run(now);
-        let mut n = 0;
-        self.context_mut()
-            .send_output(TUN_OUT, |_, delivered| n += delivered.len() as u64);
-        n
+        delivered(self.context_mut(), TUN_OUT)
     }
 
     fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)> {
@@ -387,6 +384,14 @@ impl Loopback for WgGraph {
     fn is_late(reason: &str) -> bool {
         reason == DropReason::Replay.name()
     }
+}
+
+/// How many packets reached output `out` of a loopback's graph, which are freed:
+/// they went all the way round.
+pub(crate) fn delivered(cx: &mut Context, out: dataplane::OutputId) -> u64 {
+    let mut n = 0;
+    cx.send_output(out, |_, packets| n = packets.len() as u64);
+    n
 }
 
 /// Pushes packets of `size` through `g` for `seconds`.

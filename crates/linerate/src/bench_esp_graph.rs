@@ -163,11 +163,7 @@ impl Loopback for EspLoopback {
         }
         self.graph.from_outer(back);
         self.graph.run(now);
-        let mut n = 0;
-        self.graph
-            .context_mut()
-            .send_output(INNER_OUT, |_, delivered| n += delivered.len() as u64);
-        n
+        bench::delivered(self.graph.context_mut(), INNER_OUT)
     }
 
     fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)> {

@@ -136,11 +136,7 @@ impl Loopback for L2Loopback {
         });
         self.graph.from_vxlan(&self.vxlan);
         self.graph.run(now);
-        let mut n = 0;
-        self.graph
-            .context_mut()
-            .send_output(L2_OUT, |_, delivered| n += delivered.len() as u64);
-        n
+        bench::delivered(self.graph.context_mut(), L2_OUT)
     }
 
     fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)> {
