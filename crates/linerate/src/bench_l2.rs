@@ -1,5 +1,6 @@
-//! `linerate bench --l2`: the gateway's L2 path in memory, beside the plain
-//! WireGuard graph in the same run. Two gateways share one thread: A takes Ethernet
+//! The second part of `linerate bench --l2` (after the L2 graph, `bench_l2_graph`):
+//! the gateway's whole L2 path in memory, beside the plain WireGuard graph in the
+//! same run. Two gateways share one thread: A takes Ethernet
 //! frames on a cross-connected port and sends them through `l2-xconnect`,
 //! `vxlan-encap`, `ip-lookup`, `wg-encrypt`, `udp-encap` and `ip-rewrite` out of its
 //! WAN port; the harness carries A's WAN frames to B's WAN port (a copy, as a wire
