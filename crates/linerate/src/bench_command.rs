@@ -88,10 +88,7 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
         println!("wrote {path}");
     }
     if let Some(path) = json_path {
-        let text =
-            serde_json::to_string_pretty(&bench::json(&opts, &rows)).map_err(|e| e.to_string())?;
-        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
-        println!("wrote {path}");
+        write_json(&path, &bench::json(&opts, &rows))?;
     }
     Ok(())
 }
@@ -111,12 +108,7 @@ fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
         "counted: packet operations (an encryption or a decryption) x inner IP packet size (the L2 frame adds its Ethernet header, VXLAN 36 bytes more); clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op on the text the tunnel seals: for L2 the VXLAN packet padded to 16 (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker"
     );
     let (l2_rows, wg_rows) = bench_l2_graph::turns(opts)?;
-    println!("L2 over VXLAN over WireGuard:");
-    print!("{}", bench::table(&l2_rows));
-    println!("WireGuard (inner IP packets):");
-    print!("{}", bench::table(&wg_rows));
-    print!("{}", bench::comparison("L2", &l2_rows, &wg_rows));
-    println!();
+    print_beside_wireguard("L2", "L2 over VXLAN over WireGuard", &l2_rows, &wg_rows);
     println!(
         "two gateways in memory on one core (cross-connect, VXLAN, WireGuard, and back), in turns with the plain graph and the same pair routing"
     );
@@ -138,9 +130,7 @@ fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
                 .into();
         doc["wireguard"] = bench::json(opts, &wg_rows);
         doc["gateway_pair"] = bench_l2::json(&rows, opts.seconds, opts.repeat);
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
-        println!("wrote {path}");
+        write_json(&path, &doc)?;
     }
     Ok(())
 }
@@ -164,12 +154,7 @@ fn esp(
         "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout: its AAD, and the text it seals for the inner size, padding and trailer included (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker"
     );
     let (esp_rows, wg_rows) = bench_esp_graph::turns(opts, alg)?;
-    println!("ESP, {alg}:");
-    print!("{}", bench::table(&esp_rows));
-    println!("WireGuard, chacha20-poly1305:");
-    print!("{}", bench::table(&wg_rows));
-    print!("{}", bench::comparison("ESP", &esp_rows, &wg_rows));
-    println!();
+    print_beside_wireguard("ESP", &format!("ESP, {alg}"), &esp_rows, &wg_rows);
     println!(
         "two gateways in memory on one core (routed into the tunnel, out of the WAN port, into the other gateway and out of its LAN port), ESP and WireGuard in turns"
     );
@@ -192,9 +177,7 @@ fn esp(
             "packet operations (encryptions plus decryptions) times the inner packet size".into();
         doc["wireguard"] = bench::json(opts, &wg_rows);
         doc["gateway_pair"] = bench_esp::json(&rows, alg, opts.seconds, opts.repeat);
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
-        println!("wrote {path}");
+        write_json(&path, &doc)?;
     }
     Ok(())
 }
@@ -242,10 +225,26 @@ pub fn crypto(
         println!("wrote {path}");
     }
     if let Some(path) = json_path {
-        let text = serde_json::to_string_pretty(&bench_crypto::json(&rows, seconds))
-            .map_err(|e| e.to_string())?;
-        std::fs::write(&path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
-        println!("wrote {path}");
+        write_json(&path, &bench_crypto::json(&rows, seconds))?;
     }
+    Ok(())
+}
+
+/// A graph's table, WireGuard's measured in turns with it, and the one over the
+/// other per point.
+fn print_beside_wireguard(label: &str, title: &str, rows: &[bench::Row], wg: &[bench::Row]) {
+    println!("{title}:");
+    print!("{}", bench::table(rows));
+    println!("WireGuard, chacha20-poly1305:");
+    print!("{}", bench::table(wg));
+    print!("{}", bench::comparison(label, rows, wg));
+    println!();
+}
+
+/// Writes `doc` as pretty JSON to `path` and says so.
+fn write_json(path: &str, doc: &serde_json::Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
+    println!("wrote {path}");
     Ok(())
 }
