@@ -21,7 +21,7 @@ use crate::graph::{NodeId, Rebind};
 use crate::interfaces::Interface;
 use crate::l2::L2Interface;
 use crate::nodes::{IpLookup, L2Xconnect, Output, PortOutput, VxlanDecap, VxlanEncap, WgEncrypt};
-use crate::vxlan::{VxlanId, VxlanTunnel};
+use crate::vxlan::{OVERHEAD_V4, OVERHEAD_V6, VxlanId, VxlanTunnel};
 use crate::wg::{MAX_MTU, WgGraph};
 use crypto::EngineSet;
 use std::net::IpAddr;
@@ -95,17 +95,19 @@ impl L2Graph {
                 MAX_PORT_MTU,
             )
             .map_err(|e| e.to_string())?;
+        let overhead = if vtep.is_ipv4() {
+            OVERHEAD_V4
+        } else {
+            OVERHEAD_V6
+        };
         let tunnel = VxlanTunnel {
             name: "vxlan0".into(),
             vni,
             local: vtep,
             remote: vtep,
             udp_port: wire::vxlan::PORT,
-            max_frame: 0,
-        };
-        let tunnel = VxlanTunnel {
-            max_frame: MAX_MTU - tunnel.overhead(),
-            ..tunnel
+            // The most the WireGuard tunnel it leads into carries.
+            max_frame: MAX_MTU - overhead,
         };
         let vxlan: VxlanId = cx.tunnels.vxlan.add(tunnel).map_err(|e| e.to_string())?;
         for (rx, tx) in [
