@@ -1,7 +1,7 @@
 //! Which code runs: the paths, what each needs from the CPU, runtime detection, and
 //! the table of kernels a vector path uses.
 
-use crate::lanes::{ChachaLanes, PolyLanes, Radix};
+use crate::lanes::{ChachaLanes, MAX_LANES, PolyLanes, Radix};
 
 /// One implementation of the engine. Every path gives the same bytes; they differ in
 /// speed and in what the CPU must have.
@@ -110,6 +110,23 @@ pub(crate) struct Kernels {
     pub radix: Radix,
     pub chacha: unsafe fn(&mut ChachaLanes),
     pub poly: unsafe fn(&mut PolyLanes, usize),
+    /// Where the path has them: vector code to start and finish a whole group of
+    /// lanes at once (see `lane_path::poly_groups`).
+    pub poly_group: Option<PolyGroup>,
+}
+
+/// The start and the end of Poly1305 for `lanes` packets of one shape, in vector
+/// code: what the lane path otherwise does lane by lane in scalar code.
+///
+/// `start(st, otk)` gives each lane `r` clamped from the one-time key at `otk[lane]`,
+/// `h` = 0, the 2^128 bit and stride 16; `tags(st, otk, mac)` writes each lane's tag,
+/// with `s` from the same key, to `mac[lane]`. Sound under the same conditions as the
+/// other kernels, with 32 readable bytes at every `otk[lane]` and 16 writable at every
+/// `mac[lane]`.
+#[derive(Clone, Copy)]
+pub(crate) struct PolyGroup {
+    pub start: unsafe fn(&mut PolyLanes, &[*const u8; MAX_LANES]),
+    pub tags: unsafe fn(&PolyLanes, &[*const u8; MAX_LANES], &[*mut u8; MAX_LANES]),
 }
 
 impl Kernels {
@@ -129,6 +146,10 @@ impl Kernels {
                     radix: Radix::R26,
                     chacha: chacha_avx2::step,
                     poly: poly_avx2::steps,
+                    poly_group: Some(PolyGroup {
+                        start: poly_avx2::start,
+                        tags: poly_avx2::tags,
+                    }),
                 }),
                 Path::Avx512 => Some(Kernels {
                     chacha_lanes: 32,
@@ -136,6 +157,7 @@ impl Kernels {
                     radix: Radix::R26,
                     chacha: chacha_avx512::step,
                     poly: poly_avx512::steps,
+                    poly_group: None,
                 }),
                 Path::Avx512Ifma => Some(Kernels {
                     chacha_lanes: 32,
@@ -143,6 +165,7 @@ impl Kernels {
                     radix: Radix::R44,
                     chacha: chacha_avx512::step,
                     poly: poly_ifma::steps,
+                    poly_group: None,
                 }),
             }
         }

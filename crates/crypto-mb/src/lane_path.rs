@@ -3,7 +3,7 @@
 //! so lanes idle only when the list runs dry; the scheduler hands packets longest
 //! first, which leaves short ones for the end and keeps that drain short.
 
-use crate::dispatch::Kernels;
+use crate::dispatch::{Kernels, PolyGroup};
 use crate::field::Limbs;
 use crate::job::Job;
 use crate::lanes::{ChachaLanes, MAX_CHACHA_LANES, MAX_LANES, PolyLanes, Radix};
@@ -200,6 +200,95 @@ pub(crate) unsafe fn poly(
         for l in left[..k.lanes].iter_mut().filter(|l| **l != usize::MAX) {
             *l -= run;
         }
+    }
+}
+
+/// Poly1305 for whole groups of `k.lanes` jobs of one shape (the same text and aad
+/// lengths), the usual make-up of a data path's vector. The lanes of a group run the
+/// same segments in step, so they start together, run with no refill in between and
+/// finish together, and the path's vector code clamps their keys and makes their
+/// tags (`group`) instead of scalar code lane by lane. Tags go to `mac[job]`. The
+/// jobs of `order` that make no whole group are appended to `rest`, in order, for
+/// [`poly`] and [`finish`].
+///
+/// # Safety
+/// As [`poly`], with `group` from the same kernel table as `k`, and `mac` with a slot
+/// for every listed job.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn poly_groups(
+    k: &Kernels,
+    group: &PolyGroup,
+    jobs: &[Job],
+    order: &[u32],
+    base: *const u8,
+    otk: *const [u8; 64],
+    tail: *mut [u8; 48],
+    mac: *mut [u8; 16],
+    rest: &mut Vec<u32>,
+) {
+    let shape = |i: u32| {
+        let j = &jobs[i as usize];
+        (j.len, j.aad_len)
+    };
+    let mut st = PolyLanes::idle(k.radix);
+    let mut at = 0;
+    while at < order.len() {
+        let first = shape(order[at]);
+        let run = order[at..]
+            .iter()
+            .take_while(|&&i| shape(i) == first)
+            .count();
+        let whole = run / k.lanes * k.lanes;
+        for members in order[at..at + whole].chunks_exact(k.lanes) {
+            // SAFETY: as the caller guarantees for every listed job.
+            unsafe { poly_group(k, group, &mut st, jobs, members, base, otk, tail, mac) };
+        }
+        rest.extend_from_slice(&order[at + whole..at + run]);
+        at += run;
+    }
+}
+
+/// One group of [`poly_groups`]: `members` are `k.lanes` jobs of one shape.
+///
+/// # Safety
+/// As [`poly_groups`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn poly_group(
+    k: &Kernels,
+    group: &PolyGroup,
+    st: &mut PolyLanes,
+    jobs: &[Job],
+    members: &[u32],
+    base: *const u8,
+    otk: *const [u8; 64],
+    tail: *mut [u8; 48],
+    mac: *mut [u8; 16],
+) {
+    let mut segs = [[(core::ptr::null(), 0); 4]; MAX_LANES];
+    let mut keys = [core::ptr::null(); MAX_LANES];
+    let mut macs = [core::ptr::null_mut(); MAX_LANES];
+    let mut n = 0;
+    for (lane, &i) in members.iter().enumerate() {
+        let (i, j) = (i as usize, &jobs[i as usize]);
+        // SAFETY: slots i exist and the job's ranges are in the memory (caller).
+        let t = unsafe { &mut *tail.add(i) };
+        unsafe { fill_tail(j, base, t) };
+        // One shape: every lane has the same segments, of the same lengths.
+        n = segments(j, base, t.as_ptr(), &mut segs[lane]);
+        keys[lane] = otk.wrapping_add(i).cast();
+        macs[lane] = mac.wrapping_add(i).cast();
+    }
+    // SAFETY: every lane's key slot holds 32 readable bytes and its mac slot 16
+    // writable ones (caller); each segment's blocks are in the memory or the tail.
+    unsafe {
+        (group.start)(st, &keys);
+        for s in 0..n {
+            for (p, seg) in st.ptr.iter_mut().zip(&segs).take(k.lanes) {
+                *p = seg[s].0;
+            }
+            (k.poly)(st, segs[0][s].1);
+        }
+        (group.tags)(st, &keys, &macs);
     }
 }
 

@@ -25,6 +25,7 @@ pub(crate) struct Lists {
     lane: Vec<u32>,
     block: Vec<u32>,
     pick: Vec<u32>,
+    rest: Vec<u32>,
 }
 
 /// The verdict on a decryption's tag, as a status, in constant time: the XOR of
@@ -209,6 +210,26 @@ fn mac_pass(
     );
     let base = mem.as_ptr();
     let (otk, tail) = (scratch.otk.as_ptr(), scratch.tail.as_mut_ptr());
+    if let Some(group) = &k.poly_group {
+        // Whole groups of one shape first; what is left goes lane by lane below.
+        lists.rest.clear();
+        let mac = scratch.mac.as_mut_ptr();
+        // SAFETY: as in `run_vector`; this pass only reads packet memory.
+        unsafe {
+            lane_path::poly_groups(
+                k,
+                group,
+                jobs,
+                &lists.pick,
+                base,
+                otk,
+                tail,
+                mac,
+                &mut lists.rest,
+            )
+        };
+        core::mem::swap(&mut lists.pick, &mut lists.rest);
+    }
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
     unsafe { lane_path::poly(k, jobs, &lists.pick, base, otk, tail, &mut scratch.acc) };
     lane_path::finish(

@@ -114,3 +114,180 @@ pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
         }
     }
 }
+
+/// The 4 lanes' 16-byte values at `p[i] + at`, as 64-bit halves (see `load_blocks`).
+///
+/// # Safety
+/// Each pointer must be valid for reading 16 bytes from `at`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn load_at(p: &[*const u8], at: usize) -> (__m256i, __m256i) {
+    let q: [*const u8; 4] = core::array::from_fn(|i| p[i].wrapping_add(at));
+    // SAFETY: the caller guarantees 16 readable bytes at each `p[i] + at`.
+    unsafe { load_blocks(&q) }
+}
+
+/// Starts lanes 0..8 on a packet each: `r` clamped from the first 16 bytes of the
+/// lane's one-time key at `otk[lane]`, `h` = 0, the 2^128 bit on, stride 16.
+/// (`ptr` is the caller's to set.) One vector pass instead of a scalar conversion
+/// per lane.
+///
+/// # Safety
+/// The CPU has AVX2; `otk[0..8]` are each valid for reading 16 bytes.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn start(st: &mut PolyLanes, otk: &[*const u8; crate::lanes::MAX_LANES]) {
+    let m26 = _mm256_set1_epi64x((1 << 26) - 1);
+    // The clamp of section 2.5.1, on the low and high 64 bits of r.
+    let clamp_lo = _mm256_set1_epi64x(0x0fff_fffc_0fff_ffff);
+    let clamp_hi = _mm256_set1_epi64x(0x0fff_fffc_0fff_fffc);
+    for k in [0usize, 1] {
+        // SAFETY: the caller guarantees 16 readable bytes at each key.
+        let (lo, hi) = unsafe { load_at(&otk[4 * k..4 * k + 4], 0) };
+        let (lo, hi) = (
+            _mm256_and_si256(lo, clamp_lo),
+            _mm256_and_si256(hi, clamp_hi),
+        );
+        let r = [
+            _mm256_and_si256(lo, m26),
+            _mm256_and_si256(_mm256_srli_epi64::<26>(lo), m26),
+            _mm256_and_si256(
+                _mm256_or_si256(_mm256_srli_epi64::<52>(lo), _mm256_slli_epi64::<12>(hi)),
+                m26,
+            ),
+            _mm256_and_si256(_mm256_srli_epi64::<14>(hi), m26),
+            _mm256_srli_epi64::<40>(hi),
+        ];
+        for (i, v) in r.into_iter().enumerate() {
+            store4(&mut st.r[i], k, v);
+            store4(&mut st.h[i], k, _mm256_setzero_si256());
+        }
+        store4(&mut st.hibit, k, _mm256_set1_epi64x(1 << 24));
+    }
+    st.stride[..8].fill(16);
+}
+
+/// The tags of lanes 0..8: each lane's `h` reduced modulo 2^130 - 5, plus `s` from
+/// bytes 16..32 of its one-time key at `otk[lane]`, modulo 2^128, written as 16
+/// bytes at `mac[lane]` (section 2.5.1). Straight-line: the choice between `h` and
+/// `h - p` is a mask, not a branch.
+///
+/// # Safety
+/// The CPU has AVX2; `otk[0..8]` are each valid for reading 32 bytes and `mac[0..8]`
+/// for writing 16; the lanes' `h` limbs are each under 2^32 (as the kernels leave
+/// them).
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn tags(
+    st: &PolyLanes,
+    otk: &[*const u8; crate::lanes::MAX_LANES],
+    mac: &[*mut u8; crate::lanes::MAX_LANES],
+) {
+    let m26 = _mm256_set1_epi64x((1 << 26) - 1);
+    let sr = _mm256_srli_epi64::<26>;
+    let and = |x| _mm256_and_si256(x, m26);
+    let add = _mm256_add_epi64;
+    let propagate = |h: &mut [__m256i; 5]| {
+        for i in 0..4 {
+            h[i + 1] = add(h[i + 1], sr(h[i]));
+            h[i] = and(h[i]);
+        }
+    };
+    for k in [0usize, 1] {
+        let mut h: [__m256i; 5] = core::array::from_fn(|i| load4(&st.h[i], k));
+        // Carry, fold what passes 2^130 back as 5 times itself, carry again: every
+        // limb then fits 26 bits, except that limb 4 reaches 2^26 when h >= 2^130.
+        propagate(&mut h);
+        let c = sr(h[4]);
+        h[4] = and(h[4]);
+        h[0] = add(h[0], add(c, _mm256_slli_epi64::<2>(c)));
+        propagate(&mut h);
+        // g = h + 5 - 2^130; h >= p exactly when g does not go below zero.
+        let mut g = h;
+        g[0] = add(g[0], _mm256_set1_epi64x(5));
+        propagate(&mut g);
+        g[4] = _mm256_sub_epi64(g[4], _mm256_set1_epi64x(1 << 26));
+        let keep_h = _mm256_cmpgt_epi64(_mm256_setzero_si256(), g[4]);
+        let h: [__m256i; 5] = core::array::from_fn(|i| _mm256_blendv_epi8(g[i], h[i], keep_h));
+        // h mod 2^128 as two 64-bit halves (limbs are 26 bits now: OR is addition).
+        let lo = _mm256_or_si256(
+            _mm256_or_si256(h[0], _mm256_slli_epi64::<26>(h[1])),
+            _mm256_slli_epi64::<52>(h[2]),
+        );
+        let hi = _mm256_or_si256(
+            _mm256_or_si256(_mm256_srli_epi64::<12>(h[2]), _mm256_slli_epi64::<14>(h[3])),
+            _mm256_slli_epi64::<40>(h[4]),
+        );
+        // + s, with the carry from the low half found by an unsigned comparison
+        // (signed after flipping the top bits: AVX2 compares only signed).
+        // SAFETY: the caller guarantees 32 readable bytes at each key.
+        let (s_lo, s_hi) = unsafe { load_at(&otk[4 * k..4 * k + 4], 16) };
+        let sum_lo = add(lo, s_lo);
+        let top = _mm256_set1_epi64x(i64::MIN);
+        let carried = _mm256_cmpgt_epi64(_mm256_xor_si256(lo, top), _mm256_xor_si256(sum_lo, top));
+        let sum_hi = _mm256_sub_epi64(add(hi, s_hi), carried);
+        // Lane l's tag is (sum_lo[l], sum_hi[l]): lanes 0 and 2 in `a`, 1 and 3 in `b`.
+        let a = _mm256_unpacklo_epi64(sum_lo, sum_hi);
+        let b = _mm256_unpackhi_epi64(sum_lo, sum_hi);
+        let out = [
+            _mm256_castsi256_si128(a),
+            _mm256_castsi256_si128(b),
+            _mm256_extracti128_si256::<1>(a),
+            _mm256_extracti128_si256::<1>(b),
+        ];
+        for (l, v) in out.into_iter().enumerate() {
+            // SAFETY: the caller guarantees 16 writable bytes at each `mac`.
+            unsafe { _mm_storeu_si128(mac[4 * k + l].cast(), v) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::Limbs;
+    use crate::lanes::MAX_LANES;
+
+    /// The vector tags against the scalar ones for accumulators at the edges of the
+    /// final reduction (p, p + 1, just under and over 2^130, limbs over 26 bits as
+    /// the kernels leave them) and with `s` that carries out of the low half.
+    #[test]
+    fn tags_reduce_like_the_scalar_code_at_the_edges() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let m = (1u64 << 26) - 1;
+        let cases: [[u64; 5]; 8] = [
+            [m - 4, m, m, m, m],             // p
+            [m - 3, m, m, m, m],             // p + 1
+            [m, m, m, m, m],                 // 2^130 - 1
+            [4, 0, 0, 0, 1 << 26],           // 2^130 + 4
+            [m + 7, m + 1, m, m, m],         // over p with limbs past 26 bits
+            [0, 0, 0, 0, 0],                 // zero
+            [1 << 27, 3, 1 << 26, 5, m + 2], // limbs of the mul's width
+            [m - 5, m, m, m, m],             // p - 1
+        ];
+        let keys: [[u8; 32]; 8] = core::array::from_fn(|l| {
+            let mut k = [0u8; 32];
+            k[16..].fill(0xff - l as u8); // s near 2^128: the low half carries
+            k
+        });
+        let mut st = PolyLanes::idle(crate::lanes::Radix::R26);
+        for (l, c) in cases.iter().enumerate() {
+            for (i, v) in c.iter().enumerate() {
+                st.h[i][l] = *v;
+            }
+        }
+        let mut macs = [[0u8; 16]; 8];
+        let otk: [*const u8; MAX_LANES] = core::array::from_fn(|l| keys[l % 8].as_ptr());
+        let mut out = [core::ptr::null_mut(); MAX_LANES];
+        for (o, mac) in out.iter_mut().zip(macs.iter_mut()) {
+            *o = mac.as_mut_ptr();
+        }
+        // SAFETY: AVX2 is here (checked); every key has 32 bytes and every mac 16.
+        unsafe { tags(&st, &otk, &out) };
+        for (l, c) in cases.iter().enumerate() {
+            let s: &[u8; 16] = keys[l][16..].try_into().unwrap();
+            let want = Limbs::from_radix26(*c).tag(s);
+            assert_eq!(macs[l], want, "lane {l}: {c:?}");
+        }
+    }
+}
