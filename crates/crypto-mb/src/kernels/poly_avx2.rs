@@ -24,12 +24,29 @@ fn store4(a: &mut [u64; 16], q: usize, v: __m256i) {
 /// Each of the 4 pointers must be valid for reading 16 bytes.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn load_blocks(p: &[*const u8]) -> (__m256i, __m256i) {
+unsafe fn load_blocks(p: &[*const u8; 4]) -> (__m256i, __m256i) {
     // SAFETY: the caller guarantees 16 readable bytes at each pointer.
     let x = |i: usize| unsafe { _mm_loadu_si128(p[i].cast()) };
     let a = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(x(0)), x(2));
     let b = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(x(1)), x(3));
     (_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b))
+}
+
+/// A block's halves as five 26-bit limbs, `hibit` on the top one.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn limbs(lo: __m256i, hi: __m256i, hibit: __m256i) -> [__m256i; 5] {
+    let m26 = _mm256_set1_epi64x((1 << 26) - 1);
+    [
+        _mm256_and_si256(lo, m26),
+        _mm256_and_si256(_mm256_srli_epi64::<26>(lo), m26),
+        _mm256_and_si256(
+            _mm256_or_si256(_mm256_srli_epi64::<52>(lo), _mm256_slli_epi64::<12>(hi)),
+            m26,
+        ),
+        _mm256_and_si256(_mm256_srli_epi64::<14>(hi), m26),
+        _mm256_or_si256(_mm256_srli_epi64::<40>(hi), hibit),
+    ]
 }
 
 /// `h * r` for five-limb numbers, `s` = 5 * r, partially reduced.
@@ -73,43 +90,44 @@ fn mul(h: [__m256i; 5], r: &[__m256i; 5], s: &[__m256i; 5]) -> [__m256i; 5] {
 
 /// `n` steps of lanes 0..8: see [`PolyLanes`] (in radix 2^26).
 ///
+/// The two halves of four lanes are independent chains, written out side by side in
+/// one loop body so that each one's multiplications fill the other's carry latency.
+///
 /// # Safety
 /// The CPU has AVX2; every lane's `ptr + k * stride` (lanes 0..8) is valid for
 /// reading 16 bytes for each k < n; `r` of every lane is partially reduced (limbs
 /// within a few bits of their widths, as `Limbs::mul` leaves them).
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
-    let m26 = _mm256_set1_epi64x((1 << 26) - 1);
-    let halves = [0usize, 1];
-    let mut h = halves.map(|k| core::array::from_fn::<_, 5, _>(|i| load4(&st.h[i], k)));
-    let r = halves.map(|k| core::array::from_fn::<_, 5, _>(|i| load4(&st.r[i], k)));
-    let s = halves.map(|k| r[k].map(|x| _mm256_add_epi64(x, _mm256_slli_epi64::<2>(x))));
-    let hibit = halves.map(|k| load4(&st.hibit, k));
-    let mut ptr = st.ptr;
+    let load =
+        |a: &[[u64; 16]; 5], k| -> [__m256i; 5] { core::array::from_fn(|i| load4(&a[i], k)) };
+    let times5 = |r: [__m256i; 5]| r.map(|x| _mm256_add_epi64(x, _mm256_slli_epi64::<2>(x)));
+    let (mut h0, mut h1) = (load(&st.h, 0), load(&st.h, 1));
+    let (r0, r1) = (load(&st.r, 0), load(&st.r, 1));
+    let (s0, s1) = (times5(r0), times5(r1));
+    let (hibit0, hibit1) = (load4(&st.hibit, 0), load4(&st.hibit, 1));
+    let add = |h: [__m256i; 5], m: [__m256i; 5]| -> [__m256i; 5] {
+        core::array::from_fn(|i| _mm256_add_epi64(h[i], m[i]))
+    };
+    let mut p: [*const u8; 8] = core::array::from_fn(|l| st.ptr[l]);
+    let stride: [usize; 8] = core::array::from_fn(|l| st.stride[l]);
     for _ in 0..n {
-        for k in halves {
-            // SAFETY: the caller guarantees 16 readable bytes at each lane's pointer.
-            let (lo, hi) = unsafe { load_blocks(&ptr[4 * k..4 * k + 4]) };
-            let m = [
-                _mm256_and_si256(lo, m26),
-                _mm256_and_si256(_mm256_srli_epi64::<26>(lo), m26),
-                _mm256_and_si256(
-                    _mm256_or_si256(_mm256_srli_epi64::<52>(lo), _mm256_slli_epi64::<12>(hi)),
-                    m26,
-                ),
-                _mm256_and_si256(_mm256_srli_epi64::<14>(hi), m26),
-                _mm256_or_si256(_mm256_srli_epi64::<40>(hi), hibit[k]),
-            ];
-            let sum = core::array::from_fn(|i| _mm256_add_epi64(h[k][i], m[i]));
-            h[k] = mul(sum, &r[k], &s[k]);
-        }
-        for (p, s) in ptr.iter_mut().zip(st.stride).take(8) {
+        // SAFETY: the caller guarantees 16 readable bytes at each lane's pointer.
+        let ((lo0, hi0), (lo1, hi1)) = unsafe {
+            (
+                load_blocks(&[p[0], p[1], p[2], p[3]]),
+                load_blocks(&[p[4], p[5], p[6], p[7]]),
+            )
+        };
+        h0 = mul(add(h0, limbs(lo0, hi0, hibit0)), &r0, &s0);
+        h1 = mul(add(h1, limbs(lo1, hi1, hibit1)), &r1, &s1);
+        for (p, s) in p.iter_mut().zip(stride) {
             *p = p.wrapping_add(s);
         }
     }
-    st.ptr = ptr;
-    for k in halves {
-        for (i, v) in h[k].into_iter().enumerate() {
+    st.ptr[..8].copy_from_slice(&p);
+    for (k, h) in [(0, h0), (1, h1)] {
+        for (i, v) in h.into_iter().enumerate() {
             store4(&mut st.h[i], k, v);
         }
     }
@@ -136,7 +154,6 @@ unsafe fn load_at(p: &[*const u8], at: usize) -> (__m256i, __m256i) {
 /// The CPU has AVX2; `otk[0..8]` are each valid for reading 16 bytes.
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn start(st: &mut PolyLanes, otk: &[*const u8; crate::lanes::MAX_LANES]) {
-    let m26 = _mm256_set1_epi64x((1 << 26) - 1);
     // The clamp of section 2.5.1, on the low and high 64 bits of r.
     let clamp_lo = _mm256_set1_epi64x(0x0fff_fffc_0fff_ffff);
     let clamp_hi = _mm256_set1_epi64x(0x0fff_fffc_0fff_fffc);
@@ -147,16 +164,7 @@ pub(crate) unsafe fn start(st: &mut PolyLanes, otk: &[*const u8; crate::lanes::M
             _mm256_and_si256(lo, clamp_lo),
             _mm256_and_si256(hi, clamp_hi),
         );
-        let r = [
-            _mm256_and_si256(lo, m26),
-            _mm256_and_si256(_mm256_srli_epi64::<26>(lo), m26),
-            _mm256_and_si256(
-                _mm256_or_si256(_mm256_srli_epi64::<52>(lo), _mm256_slli_epi64::<12>(hi)),
-                m26,
-            ),
-            _mm256_and_si256(_mm256_srli_epi64::<14>(hi), m26),
-            _mm256_srli_epi64::<40>(hi),
-        ];
+        let r = limbs(lo, hi, _mm256_setzero_si256());
         for (i, v) in r.into_iter().enumerate() {
             store4(&mut st.r[i], k, v);
             store4(&mut st.h[i], k, _mm256_setzero_si256());
