@@ -187,6 +187,7 @@ pub fn crypto(
     engine: Option<&str>,
     seconds: f64,
     sizes: &str,
+    repeat: usize,
     json_path: Option<String>,
     svg_path: Option<String>,
     with_openssl: bool,
@@ -196,14 +197,19 @@ pub fn crypto(
         .map(|s| bench::Size::parse(s.trim()))
         .collect::<Result<_, _>>()?;
     println!(
-        "linerate bench crypto: one core, batches of 256 in-place encryptions, {seconds} s per point, on {}",
+        "linerate bench crypto: one core, batches of 256 in-place encryptions, {seconds} s per point, {}, on {}",
+        match repeat {
+            1 => "one turn per engine".to_string(),
+            n => format!("median of {n} turns, the engines taking turns at each point"),
+        },
         bench::machine()
     );
-    let mut rows = bench_crypto::run(engine, &sizes, seconds)?;
+    let mut rows = bench_crypto::run(engine, &sizes, seconds, repeat)?;
     if with_openssl {
         rows.extend(bench_crypto::openssl(&sizes, seconds));
     }
     print!("{}", bench_crypto::table(&rows));
+    print!("{}", bench_crypto::mb_over_others(&rows));
     if let Some(path) = svg_path {
         let mut series: Vec<svg::Series> = Vec::new();
         for r in rows.iter() {
@@ -225,7 +231,7 @@ pub fn crypto(
         println!("wrote {path}");
     }
     if let Some(path) = json_path {
-        write_json(&path, &bench_crypto::json(&rows, seconds))?;
+        write_json(&path, &bench_crypto::json(&rows, seconds, repeat))?;
     }
     Ok(())
 }

@@ -37,30 +37,64 @@ fn imix_row(engine: &mut dyn crypto::Engine, alg: Algorithm, time: Duration) -> 
     Some((count / secs / 1e6, bytes * 8.0 / secs / 1e9))
 }
 
-pub fn run(engine_filter: Option<&str>, sizes: &[Size], seconds: f64) -> Result<Vec<Row>, String> {
+/// Every engine (or the one named) on every algorithm it serves at every size.
+///
+/// At each point the engines take turns, `repeat` times, and each keeps the median
+/// of its turns: on a shared machine a burst of other work then spoils one turn of
+/// one engine, not the ratio between two (measured one engine after another, the
+/// ratio moved by a third between runs on a noisy virtual machine).
+pub fn run(
+    engine_filter: Option<&str>,
+    sizes: &[Size],
+    seconds: f64,
+    repeat: usize,
+) -> Result<Vec<Row>, String> {
     let time = Duration::from_secs_f64(seconds);
-    let mut rows = Vec::new();
-    let mut any = false;
     let keys = std::sync::Arc::new(crypto::KeyRegistry::new(4));
-    for mut engine in engines::all(&keys) {
-        if engine_filter.is_some_and(|f| f != engine.name()) {
-            continue;
-        }
-        any = true;
-        for alg in Algorithm::ALL {
-            if !engine.supports(alg) {
-                continue;
-            }
-            for &size in sizes {
-                let got = match size {
-                    Size::Fixed(n) => {
-                        measure(engine.as_mut(), alg, n, time).map(|m| (m.mpps, m.gbps))
+    let mut engines: Vec<Box<dyn crypto::Engine>> = engines::all(&keys)
+        .into_iter()
+        .filter(|e| engine_filter.is_none_or(|f| f == e.name()))
+        .collect();
+    if engines.is_empty() {
+        return Err(format!(
+            "no engine named {:?} (have: {})",
+            engine_filter.unwrap_or(""),
+            engines::names().join(", ")
+        ));
+    }
+    // turns[engine][alg][size]: (Mpps, Gbit/s) of every turn.
+    let mut turns = vec![vec![vec![Vec::new(); sizes.len()]; Algorithm::ALL.len()]; engines.len()];
+    for (a, alg) in Algorithm::ALL.into_iter().enumerate() {
+        for (s, &size) in sizes.iter().enumerate() {
+            for _ in 0..repeat.max(1) {
+                for (e, engine) in engines.iter_mut().enumerate() {
+                    if !engine.supports(alg) {
+                        continue;
                     }
-                    Size::Imix => imix_row(engine.as_mut(), alg, time / 3),
-                };
-                let (mpps, gbps) = got.ok_or_else(|| {
-                    format!("{} failed on {alg} at {}", engine.name(), size.label())
-                })?;
+                    let got = match size {
+                        Size::Fixed(n) => {
+                            measure(engine.as_mut(), alg, n, time).map(|m| (m.mpps, m.gbps))
+                        }
+                        Size::Imix => imix_row(engine.as_mut(), alg, time / 3),
+                    };
+                    let got = got.ok_or_else(|| {
+                        format!("{} failed on {alg} at {}", engine.name(), size.label())
+                    })?;
+                    turns[e][a][s].push(got);
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (e, engine) in engines.iter().enumerate() {
+        for (a, alg) in Algorithm::ALL.into_iter().enumerate() {
+            for (s, &size) in sizes.iter().enumerate() {
+                let t = &mut turns[e][a][s];
+                if t.is_empty() {
+                    continue;
+                }
+                t.sort_by(|x, y| x.0.total_cmp(&y.0));
+                let (mpps, gbps) = t[t.len() / 2];
                 rows.push(Row {
                     engine: engine.name().to_string(),
                     alg,
@@ -71,14 +105,50 @@ pub fn run(engine_filter: Option<&str>, sizes: &[Size], seconds: f64) -> Result<
             }
         }
     }
-    if !any {
-        return Err(format!(
-            "no engine named {:?} (have: {})",
-            engine_filter.unwrap_or(""),
-            engines::names().join(", ")
-        ));
-    }
     Ok(rows)
+}
+
+/// Our multi-buffer engine over each other engine, per algorithm it serves and
+/// size, from the same run's rows (empty when `mb` was not measured).
+pub fn mb_over_others(rows: &[Row]) -> String {
+    let mpps = |engine: &str, alg: Algorithm, size: Size| {
+        rows.iter()
+            .find(|r| r.engine == engine && r.alg == alg && r.size == size)
+            .map(|r| r.mpps)
+    };
+    let mut others: Vec<&str> = Vec::new();
+    for r in rows {
+        if r.engine != crypto_mb::MbEngine::NAME
+            && !others.contains(&r.engine.as_str())
+            && mpps(crypto_mb::MbEngine::NAME, r.alg, r.size).is_some()
+        {
+            others.push(&r.engine);
+        }
+    }
+    let mut out = String::new();
+    if others.is_empty() {
+        return out;
+    }
+    let _ = write!(out, "{:<23} {:>6}", "mb over (Mpps)", "size");
+    for o in &others {
+        let _ = write!(out, " {o:>9}");
+    }
+    out.push('\n');
+    for r in rows
+        .iter()
+        .filter(|r| r.engine == crypto_mb::MbEngine::NAME)
+    {
+        let _ = write!(out, "{:<23} {:>6}", r.alg.name(), r.size.label());
+        for o in &others {
+            match mpps(o, r.alg, r.size) {
+                Some(m) => write!(out, " {:>8.2}x", r.mpps / m),
+                None => write!(out, " {:>9}", "-"),
+            }
+            .expect("writing to a string");
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// `openssl speed -evp ALG -bytes N` for each fixed size, if openssl runs here.
@@ -152,7 +222,7 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-pub fn json(rows: &[Row], seconds: f64) -> serde_json::Value {
+pub fn json(rows: &[Row], seconds: f64, repeat: usize) -> serde_json::Value {
     let results: Vec<serde_json::Value> = rows
         .iter()
         .map(|r| {
@@ -167,6 +237,7 @@ pub fn json(rows: &[Row], seconds: f64) -> serde_json::Value {
         "machine": machine(),
         "cores_used": 1,
         "seconds_per_point": seconds,
+        "turns_per_point": repeat,
         "counted": "in-place encryptions of one size, batches of 256 ops (AES-CBC with HMAC: the size padded to whole blocks, an 8-byte header and the IV under the MAC, as ESP; the size is what is counted); imix is 7:4:1 of 64, 570, 1518 bytes",
         "results": results,
     })

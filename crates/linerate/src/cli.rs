@@ -380,6 +380,10 @@ pub enum BenchCrypto {
         /// Packet sizes, comma-separated; imix = 7:4:1 of 64, 570, 1518 bytes
         #[arg(long, default_value = crate::bench_crypto::DEFAULT_SIZES)]
         sizes: String,
+        /// Measure each point this many times, the engines taking turns, and keep
+        /// each engine's median (ratios between engines then hold on a busy machine)
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+        repeat: u32,
         /// Write the results as JSON here
         #[arg(long, value_name = "FILE")]
         json: Option<String>,
