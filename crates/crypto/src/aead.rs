@@ -336,6 +336,7 @@ impl AeadOp {
 
     /// Checks that every range fits in `mem_len` bytes and that the op keeps the
     /// rules of its kind (see [`AeadOp`]). Engines call this before touching memory.
+    #[inline]
     pub fn validate(&self, mem_len: usize) -> Result<(), OpStatus> {
         let fits = |s: Span| s.end() <= mem_len as u64;
         let (src, dst, tag) = (self.src_span(), self.dst_span(), self.tag_span());

@@ -280,6 +280,7 @@ impl<E> KeyCache<E> {
 
     /// The expanded key for `h`, expanding it with `expand` on first use.
     /// `None` when the handle is stale or names a key of another algorithm.
+    #[inline]
     pub fn get_or_expand(
         &mut self,
         reg: &KeyRegistry,
