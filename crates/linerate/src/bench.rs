@@ -756,20 +756,32 @@ pub fn table(rows: &[Row]) -> String {
 }
 
 /// CPU model and core count, for result files.
+/// The CPU as the figures need it named: the model, its family and model numbers
+/// (a virtual machine's model name can be just the vendor's brand, the same for
+/// two generations with different vector units), the widest path the multi-buffer
+/// engine runs on it, and the cores.
 pub fn machine() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .take_while(|l| !l.is_empty()) // the first processor's block
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    format!("{model}, {cores} cores")
+    let numbers = match (field("cpu family"), field("model")) {
+        (Some(f), Some(m)) => format!("family {f} model {m}, "),
+        _ => String::new(),
+    };
+    format!(
+        "{model} ({numbers}widest vector path {}), {cores} cores",
+        crypto_mb::Path::best()
+    )
 }
 
 pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
