@@ -2,6 +2,8 @@
 //! counter. A lane that finishes its packet takes the next one from the list at once,
 //! so lanes idle only when the list runs dry; the scheduler hands packets longest
 //! first, which leaves short ones for the end and keeps that drain short.
+//! Where the path has the vector code for it, Poly1305 first takes whole groups of
+//! packets of one shape, which need no refills at all (`poly_groups`).
 
 use crate::dispatch::{Kernels, PolyGroup};
 use crate::field::Limbs;

@@ -109,6 +109,27 @@ fn same_as_reference(
     (m1, o1)
 }
 
+/// Turns sealed ops into the ops that open them again (out of place ones back into
+/// their input range).
+fn to_openings(ops: &mut [AeadOp]) {
+    for op in ops.iter_mut() {
+        op.status = OpStatus::Pending;
+        op.direction = Direction::Decrypt;
+        core::mem::swap(&mut op.src, &mut op.dst);
+    }
+}
+
+/// Flips one random bit of one random op's aad, input or tag; returns that op.
+fn flip_one_bit(rng: &mut StdRng, mem: &mut [u8], ops: &[AeadOp]) -> usize {
+    let victim = rng.gen_range(0..ops.len());
+    let v = ops[victim];
+    let mut spans = vec![v.aad, v.src_span(), v.tag_span()];
+    spans.retain(|s| s.len > 0);
+    let span = spans[rng.gen_range(0..spans.len())];
+    mem[span.offset as usize + rng.gen_range(0..span.len as usize)] ^= 1 << rng.gen_range(0..8);
+    victim
+}
+
 fn engine(path: Path, split: usize, rng: &mut StdRng) -> MbEngine {
     let e = MbEngine::with_path(path);
     match split {
@@ -170,18 +191,8 @@ fn one_flipped_bit_fails_exactly_that_op() {
             let count = rng.gen_range(1..=64);
             let OpLayout { mut mem, mut ops } = random_batch(&mut rng, &keys, count);
             ReferenceEngine::new().process(&reg, &mut mem, &mut ops);
-            for op in ops.iter_mut() {
-                op.status = OpStatus::Pending;
-                op.direction = Direction::Decrypt;
-                core::mem::swap(&mut op.src, &mut op.dst);
-            }
-            let victim = rng.gen_range(0..ops.len());
-            let v = ops[victim];
-            let mut spans = vec![v.aad, v.src_span(), v.tag_span()];
-            spans.retain(|s| s.len > 0);
-            let span = spans[rng.gen_range(0..spans.len())];
-            mem[span.offset as usize + rng.gen_range(0..span.len as usize)] ^=
-                1 << rng.gen_range(0..8);
+            to_openings(&mut ops);
+            let victim = flip_one_bit(&mut rng, &mut mem, &ops);
             let (_, done) = same_as_reference(&what, &reg, &mut ours, &mem, &ops);
             for (i, o) in done.iter().enumerate() {
                 let want = if i == victim {
@@ -210,20 +221,10 @@ fn runs_of_one_shape_match_the_reference_and_fail_alone() {
             let count = rng.gen_range(1..=300);
             let OpLayout { mem, ops } = runs_of_one_shape(&mut rng, &keys, count);
             let (mut sealed, mut ops) = same_as_reference(&what, &reg, &mut ours, &mem, &ops);
-            for op in ops.iter_mut() {
-                op.status = OpStatus::Pending;
-                op.direction = Direction::Decrypt;
-                core::mem::swap(&mut op.src, &mut op.dst);
-            }
+            to_openings(&mut ops);
             // One flipped bit in one op of the vector: that op fails, its group's
             // other lanes do not.
-            let victim = rng.gen_range(0..ops.len());
-            let v = ops[victim];
-            let mut spans = vec![v.aad, v.src_span(), v.tag_span()];
-            spans.retain(|s| s.len > 0);
-            let span = spans[rng.gen_range(0..spans.len())];
-            sealed[span.offset as usize + rng.gen_range(0..span.len as usize)] ^=
-                1 << rng.gen_range(0..8);
+            let victim = flip_one_bit(&mut rng, &mut sealed, &ops);
             let (opened, done) = same_as_reference(&what, &reg, &mut ours, &sealed, &ops);
             for (i, o) in done.iter().enumerate() {
                 if i == victim {
