@@ -20,7 +20,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use wire::ethernet::MacAddr;
-use wireguard::{Device, DropReason, PeerId, RecvTicket, SendError, SendTicket};
+use wireguard::{
+    Device, DropReason, PeerId, ReceivedRun, RecvTicket, RunTally, SendError, SendTicket, SentRun,
+};
 
 /// Packets waiting on handshakes may hold at most 1/this of the arena.
 const MAX_STAGED_SHARE: usize = 4;
@@ -70,6 +72,8 @@ pub(crate) struct WgTunnel {
     /// mode's socket knows its own).
     pub(crate) listen_port: u16,
     pub(crate) staged: usize,
+    /// The runs of packets sent and received not yet told to the device.
+    pub(crate) runs: RunTally,
     /// At most this many buffers wait on handshakes, so that peers that never answer
     /// cannot take the pool the rest of the traffic needs.
     pub(crate) max_staged: usize,
@@ -96,6 +100,8 @@ impl WgTunnel {
         }
     }
 
+    /// One packet sent to `peer`: told to the device (or, on a follower, the run's
+    /// report) once its run ends (see `wireguard::runs`).
     pub(crate) fn note_sent(
         &mut self,
         peer: PeerId,
@@ -103,9 +109,8 @@ impl WgTunnel {
         wire_len: usize,
         now: Instant,
     ) {
-        match &mut self.follower {
-            Some(f) => f.follower.note_sent(peer, plaintext_len, wire_len),
-            None => self.device.note_sent(peer, plaintext_len, wire_len, now),
+        if let Some(run) = self.runs.sent(peer, plaintext_len, wire_len) {
+            self.tell_sent(&run, now);
         }
     }
 
@@ -121,6 +126,8 @@ impl WgTunnel {
         }
     }
 
+    /// After the tag verified: the inner source checked and the counter committed
+    /// now; the rest told once the packet's run ends (see `wireguard::runs`).
     pub(crate) fn recv_commit(
         &mut self,
         t: &RecvTicket,
@@ -130,11 +137,38 @@ impl WgTunnel {
         src: SocketAddr,
         now: Instant,
     ) -> Result<(), DropReason> {
+        match &self.follower {
+            Some(f) => f.follower.commit_counter(t, counter, inner_src)?,
+            None => self.device.commit_counter(t, counter, inner_src)?,
+        }
+        if let Some(run) = self.runs.received(t, inner_src.is_some(), wire_len, src) {
+            self.tell_received(&run, now);
+        }
+        Ok(())
+    }
+
+    /// Tells the runs gathered so far: after every frame of a node that adds to
+    /// them, so that the device sees its traffic in the order the graph ran it.
+    pub(crate) fn end_frame(&mut self, now: Instant) {
+        if let Some(run) = self.runs.take_sent() {
+            self.tell_sent(&run, now);
+        }
+        if let Some(run) = self.runs.take_received() {
+            self.tell_received(&run, now);
+        }
+    }
+
+    fn tell_sent(&mut self, run: &SentRun, now: Instant) {
         match &mut self.follower {
-            Some(f) => f.follower.recv_commit(t, counter, inner_src, wire_len, src),
-            None => self
-                .device
-                .recv_commit(t, counter, inner_src, wire_len, src, now),
+            Some(f) => f.follower.note_sent_run(run),
+            None => self.device.note_sent_run(run, now),
+        }
+    }
+
+    fn tell_received(&mut self, run: &ReceivedRun, now: Instant) {
+        match &mut self.follower {
+            Some(f) => f.follower.note_received_run(run),
+            None => self.device.note_received_run(run, now),
         }
     }
 }
@@ -233,6 +267,7 @@ impl Context {
                     mtu: 0,
                     listen_port: 0,
                     staged: 0,
+                    runs: RunTally::default(),
                     max_staged: buffers / MAX_STAGED_SHARE,
                 },
                 vxlan: Default::default(),

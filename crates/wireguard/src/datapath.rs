@@ -25,6 +25,7 @@ use crate::drop::DropReason;
 use crate::index_hash::IndexMap;
 use crate::keypair::Keypair;
 use crate::peer::PeerId;
+use crate::runs::{ReceivedRun, SentRun};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -292,10 +293,15 @@ impl Follower {
 
     /// The data path sent a packet to `peer` (`plaintext_len` 0 is a keepalive).
     pub fn note_sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize) {
-        let a = self.activity.of(peer);
-        a.sent_packets += 1;
-        a.sent_data += u64::from(plaintext_len > 0);
-        a.sent_bytes += wire_len as u64;
+        self.note_sent_run(&SentRun::one(peer, plaintext_len, wire_len));
+    }
+
+    /// The data path sent a run of packets to one peer (see `runs`).
+    pub fn note_sent_run(&mut self, run: &SentRun) {
+        let a = self.activity.of(run.peer);
+        a.sent_packets += run.packets;
+        a.sent_data += run.data;
+        a.sent_bytes += run.bytes;
     }
 
     /// Finds the session for a data packet and checks its counter, changing nothing.
@@ -324,21 +330,40 @@ impl Follower {
         wire_len: usize,
         src: SocketAddr,
     ) -> Result<(), DropReason> {
+        self.commit_counter(t, counter, inner_src)?;
+        self.note_received_run(&ReceivedRun::one(t, inner_src.is_some(), wire_len, src));
+        Ok(())
+    }
+
+    /// After the tag verified: checks the inner source against the peer's allowed
+    /// IPs and commits the counter in the session's shared window, and nothing else
+    /// (the data path tells the run with [`Follower::note_received_run`]). Nothing
+    /// changes when it returns an error.
+    pub fn commit_counter(
+        &self,
+        t: &RecvTicket,
+        counter: u64,
+        inner_src: Option<IpAddr>,
+    ) -> Result<(), DropReason> {
         let (_, k) = self
             .view
             .sessions
             .get(&t.local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        crate::device::commit_on(&self.allowed_ips, t, k, counter, inner_src)?;
-        let a = self.activity.of(t.peer);
-        a.received_packets += 1;
-        a.received_data += u64::from(inner_src.is_some());
-        a.received_bytes += wire_len as u64;
-        a.received_from = Some(src);
-        if !a.received_on.contains(&t.local_index) {
-            a.received_on.push(t.local_index);
+        crate::device::commit_on(&self.allowed_ips, t, k, counter, inner_src)
+    }
+
+    /// Authenticated packets arrived, their counters committed (see `runs`): the
+    /// run's report tells the device.
+    pub fn note_received_run(&mut self, run: &ReceivedRun) {
+        let a = self.activity.of(run.peer);
+        a.received_packets += run.packets;
+        a.received_data += run.data;
+        a.received_bytes += run.bytes;
+        a.received_from = Some(run.src);
+        if !a.received_on.contains(&run.local_index) {
+            a.received_on.push(run.local_index);
         }
-        Ok(())
     }
 }
 

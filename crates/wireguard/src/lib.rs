@@ -18,6 +18,7 @@ pub mod noise;
 pub mod peer;
 pub mod ratelimit;
 pub mod replay;
+pub mod runs;
 pub mod staged;
 pub mod tai64n;
 
@@ -26,4 +27,5 @@ pub use datapath::{Activity, Follower, ViewCell};
 pub use device::{Action, Device, PeerInfo, RecvTicket, SendError, SendTicket};
 pub use drop::DropReason;
 pub use peer::PeerId;
+pub use runs::{ReceivedRun, RunTally, SentRun};
 pub use staged::Staged;

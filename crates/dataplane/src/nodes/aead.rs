@@ -142,5 +142,6 @@ impl<S: AeadStage> Node<Context> for PostNode<S> {
                 }
             };
         }
+        S::end_frame(cx);
     }
 }

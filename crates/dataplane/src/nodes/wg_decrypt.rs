@@ -64,6 +64,11 @@ impl AeadStage for WgDecrypt {
         DecryptError::NotParked.into()
     }
 
+    /// The frame's runs of packets go to the device (see `wireguard::runs`).
+    fn end_frame(cx: &mut Context) {
+        cx.tunnels.wg.end_frame(cx.now);
+    }
+
     /// Finds the packet's session and makes its op, or drops it (counted).
     #[inline(always)]
     fn prepare(

@@ -65,6 +65,11 @@ impl AeadStage for WgEncrypt {
         EncryptError::NotParked.into()
     }
 
+    /// The frame's runs of packets go to the device (see `wireguard::runs`).
+    fn end_frame(cx: &mut Context) {
+        cx.tunnels.wg.end_frame(cx.now);
+    }
+
     /// Frames one packet in place for its peer and makes its op, or stages it (next
     /// edge KEEP) or drops it (counted).
     #[inline(always)]

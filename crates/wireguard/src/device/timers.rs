@@ -329,6 +329,37 @@ mod tests {
         assert_eq!(p.timers.new_handshake, None);
     }
 
+    /// The data path tells the device its received packets once per run (see
+    /// `runs`): for one to four data packets, the run changes the peer exactly as its
+    /// packets told one by one do (the keepalive owed, the second one noted).
+    #[test]
+    fn a_run_told_once_changes_the_peer_as_its_packets_told_one_by_one() {
+        let t0 = Instant::now();
+        let inner: std::net::IpAddr = "10.0.0.1".parse().unwrap();
+        for n in 1..=4 {
+            let (mut one_by_one, a) = with_session(t0);
+            for _ in 0..n {
+                receive(&mut one_by_one, a, true, t0);
+            }
+            let (mut as_run, b) = with_session(t0);
+            as_run.add_allowed_ip(b, "10.0.0.1/32".parse().unwrap());
+            let mut tally = crate::RunTally::default();
+            for _ in 0..n {
+                let t = as_run.send_ticket(b, t0).unwrap();
+                let r = as_run.recv_ticket(t.receiver_index, t.counter, t0).unwrap();
+                as_run.commit_counter(&r, t.counter, Some(inner)).unwrap();
+                assert_eq!(tally.received(&r, true, 64, addr(B_ADDR)), None);
+            }
+            let run = tally.take_received().unwrap();
+            assert_eq!((run.packets, run.data, run.bytes), (n, n, 64 * n));
+            as_run.note_received_run(&run, t0);
+            let (x, y) = (one_by_one.peer(a).unwrap(), as_run.peer(b).unwrap());
+            assert_eq!(format!("{:?}", x.timers), format!("{:?}", y.timers), "{n}");
+            assert_eq!((x.rx_bytes, x.endpoint), (y.rx_bytes, y.endpoint));
+            assert_eq!(x.timers.need_another_keepalive, n > 1);
+        }
+    }
+
     #[test]
     fn data_received_owes_a_keepalive_and_notes_a_second_one() {
         let t0 = Instant::now();

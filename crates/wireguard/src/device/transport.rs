@@ -11,6 +11,7 @@ use crate::constants::{REJECT_AFTER_MESSAGES, REKEY_AFTER_MESSAGES};
 use crate::drop::DropReason;
 use crate::keypair::{Keypair, KeypairRole};
 use crate::peer::PeerId;
+use crate::runs::{ReceivedRun, SentRun};
 use crate::staged::Staged;
 use crypto::KeyHandle;
 use std::net::{IpAddr, SocketAddr};
@@ -117,11 +118,17 @@ impl Device {
 
     /// The data path sent a packet to `id` (`plaintext_len` 0 is a keepalive).
     pub fn note_sent(&mut self, id: PeerId, plaintext_len: usize, wire_len: usize, now: Instant) {
+        self.note_sent_run(&SentRun::one(id, plaintext_len, wire_len), now);
+    }
+
+    /// The data path sent a run of packets to one peer (see `runs`).
+    pub fn note_sent_run(&mut self, run: &SentRun, now: Instant) {
+        let id = run.peer;
         let Some(p) = self.peer_mut(id) else { return };
-        p.tx_bytes += wire_len as u64;
+        p.tx_bytes += run.bytes;
         p.any_authenticated_packet_sent();
         p.any_authenticated_packet_traversal(now);
-        if plaintext_len > 0 {
+        if run.data > 0 {
             p.data_sent(now);
         }
         // Section 6.2: rekey after REKEY_AFTER_MESSAGES, or (initiator) REKEY_AFTER_TIME.
@@ -165,35 +172,35 @@ impl Device {
         src: SocketAddr,
         now: Instant,
     ) -> Result<(), DropReason> {
+        self.commit_counter(t, counter, inner_src)?;
+        let run = ReceivedRun::one(t, inner_src.is_some(), wire_len, src);
+        self.note_received_run(&run, now);
+        Ok(())
+    }
+
+    /// After the tag verified: checks the inner source against the peer's allowed
+    /// IPs and commits the counter, and nothing else; the data path tells the rest
+    /// once per run ([`Device::note_received_run`]). Nothing changes when it returns
+    /// an error.
+    pub fn commit_counter(
+        &self,
+        t: &RecvTicket,
+        counter: u64,
+        inner_src: Option<IpAddr>,
+    ) -> Result<(), DropReason> {
         let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
         let (_, k) = p
             .keypairs
             .find(t.local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        commit_on(&self.allowed_ips, t, k, counter, inner_src)?;
-        self.note_received(
-            t.peer,
-            t.local_index,
-            wire_len,
-            inner_src.is_some(),
-            src,
-            now,
-        );
-        Ok(())
+        commit_on(&self.allowed_ips, t, k, counter, inner_src)
     }
 
-    /// Authenticated packets arrived from `id` on our session `local_index` (their
+    /// Authenticated packets arrived from a peer on our session `local_index` (their
     /// counters committed, by this worker or another): counts them, confirms a
     /// responder's new session, runs the timers, and moves the endpoint to `src`.
-    pub(super) fn note_received(
-        &mut self,
-        id: PeerId,
-        local_index: u32,
-        wire_len: usize,
-        data: bool,
-        src: SocketAddr,
-        now: Instant,
-    ) {
+    pub fn note_received_run(&mut self, run: &ReceivedRun, now: Instant) {
+        let (id, local_index, src) = (run.peer, run.local_index, run.src);
         let wall = self.wall(now);
         let Some(p) = self.peer_mut(id) else { return };
         // The session may have gone since (a follower's report comes a run late).
@@ -208,7 +215,7 @@ impl Device {
             ),
             None => (false, false),
         };
-        p.rx_bytes += wire_len as u64;
+        p.rx_bytes += run.bytes;
         let moved = p.endpoint != Some(src);
         p.endpoint = Some(src);
         let pushed_out = if confirmed {
@@ -221,7 +228,9 @@ impl Device {
         }
         p.any_authenticated_packet_received();
         p.any_authenticated_packet_traversal(now);
-        if data {
+        // The one event that is not idempotent: the second data packet owes a second
+        // keepalive, the third and later nothing more.
+        for _ in 0..run.data.min(2) {
             p.data_received(now);
         }
         if moved || confirmed {

@@ -4,6 +4,7 @@
 
 use super::Device;
 use crate::datapath::{Activity, PeerPath, View, ViewCell};
+use crate::runs::{ReceivedRun, SentRun};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -86,12 +87,27 @@ impl Device {
                 continue;
             };
             if a.sent_packets > 0 {
-                self.note_sent(id, usize::from(a.sent_data > 0), a.sent_bytes as usize, now);
+                let run = SentRun {
+                    peer: id,
+                    packets: a.sent_packets,
+                    data: a.sent_data,
+                    bytes: a.sent_bytes,
+                };
+                self.note_sent_run(&run, now);
             }
             if let Some(src) = a.received_from {
-                for (i, &index) in a.received_on.iter().enumerate() {
-                    let bytes = if i == 0 { a.received_bytes as usize } else { 0 };
-                    self.note_received(id, index, bytes, a.received_data > 0, src, now);
+                // The bytes and the data events once, with the first session.
+                for (i, &local_index) in a.received_on.iter().enumerate() {
+                    let first = i == 0;
+                    let run = ReceivedRun {
+                        peer: id,
+                        local_index,
+                        src,
+                        packets: if first { a.received_packets } else { 0 },
+                        data: if first { a.received_data } else { 0 },
+                        bytes: if first { a.received_bytes } else { 0 },
+                    };
+                    self.note_received_run(&run, now);
                 }
             }
             if a.wants_session {
