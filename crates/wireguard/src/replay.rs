@@ -11,6 +11,9 @@
 //!   so outside the window; the slot starts over with this block;
 //! - the slot holds a newer block: this counter's block left the ring: refused.
 //!
+//! Consecutive counters of one block committed together (`commit_all`, a frame's
+//! packets from one sender) take one compare-and-swap for all of them.
+//!
 //! A slot's tag only moves forward, so once a counter is accepted every later commit of
 //! it meets either its bit or a newer block: no counter is accepted twice, whatever the
 //! interleaving. The newest block is kept beside the ring to refuse counters whose
@@ -60,13 +63,6 @@ impl Default for ReplayWindow {
     }
 }
 
-/// What a slot says about one counter.
-enum Verdict {
-    /// Not seen: the slot's word once it is recorded.
-    Fresh(u128),
-    Seen,
-}
-
 impl ReplayWindow {
     pub fn new() -> ReplayWindow {
         ReplayWindow::default()
@@ -102,21 +98,18 @@ impl ReplayWindow {
         }
     }
 
-    /// What the slot's word `word` says about `counter`.
-    fn verdict(word: u128, counter: u64) -> Verdict {
-        let block = counter / SLOT_BITS;
-        let bit = 1u128 << (counter % SLOT_BITS);
+    /// Has the slot's word `word` seen `counter`, or a newer block than its?
+    fn seen(word: u128, counter: u64) -> bool {
         let held = (word >> 64) as u64;
-        match block.cmp(&held) {
-            std::cmp::Ordering::Equal if word & bit != 0 => Verdict::Seen,
-            std::cmp::Ordering::Equal => Verdict::Fresh(word | bit),
-            std::cmp::Ordering::Greater => Verdict::Fresh((u128::from(block) << 64) | bit),
-            std::cmp::Ordering::Less => Verdict::Seen,
+        match (counter / SLOT_BITS).cmp(&held) {
+            std::cmp::Ordering::Equal => word & (1u128 << (counter % SLOT_BITS)) != 0,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Less => true,
         }
     }
 
-    fn slot(&self, counter: u64) -> &AtomicU128 {
-        &self.ring.0[((counter / SLOT_BITS) as usize) % SLOTS]
+    fn slot(&self, block: u64) -> &AtomicU128 {
+        &self.ring.0[(block as usize) % SLOTS]
     }
 
     /// Would `counter` be accepted now? Changes nothing.
@@ -124,32 +117,81 @@ impl ReplayWindow {
         if self.out_of_range(counter) {
             return false;
         }
-        let word = self.slot(counter).load(Ordering::Acquire);
-        matches!(Self::verdict(word, counter), Verdict::Fresh(_))
+        let word = self.slot(counter / SLOT_BITS).load(Ordering::Acquire);
+        !Self::seen(word, counter)
     }
 
     /// Records `counter`; false when it was already seen or is outside the window
     /// (a second packet with one counter, on this worker or another, ends here).
     pub fn commit(&self, counter: u64) -> bool {
-        if self.out_of_range(counter) {
-            return false;
+        let mut accepted = [false];
+        self.commit_all(&[counter], &mut accepted);
+        accepted[0]
+    }
+
+    /// Records `counters` in their order: `accepted[i]` is what `commit(counters[i])`
+    /// one after another would have returned. Consecutive counters of one 64-counter
+    /// block (a sender's packets in order, the common case) take one
+    /// compare-and-swap together rather than one each.
+    ///
+    /// # Panics
+    /// When the two slices differ in length.
+    pub fn commit_all(&self, counters: &[u64], accepted: &mut [bool]) {
+        assert_eq!(counters.len(), accepted.len(), "a verdict per counter");
+        let mut start = 0;
+        while start < counters.len() {
+            let block = counters[start] / SLOT_BITS;
+            let len = counters[start..]
+                .iter()
+                .take_while(|&&c| c / SLOT_BITS == block)
+                .count();
+            let end = start + len;
+            self.commit_block(block, &counters[start..end], &mut accepted[start..end]);
+            start = end;
         }
-        let slot = self.slot(counter);
-        let mut word = slot.load(Ordering::Acquire);
-        loop {
-            let Verdict::Fresh(new) = Self::verdict(word, counter) else {
-                return false;
-            };
-            match slot.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => break,
-                Err(now) => word = now,
+    }
+
+    /// `commit_all` for counters of one block. Committing some of a block's counters
+    /// cannot put others of it out of range (a block is out of range only behind a
+    /// newer block), so each counter's range is decided before the one swap, and a
+    /// counter that comes twice is taken the first time only.
+    fn commit_block(&self, block: u64, counters: &[u64], accepted: &mut [bool]) {
+        let mut mask = 0u64;
+        for (&c, a) in counters.iter().zip(accepted.iter_mut()) {
+            let bit = 1u64 << (c % SLOT_BITS);
+            *a = mask & bit == 0 && !self.out_of_range(c);
+            if *a {
+                mask |= bit;
             }
         }
-        let block = counter / SLOT_BITS + 1;
-        if block > self.newest.0.load(Ordering::Relaxed) {
-            self.newest.0.fetch_max(block, Ordering::AcqRel);
+        if mask == 0 {
+            return;
         }
-        true
+        let slot = self.slot(block);
+        let mut word = slot.load(Ordering::Acquire);
+        let fresh = loop {
+            let held = (word >> 64) as u64;
+            let (fresh, new) = match block.cmp(&held) {
+                // A newer block holds the slot: this one left the ring.
+                std::cmp::Ordering::Less => (0, word),
+                std::cmp::Ordering::Equal => (mask & !(word as u64), word | u128::from(mask)),
+                // An older block, a whole ring behind: the slot starts over.
+                std::cmp::Ordering::Greater => (mask, (u128::from(block) << 64) | u128::from(mask)),
+            };
+            if fresh == 0 {
+                break 0;
+            }
+            match slot.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break fresh,
+                Err(now) => word = now,
+            }
+        };
+        for (&c, a) in counters.iter().zip(accepted.iter_mut()) {
+            *a &= fresh & (1 << (c % SLOT_BITS)) != 0;
+        }
+        if fresh != 0 && block + 1 > self.newest.0.load(Ordering::Relaxed) {
+            self.newest.0.fetch_max(block + 1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -292,8 +334,53 @@ mod tests {
         }
     }
 
-    /// Four threads commit one stream of counters, each duplicated and the stream
-    /// reordered, in rounds that keep every thread within the window of the others:
+    /// Committing in batches of any length changes nothing in what is accepted:
+    /// random streams (runs in order, leaps, replays, counters at the window's edge)
+    /// cut into random batches against the model committing one at a time.
+    #[test]
+    fn batches_agree_with_the_model_one_commit_at_a_time() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for round in 0..40 {
+            let w = ReplayWindow::new();
+            let mut model = Model::default();
+            let mut base = 0u64;
+            let stream: Vec<u64> = (0..20_000)
+                .map(|_| match rng.gen_range(0..100) {
+                    0 => {
+                        base += rng.gen_range(0..3 * REPLAY_WINDOW_BITS);
+                        base
+                    }
+                    1..=4 => base.saturating_sub(rng.gen_range(0..2 * WINDOW_SIZE)),
+                    5..=9 => base.saturating_sub(rng.gen_range(WINDOW_SIZE - 40..WINDOW_SIZE + 40)),
+                    10..=14 => base, // the same counter again
+                    _ => {
+                        base += 1;
+                        base
+                    }
+                })
+                .collect();
+            let mut at = 0;
+            while at < stream.len() {
+                let n = rng.gen_range(1..=300).min(stream.len() - at);
+                let batch = &stream[at..at + n];
+                let mut accepted = vec![false; n];
+                w.commit_all(batch, &mut accepted);
+                for (i, (&c, &a)) in batch.iter().zip(&accepted).enumerate() {
+                    assert_eq!(
+                        a,
+                        model.commit(c),
+                        "round {round} at {}: counter {c}",
+                        at + i
+                    );
+                }
+                at += n;
+            }
+        }
+    }
+
+    /// Four threads commit one stream of counters (two of them in batches), each
+    /// duplicated and the stream reordered, in rounds that keep every thread within the window of the others:
     /// each counter must be accepted exactly once, by whichever thread came first.
     #[test]
     fn concurrent_commits_accept_each_counter_exactly_once() {
@@ -318,9 +405,22 @@ mod tests {
                             .filter(|c| *c as usize % THREADS == t || rng.gen_ratio(1, 4))
                             .collect();
                         mine.shuffle(&mut rng);
-                        for c in mine {
-                            if w.commit(c) {
-                                accepted.push(c);
+                        if t % 2 == 0 {
+                            for c in mine {
+                                if w.commit(c) {
+                                    accepted.push(c);
+                                }
+                            }
+                        } else {
+                            // In sorted batches, as a worker's frames of one sender
+                            // mostly are.
+                            for batch in mine.chunks_mut(rng.gen_range(1..200)) {
+                                batch.sort_unstable();
+                                let mut ok = vec![false; batch.len()];
+                                w.commit_all(batch, &mut ok);
+                                accepted.extend(
+                                    batch.iter().zip(ok).filter(|(_, a)| *a).map(|(c, _)| *c),
+                                );
                             }
                         }
                         barrier.wait();
