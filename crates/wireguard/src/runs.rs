@@ -44,6 +44,7 @@ pub struct ReceivedRun {
 
 impl SentRun {
     /// A run of one packet (`plaintext_len` 0 is a keepalive).
+    #[inline]
     pub fn one(peer: PeerId, plaintext_len: usize, wire_len: usize) -> SentRun {
         SentRun {
             peer,
@@ -53,6 +54,7 @@ impl SentRun {
         }
     }
 
+    #[inline]
     fn add(&mut self, other: &SentRun) {
         self.packets += other.packets;
         self.data += other.data;
@@ -62,6 +64,7 @@ impl SentRun {
 
 impl ReceivedRun {
     /// A run of one packet, received on `t`'s session from `src`.
+    #[inline]
     pub fn one(t: &RecvTicket, data: bool, wire_len: usize, src: SocketAddr) -> ReceivedRun {
         ReceivedRun {
             peer: t.peer,
@@ -71,12 +74,6 @@ impl ReceivedRun {
             data: u64::from(data),
             bytes: wire_len as u64,
         }
-    }
-
-    fn add(&mut self, other: &ReceivedRun) {
-        self.packets += other.packets;
-        self.data += other.data;
-        self.bytes += other.bytes;
     }
 }
 
@@ -90,6 +87,7 @@ pub struct RunTally {
 
 impl RunTally {
     /// One packet sent to `peer` (`plaintext_len` 0 is a keepalive).
+    #[inline]
     pub fn sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize) -> Option<SentRun> {
         let one = SentRun::one(peer, plaintext_len, wire_len);
         match self.sent.as_mut() {
@@ -102,6 +100,7 @@ impl RunTally {
     }
 
     /// One packet received on `t`'s session from `src`, its counter committed.
+    #[inline]
     pub fn received(
         &mut self,
         t: &RecvTicket,
@@ -109,13 +108,18 @@ impl RunTally {
         wire_len: usize,
         src: SocketAddr,
     ) -> Option<ReceivedRun> {
-        let one = ReceivedRun::one(t, data, wire_len, src);
+        // Field by field, the cheap ones first: the packet's own fields are fresh
+        // stores the run's copy would stall on.
         match self.received.as_mut() {
-            Some(r) if (r.peer, r.local_index, r.src) == (one.peer, one.local_index, src) => {
-                r.add(&one);
+            Some(r) if r.peer == t.peer && r.local_index == t.local_index && r.src == src => {
+                r.packets += 1;
+                r.data += u64::from(data);
+                r.bytes += wire_len as u64;
                 None
             }
-            _ => self.received.replace(one),
+            _ => self
+                .received
+                .replace(ReceivedRun::one(t, data, wire_len, src)),
         }
     }
 
