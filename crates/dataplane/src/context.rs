@@ -126,25 +126,41 @@ impl WgTunnel {
         }
     }
 
-    /// After the tag verified: the inner source checked and the counter committed
-    /// now; the rest told once the packet's run ends (see `wireguard::runs`).
-    pub(crate) fn recv_commit(
+    /// Is `inner_src` one of the allowed IPs of the peer `t` names?
+    pub(crate) fn source_allowed(&self, t: &RecvTicket, inner_src: std::net::IpAddr) -> bool {
+        match &self.follower {
+            Some(f) => f.follower.source_allowed(t, inner_src),
+            None => self.device.source_allowed(t, inner_src),
+        }
+    }
+
+    /// Commits the counters of packets on `t`'s session that verified, in order
+    /// (see `wireguard::replay::ReplayWindow::commit_all`).
+    pub(crate) fn commit_counters(
+        &self,
+        t: &RecvTicket,
+        counters: &[u64],
+        accepted: &mut [bool],
+    ) -> Result<(), DropReason> {
+        match &self.follower {
+            Some(f) => f.follower.commit_counters(t, counters, accepted),
+            None => self.device.commit_counters(t, counters, accepted),
+        }
+    }
+
+    /// One packet received, its counter committed: told to the device (or, on a
+    /// follower, the run's report) once its run ends (see `wireguard::runs`).
+    pub(crate) fn note_received(
         &mut self,
         t: &RecvTicket,
-        counter: u64,
-        inner_src: Option<std::net::IpAddr>,
+        data: bool,
         wire_len: usize,
         src: SocketAddr,
         now: Instant,
-    ) -> Result<(), DropReason> {
-        match &self.follower {
-            Some(f) => f.follower.commit_counter(t, counter, inner_src)?,
-            None => self.device.commit_counter(t, counter, inner_src)?,
-        }
-        if let Some(run) = self.runs.received(t, inner_src.is_some(), wire_len, src) {
+    ) {
+        if let Some(run) = self.runs.received(t, data, wire_len, src) {
             self.tell_received(&run, now);
         }
-        Ok(())
     }
 
     /// Tells the runs gathered so far: after every frame of a node that adds to

@@ -353,6 +353,28 @@ impl Follower {
         crate::device::commit_on(&self.allowed_ips, t, k, counter, inner_src)
     }
 
+    /// Is `inner_src` one of the allowed IPs of the peer `t` names?
+    pub fn source_allowed(&self, t: &RecvTicket, inner_src: IpAddr) -> bool {
+        self.allowed_ips.lookup(inner_src) == Some(t.peer)
+    }
+
+    /// Commits counters on `t`'s session in the shared window, as
+    /// [`crate::Device::commit_counters`] does on the device's owner.
+    pub fn commit_counters(
+        &self,
+        t: &RecvTicket,
+        counters: &[u64],
+        accepted: &mut [bool],
+    ) -> Result<(), DropReason> {
+        let (_, k) = self
+            .view
+            .sessions
+            .get(&t.local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        k.replay.commit_all(counters, accepted);
+        Ok(())
+    }
+
     /// Authenticated packets arrived, their counters committed (see `runs`): the
     /// run's report tells the device.
     pub fn note_received_run(&mut self, run: &ReceivedRun) {

@@ -1,8 +1,9 @@
 //! The shape every crypto node shares, written once: per packet, a stage prepares
 //! one AEAD op (or stages or drops the packet); the frame's ops run as one batch on
 //! the synchronous engine, or go to an asynchronous one with their packets parked;
-//! then the stage finishes each packet. The post node finishes parked packets when
-//! their frame is back, with the same function, so both paths end alike.
+//! then the stage finishes the frame's packets (one at a time, unless it has work to
+//! do once per frame). The post node finishes parked packets when their frame is
+//! back, with the same functions, so both paths end alike.
 //!
 //! A stage (wg-encrypt, wg-decrypt, esp-encrypt, esp-decrypt) is a type with two functions and its
 //! node descriptions; [`AeadNode`] and [`PostNode`] are the nodes made of it.
@@ -13,9 +14,10 @@ use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FREE, Node, NodeInfo};
 use crate::inflight::{Resume, park_frame};
 use crypto::{AeadOp, OpStatus};
-use std::marker::PhantomData;
 
 pub trait AeadStage: Send + 'static {
+    /// What the stage keeps between frames for `finish_frame` (its node owns it).
+    type Scratch: Default + Send + 'static;
     /// The node that prepares and runs the ops.
     const INFO: NodeInfo;
     /// The node that finishes packets back from an asynchronous engine.
@@ -42,24 +44,50 @@ pub trait AeadStage: Send + 'static {
         resume: Resume,
         c: &mut NodeCounters,
     ) -> u16;
+    /// After the ops of a frame: each finished packet's next edge. One packet at a
+    /// time ([`AeadStage::finish`]) unless the stage has work it does once for the
+    /// frame (wg-decrypt commits its counters in batches).
+    fn finish_frame(
+        cx: &mut Context,
+        _scratch: &mut Self::Scratch,
+        packets: &[Handle],
+        done: &[Done],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        for d in done {
+            next[d.index] = Self::finish(cx, packets[d.index], d.status, d.resume, c);
+        }
+    }
     /// After a frame: what the stage tallied per frame goes where it is kept.
     fn end_frame(_cx: &mut Context) {}
 }
 
+/// A packet whose op ran: its place in the frame, the op's status, and how to
+/// finish it.
+#[derive(Clone, Copy)]
+pub struct Done {
+    pub index: usize,
+    pub status: OpStatus,
+    pub resume: Resume,
+}
+
 /// A crypto node: one batch of ops per frame.
-pub struct AeadNode<S> {
+pub struct AeadNode<S: AeadStage> {
     ops: Vec<AeadOp>,
     /// Per op: the packet's place in the frame and how to finish it.
     pending: Vec<(usize, Resume)>,
-    stage: PhantomData<S>,
+    done: Vec<Done>,
+    scratch: S::Scratch,
 }
 
-impl<S> Default for AeadNode<S> {
+impl<S: AeadStage> Default for AeadNode<S> {
     fn default() -> Self {
         AeadNode {
             ops: Vec::new(),
             pending: Vec::new(),
-            stage: PhantomData,
+            done: Vec::new(),
+            scratch: S::Scratch::default(),
         }
     }
 }
@@ -105,19 +133,34 @@ impl<S: AeadStage> AeadNode<S> {
             return;
         }
         cx.run_ops(&mut self.ops);
-        for (op, &(i, resume)) in self.ops.iter().zip(&self.pending) {
-            next[i] = S::finish(cx, packets[i], op.status, resume, c);
-        }
+        self.done.clear();
+        self.done.extend(
+            self.ops
+                .iter()
+                .zip(&self.pending)
+                .map(|(op, &(index, resume))| Done {
+                    index,
+                    status: op.status,
+                    resume,
+                }),
+        );
+        S::finish_frame(cx, &mut self.scratch, packets, &self.done, next, c);
     }
 }
 
 /// A post node: finishes packets whose frame an asynchronous engine processed,
 /// fetching each one's op status and record (see `inflight`).
-pub struct PostNode<S>(PhantomData<S>);
+pub struct PostNode<S: AeadStage> {
+    done: Vec<Done>,
+    scratch: S::Scratch,
+}
 
-impl<S> Default for PostNode<S> {
+impl<S: AeadStage> Default for PostNode<S> {
     fn default() -> Self {
-        PostNode(PhantomData)
+        PostNode {
+            done: Vec::new(),
+            scratch: S::Scratch::default(),
+        }
     }
 }
 
@@ -133,15 +176,21 @@ impl<S: AeadStage> Node<Context> for PostNode<S> {
         next: &mut [u16],
         c: &mut NodeCounters,
     ) {
-        for (i, &h) in packets.iter().enumerate() {
-            next[i] = match cx.inflight.take(h) {
-                Some((status, resume)) => S::finish(cx, h, status, resume, c),
+        self.done.clear();
+        for (index, &h) in packets.iter().enumerate() {
+            match cx.inflight.take(h) {
+                Some((status, resume)) => self.done.push(Done {
+                    index,
+                    status,
+                    resume,
+                }),
                 None => {
                     c.drop(S::not_parked());
-                    FREE
+                    next[index] = FREE;
                 }
-            };
+            }
         }
+        S::finish_frame(cx, &mut self.scratch, packets, &self.done, next, c);
         S::end_frame(cx);
     }
 }

@@ -62,6 +62,7 @@ impl EspDecrypt {
 }
 
 impl AeadStage for EspDecrypt {
+    type Scratch = ();
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[TunnelInput::NAME],

@@ -68,6 +68,7 @@ impl EspEncrypt {
 }
 
 impl AeadStage for EspEncrypt {
+    type Scratch = ();
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[IpLookup::NAME],

@@ -12,10 +12,11 @@ use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FREE, NodeInfo};
 use crate::inflight::Resume;
 use crate::nodes::Output;
-use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
+use crate::nodes::aead::{AeadNode, AeadStage, Done, PostNode};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
+use std::net::IpAddr;
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData};
-use wireguard::DropReason;
+use wireguard::{DropReason, RecvTicket};
 
 crate::node_errors! {
     /// Why wg-decrypt (and wg-decrypt-post) drop a packet, besides the protocol's
@@ -50,6 +51,7 @@ impl WgDecrypt {
 }
 
 impl AeadStage for WgDecrypt {
+    type Scratch = Verified;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Output::TUN],
@@ -104,8 +106,7 @@ impl AeadStage for WgDecrypt {
         Some((op, Resume::Decrypt { ticket, counter }))
     }
 
-    /// After the crypto: parse the inner packet, check its source, commit the
-    /// counter, and pass it on, or drop it.
+    /// After the crypto, one packet: as a frame of one.
     fn finish(
         cx: &mut Context,
         h: Handle,
@@ -113,55 +114,153 @@ impl AeadStage for WgDecrypt {
         resume: Resume,
         c: &mut NodeCounters,
     ) -> u16 {
-        let Resume::Decrypt { ticket, counter } = resume else {
-            c.drop(DecryptError::NotParked);
-            return FREE;
-        };
-        match status {
-            OpStatus::Ok => {}
-            OpStatus::BadTag => {
-                c.drop(DecryptError::from(DropReason::BadTag));
-                return FREE;
-            }
-            _ => {
-                c.drop(DecryptError::EngineFailed);
-                return FREE;
-            }
-        }
-        let meta = *cx.arena.meta(h);
-        let plain_len = meta.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
-        let plain_start = meta.offset as usize + TRANSPORT_HEADER_LEN;
-        let (inner_src, inner_len) = if plain_len == 0 {
-            (None, 0) // keepalive
-        } else {
-            let buf = &cx.arena.data(h)[TRANSPORT_HEADER_LEN..TRANSPORT_HEADER_LEN + plain_len];
-            match wire::IpPacket::parse(buf) {
-                Ok(ip) if ip.total_len() <= plain_len => (Some(ip.src_addr()), ip.total_len()),
-                _ => {
-                    c.drop(DecryptError::from(DropReason::BadInnerPacket));
-                    return FREE;
+        let mut next = [FREE];
+        let done = [Done {
+            index: 0,
+            status,
+            resume,
+        }];
+        Self::finish_frame(cx, &mut Verified::default(), &[h], &done, &mut next, c);
+        next[0]
+    }
+
+    /// After the crypto: each packet's inner header parsed and its source checked;
+    /// then the counters of those that passed committed, one batch per run of
+    /// packets on one session; then each accepted packet passed on.
+    fn finish_frame(
+        cx: &mut Context,
+        v: &mut Verified,
+        packets: &[Handle],
+        done: &[Done],
+        next: &mut [u16],
+        c: &mut NodeCounters,
+    ) {
+        v.clear();
+        for d in done {
+            match verify(cx, packets[d.index], d) {
+                Ok(p) => v.push(p),
+                Err(e) => {
+                    c.drop(e);
+                    next[d.index] = FREE;
                 }
             }
-        };
-        if let Err(reason) = cx.tunnels.wg.recv_commit(
-            &ticket,
-            counter,
-            inner_src,
-            meta.len as usize,
-            meta.addr,
-            cx.now,
-        ) {
-            c.drop(DecryptError::from(reason));
-            return FREE;
         }
-        if inner_src.is_none() {
-            c.consumed += 1;
-            return FREE;
+        let mut start = 0;
+        while start < v.packets.len() {
+            let t = v.packets[start].ticket;
+            let same_session =
+                |p: &&Packet| (p.ticket.peer, p.ticket.local_index) == (t.peer, t.local_index);
+            let end = start + v.packets[start..].iter().take_while(same_session).count();
+            let range = start..end;
+            if let Err(reason) = cx.tunnels.wg.commit_counters(
+                &t,
+                &v.counters[range.clone()],
+                &mut v.accepted[range.clone()],
+            ) {
+                v.refused[range].fill(reason);
+            }
+            start = end;
         }
-        let m = cx.arena.meta_mut(h);
-        m.offset = plain_start as u16;
-        m.len = inner_len as u16; // strips the padding
-        m.peer = ticket.peer.0;
-        Next::Tun as u16
+        for ((p, &accepted), &refused) in v.packets.iter().zip(&v.accepted).zip(&v.refused) {
+            next[p.index] = if accepted {
+                deliver(cx, packets[p.index], p, c)
+            } else {
+                c.drop(DecryptError::from(refused));
+                FREE
+            };
+        }
     }
+}
+
+/// A packet that decrypted and passed the checks before its counter's commit.
+#[derive(Clone, Copy)]
+struct Packet {
+    index: usize,
+    ticket: RecvTicket,
+    /// The inner source; `None` for a keepalive.
+    inner_src: Option<IpAddr>,
+    /// The inner packet's length (the plaintext less its padding).
+    inner_len: usize,
+}
+
+/// A frame's packets waiting for their counters' commit, and the verdicts: kept by
+/// the node so that a frame allocates nothing.
+#[derive(Default)]
+pub struct Verified {
+    packets: Vec<Packet>,
+    counters: Vec<u64>,
+    accepted: Vec<bool>,
+    /// Why a packet whose counter was not taken is dropped.
+    refused: Vec<DropReason>,
+}
+
+impl Verified {
+    fn clear(&mut self) {
+        self.packets.clear();
+        self.counters.clear();
+        self.accepted.clear();
+        self.refused.clear();
+    }
+
+    fn push(&mut self, (p, counter): (Packet, u64)) {
+        self.packets.push(p);
+        self.counters.push(counter);
+        self.accepted.push(false);
+        self.refused.push(DropReason::Replay);
+    }
+}
+
+/// The checks before a packet's counter is committed: the op's status, the inner
+/// header, and the inner source against the peer's allowed IPs. Changes nothing.
+fn verify(cx: &Context, h: Handle, d: &Done) -> Result<(Packet, u64), DecryptError> {
+    let Resume::Decrypt { ticket, counter } = d.resume else {
+        return Err(DecryptError::NotParked);
+    };
+    match d.status {
+        OpStatus::Ok => {}
+        OpStatus::BadTag => return Err(DropReason::BadTag.into()),
+        _ => return Err(DecryptError::EngineFailed),
+    }
+    let meta = cx.arena.meta(h);
+    let plain_len = meta.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
+    let (inner_src, inner_len) = if plain_len == 0 {
+        (None, 0) // keepalive
+    } else {
+        let buf = &cx.arena.data(h)[TRANSPORT_HEADER_LEN..TRANSPORT_HEADER_LEN + plain_len];
+        match wire::IpPacket::parse(buf) {
+            Ok(ip) if ip.total_len() <= plain_len => (Some(ip.src_addr()), ip.total_len()),
+            _ => return Err(DropReason::BadInnerPacket.into()),
+        }
+    };
+    if let Some(src) = inner_src
+        && !cx.tunnels.wg.source_allowed(&ticket, src)
+    {
+        return Err(DropReason::SourceNotAllowed.into());
+    }
+    let p = Packet {
+        index: d.index,
+        ticket,
+        inner_src,
+        inner_len,
+    };
+    Ok((p, counter))
+}
+
+/// An accepted packet: the device hears of it (once per run), and the inner packet
+/// goes on to the TUN (a keepalive ends here).
+fn deliver(cx: &mut Context, h: Handle, p: &Packet, c: &mut NodeCounters) -> u16 {
+    let meta = *cx.arena.meta(h);
+    let (data, wire_len) = (p.inner_src.is_some(), meta.len as usize);
+    cx.tunnels
+        .wg
+        .note_received(&p.ticket, data, wire_len, meta.addr, cx.now);
+    if !data {
+        c.consumed += 1;
+        return FREE;
+    }
+    let m = cx.arena.meta_mut(h);
+    m.offset += TRANSPORT_HEADER_LEN as u16;
+    m.len = p.inner_len as u16; // strips the padding
+    m.peer = p.ticket.peer.0;
+    Next::Tun as u16
 }

@@ -51,6 +51,7 @@ impl WgEncrypt {
 }
 
 impl AeadStage for WgEncrypt {
+    type Scratch = ();
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Output::UDP],

@@ -196,6 +196,31 @@ impl Device {
         commit_on(&self.allowed_ips, t, k, counter, inner_src)
     }
 
+    /// Is `inner_src` one of the allowed IPs of the peer `t` names? The check a
+    /// decrypted packet passes before its counter is committed.
+    pub fn source_allowed(&self, t: &RecvTicket, inner_src: IpAddr) -> bool {
+        self.allowed_ips.lookup(inner_src) == Some(t.peer)
+    }
+
+    /// Commits the counters of packets on `t`'s session, in order, whose tags
+    /// verified and whose sources are allowed: `accepted[i]` says whether
+    /// `counters[i]` was taken (see [`crate::replay::ReplayWindow::commit_all`]).
+    /// `UnknownIndex`, and nothing taken, when the session is gone.
+    pub fn commit_counters(
+        &self,
+        t: &RecvTicket,
+        counters: &[u64],
+        accepted: &mut [bool],
+    ) -> Result<(), DropReason> {
+        let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
+        let (_, k) = p
+            .keypairs
+            .find(t.local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        k.replay.commit_all(counters, accepted);
+        Ok(())
+    }
+
     /// Authenticated packets arrived from a peer on our session `local_index` (their
     /// counters committed, by this worker or another): counts them, confirms a
     /// responder's new session, runs the timers, and moves the endpoint to `src`.
