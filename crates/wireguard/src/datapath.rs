@@ -330,27 +330,19 @@ impl Follower {
         wire_len: usize,
         src: SocketAddr,
     ) -> Result<(), DropReason> {
-        self.commit_counter(t, counter, inner_src)?;
+        crate::device::commit_on(&self.allowed_ips, t, self.session(t)?, counter, inner_src)?;
         self.note_received_run(&ReceivedRun::one(t, inner_src.is_some(), wire_len, src));
         Ok(())
     }
 
-    /// After the tag verified: checks the inner source against the peer's allowed
-    /// IPs and commits the counter in the session's shared window, and nothing else
-    /// (the data path tells the run with [`Follower::note_received_run`]). Nothing
-    /// changes when it returns an error.
-    pub fn commit_counter(
-        &self,
-        t: &RecvTicket,
-        counter: u64,
-        inner_src: Option<IpAddr>,
-    ) -> Result<(), DropReason> {
+    /// The session a receive ticket names, if the view still has it.
+    fn session(&self, t: &RecvTicket) -> Result<&Keypair, DropReason> {
         let (_, k) = self
             .view
             .sessions
             .get(&t.local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        crate::device::commit_on(&self.allowed_ips, t, k, counter, inner_src)
+        Ok(k)
     }
 
     /// Is `inner_src` one of the allowed IPs of the peer `t` names?
@@ -366,12 +358,7 @@ impl Follower {
         counters: &[u64],
         accepted: &mut [bool],
     ) -> Result<(), DropReason> {
-        let (_, k) = self
-            .view
-            .sessions
-            .get(&t.local_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        k.replay.commit_all(counters, accepted);
+        self.session(t)?.replay.commit_all(counters, accepted);
         Ok(())
     }
 

@@ -347,7 +347,12 @@ mod tests {
             for _ in 0..n {
                 let t = as_run.send_ticket(b, t0).unwrap();
                 let r = as_run.recv_ticket(t.receiver_index, t.counter, t0).unwrap();
-                as_run.commit_counter(&r, t.counter, Some(inner)).unwrap();
+                assert!(as_run.source_allowed(&r, inner));
+                let mut accepted = [false];
+                as_run
+                    .commit_counters(&r, &[t.counter], &mut accepted)
+                    .unwrap();
+                assert!(accepted[0]);
                 assert_eq!(tally.received(&r, true, 64, addr(B_ADDR)), None);
             }
             let run = tally.take_received().unwrap();

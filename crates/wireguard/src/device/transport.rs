@@ -172,28 +172,20 @@ impl Device {
         src: SocketAddr,
         now: Instant,
     ) -> Result<(), DropReason> {
-        self.commit_counter(t, counter, inner_src)?;
+        commit_on(&self.allowed_ips, t, self.session(t)?, counter, inner_src)?;
         let run = ReceivedRun::one(t, inner_src.is_some(), wire_len, src);
         self.note_received_run(&run, now);
         Ok(())
     }
 
-    /// After the tag verified: checks the inner source against the peer's allowed
-    /// IPs and commits the counter, and nothing else; the data path tells the rest
-    /// once per run ([`Device::note_received_run`]). Nothing changes when it returns
-    /// an error.
-    pub fn commit_counter(
-        &self,
-        t: &RecvTicket,
-        counter: u64,
-        inner_src: Option<IpAddr>,
-    ) -> Result<(), DropReason> {
+    /// The session a receive ticket names, if it is still the peer's.
+    fn session(&self, t: &RecvTicket) -> Result<&Keypair, DropReason> {
         let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
         let (_, k) = p
             .keypairs
             .find(t.local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        commit_on(&self.allowed_ips, t, k, counter, inner_src)
+        Ok(k)
     }
 
     /// Is `inner_src` one of the allowed IPs of the peer `t` names? The check a
@@ -212,12 +204,7 @@ impl Device {
         counters: &[u64],
         accepted: &mut [bool],
     ) -> Result<(), DropReason> {
-        let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
-        let (_, k) = p
-            .keypairs
-            .find(t.local_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        k.replay.commit_all(counters, accepted);
+        self.session(t)?.replay.commit_all(counters, accepted);
         Ok(())
     }
 
