@@ -351,7 +351,8 @@ impl Follower {
     }
 
     /// Commits counters on `t`'s session in the shared window, as
-    /// [`crate::Device::commit_counters`] does on the device's owner.
+    /// [`crate::Device::commit_counters`] does on the device's owner (and, as there,
+    /// checks no source: the caller has done so with [`Follower::source_allowed`]).
     pub fn commit_counters(
         &self,
         t: &RecvTicket,

@@ -343,16 +343,24 @@ mod tests {
             }
             let (mut as_run, b) = with_session(t0);
             as_run.add_allowed_ip(b, "10.0.0.1/32".parse().unwrap());
+            // Committed as the data path does: the frame's counters in one batch.
             let mut tally = crate::RunTally::default();
+            let mut counters = Vec::new();
+            let mut ticket = None;
             for _ in 0..n {
                 let t = as_run.send_ticket(b, t0).unwrap();
                 let r = as_run.recv_ticket(t.receiver_index, t.counter, t0).unwrap();
                 assert!(as_run.source_allowed(&r, inner));
-                let mut accepted = [false];
-                as_run
-                    .commit_counters(&r, &[t.counter], &mut accepted)
-                    .unwrap();
-                assert!(accepted[0]);
+                counters.push(t.counter);
+                ticket = Some(r);
+            }
+            let r = ticket.unwrap();
+            let mut accepted = vec![false; counters.len()];
+            as_run
+                .commit_counters(&r, &counters, &mut accepted)
+                .unwrap();
+            assert!(accepted.iter().all(|&a| a));
+            for _ in 0..n {
                 assert_eq!(tally.received(&r, true, 64, addr(B_ADDR)), None);
             }
             let run = tally.take_received().unwrap();

@@ -194,10 +194,11 @@ impl Device {
         self.allowed_ips.lookup(inner_src) == Some(t.peer)
     }
 
-    /// Commits the counters of packets on `t`'s session, in order, whose tags
-    /// verified and whose sources are allowed: `accepted[i]` says whether
-    /// `counters[i]` was taken (see [`crate::replay::ReplayWindow::commit_all`]).
-    /// `UnknownIndex`, and nothing taken, when the session is gone.
+    /// Commits, in order, the counters of packets on `t`'s session whose tags
+    /// verified: `accepted[i]` says whether `counters[i]` was taken (see
+    /// [`crate::replay::ReplayWindow::commit_all`]). `UnknownIndex`, and nothing
+    /// taken, when the session is gone. It checks no source: the caller has passed
+    /// each packet through [`Device::source_allowed`] first.
     pub fn commit_counters(
         &self,
         t: &RecvTicket,

@@ -80,7 +80,9 @@ impl Device {
     }
 
     /// Takes in a follower's report of one run: bytes, the timers' events, the
-    /// endpoint, sessions confirmed by data, handshakes asked for.
+    /// endpoint, sessions confirmed by data, handshakes asked for. A report keeps
+    /// no order between what was sent and what was received: its sends are told
+    /// first, as if the run had ended on received data.
     pub fn apply_activity(&mut self, activity: &Activity, now: Instant) {
         for a in &activity.peers {
             let Some(id) = a.peer.filter(|&id| self.peer(id).is_some()) else {
