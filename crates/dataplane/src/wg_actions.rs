@@ -56,7 +56,8 @@ impl WgActions {
     /// run's report (a follower); true when packets went into the graph (run it
     /// again).
     pub(crate) fn run(&mut self, cx: &mut Context, graph: &mut Graph<Context>, n: WgNodes) -> bool {
-        // The nodes tell their runs after each frame; nothing may wait past the run.
+        // The nodes tell their runs after each frame; should one have been left, it is
+        // told here, before the device acts and before a follower's report goes.
         cx.tunnels.wg.end_frame(cx.now);
         let mut more = resume_all(cx, |h, resume| {
             let post = match resume {

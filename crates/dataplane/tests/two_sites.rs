@@ -108,6 +108,64 @@ fn duplicates_dropped_reorder_delivered() {
     assert_eq!(net.counter(true, "wg-decrypt", DropReason::Replay), 5);
 }
 
+/// One frame of good packets, a replay of one of them, a forged copy of another
+/// and a packet whose inner source the peer may not use: wg-decrypt checks every
+/// packet, commits the frame's counters together, drops each bad one under its own
+/// reason, and passes the good ones on in their order. The forged copy, dropped
+/// before its commit, does not take its counter from the real packet behind it.
+#[test]
+fn a_frame_of_good_and_bad_packets_is_sorted_packet_by_packet() {
+    let mut net = Net::new();
+    assert!(net.ping_a_to_b(0));
+    let good: Vec<Vec<u8>> = (0..4u8)
+        .map(|i| inner_v4([198, 19, 0, 1], [198, 19, 0, 2], &[i; 30]))
+        .collect();
+    let mut sent = Vec::new();
+    for p in &good {
+        net.send(false, p);
+        sent.append(&mut net.wire);
+    }
+    net.send(
+        false,
+        &inner_v4([198, 19, 0, 99], [198, 19, 0, 2], b"spoof"),
+    );
+    let spoofed = net.wire.pop().expect("the spoofed datagram");
+    let mut forged = sent[1].clone();
+    *forged.1.last_mut().expect("a tag") ^= 1;
+    let before = net.b.delivered.len();
+    let counts = |net: &Net| {
+        [
+            DropReason::Replay,
+            DropReason::BadTag,
+            DropReason::SourceNotAllowed,
+        ]
+        .map(|r| net.counter(true, "wg-decrypt", r))
+    };
+    let counted = counts(&net);
+    net.wire = vec![
+        sent[0].clone(),
+        sent[0].clone(),
+        forged,
+        sent[1].clone(),
+        spoofed,
+        sent[2].clone(),
+        sent[3].clone(),
+    ];
+    net.deliver_together();
+    assert_eq!(
+        net.b.delivered[before..],
+        good[..],
+        "the good ones, in order"
+    );
+    let now = counts(&net);
+    let added: Vec<u64> = now.iter().zip(counted).map(|(n, c)| n - c).collect();
+    assert_eq!(
+        added,
+        [1, 1, 1],
+        "one replay, one forgery, one spoofed source"
+    );
+}
+
 /// Packets waiting on a handshake stay in their own buffers, but never more than a
 /// quarter of the pool: the excess is dropped with a counter, the pool never grows,
 /// and every buffer comes back once the session is up.

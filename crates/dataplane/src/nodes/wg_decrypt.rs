@@ -106,7 +106,8 @@ impl AeadStage for WgDecrypt {
         Some((op, Resume::Decrypt { ticket, counter }))
     }
 
-    /// After the crypto, one packet: as a frame of one.
+    /// After the crypto, one packet: as a frame of one, told to the device at once.
+    /// (The nodes finish whole frames; this is the trait's one-packet form.)
     fn finish(
         cx: &mut Context,
         h: Handle,
@@ -121,12 +122,17 @@ impl AeadStage for WgDecrypt {
             resume,
         }];
         Self::finish_frame(cx, &mut Verified::default(), &[h], &done, &mut next, c);
+        cx.tunnels.wg.end_frame(cx.now);
         next[0]
     }
 
     /// After the crypto: each packet's inner header parsed and its source checked;
     /// then the counters of those that passed committed, one batch per run of
-    /// packets on one session; then each accepted packet passed on.
+    /// packets on one session; then each accepted packet passed on. Every commit of
+    /// the frame comes before the device hears of any of its packets, so a packet on
+    /// a session the frame's own data retires (a responder's first data on its new
+    /// session pushes the oldest out) is still taken: it decrypted under a key the
+    /// device held when the frame began.
     fn finish_frame(
         cx: &mut Context,
         v: &mut Verified,

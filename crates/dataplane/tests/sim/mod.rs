@@ -221,6 +221,32 @@ impl Net {
         panic!("the two sites never went quiet");
     }
 
+    /// Hands every datagram in flight to its site in one frame per site (as a
+    /// driver hands a burst; no loss is applied to them), then delivers whatever
+    /// follows as [`Net::deliver`] does.
+    pub fn deliver_together(&mut self) {
+        self.clock.set(self.now);
+        let batch: Vec<_> = self.wire.drain(..).collect();
+        for to_b in [false, true] {
+            let now = self.now;
+            let s = self.site(to_b);
+            let arena = s.graph.context_mut().arena_mut();
+            let mut frame = Vec::new();
+            for (_, bytes, from) in batch.iter().filter(|d| d.0 == to_b) {
+                let h = arena.alloc_with(bytes).expect("arena");
+                arena.meta_mut(h).addr = *from;
+                frame.push(h);
+            }
+            if frame.is_empty() {
+                continue;
+            }
+            s.graph.from_udp(&frame);
+            s.graph.run(now);
+            self.collect(to_b);
+        }
+        self.deliver();
+    }
+
     /// Advances the virtual clock in steps, running timers and delivering traffic.
     pub fn advance(&mut self, by: Duration, step: Duration) {
         let end = self.now + by;
