@@ -140,101 +140,131 @@ fn engine(path: Path, split: usize, rng: &mut StdRng) -> MbEngine {
     }
 }
 
-#[test]
-fn random_vectors_match_the_reference() {
+/// What one round of a test gets: a fresh engine on one path (its lane/block split
+/// by `round % 4`, see `engine`), the name the failures print, the random source,
+/// and the path's key registry and keys.
+struct Round<'a> {
+    round: usize,
+    ours: MbEngine,
+    what: String,
+    rng: &'a mut StdRng,
+    reg: &'a KeyRegistry,
+    keys: &'a [KeyHandle],
+}
+
+/// Runs `body` for `rounds` rounds on every path this CPU has, each path seeded
+/// from `seed`.
+fn each_round(seed: u64, rounds: usize, mut body: impl FnMut(Round)) {
     for path in Path::available_paths() {
-        let mut rng = StdRng::seed_from_u64(0x6d62 ^ path as u64);
+        let mut rng = StdRng::seed_from_u64(seed ^ path as u64);
         let reg = KeyRegistry::new(16);
         let keys = keys(&mut rng, &reg);
-        for round in 0..12 {
-            let mut ours = engine(path, round % 4, &mut rng);
-            let count =
-                [1, 2, 15, 16, 17, 300][round % 6].max(rng.gen_range(1..=300) * (round / 6));
+        for round in 0..rounds {
+            let ours = engine(path, round % 4, &mut rng);
             let what = format!(
                 "{path} threshold {:?} round {round}",
                 ours.block_threshold()
             );
-            let OpLayout { mem, ops } = random_batch(&mut rng, &keys, count.min(300));
-            let (sealed, mut ops) = same_as_reference(&what, &reg, &mut ours, &mem, &ops);
-            // A mixed vector: some ops open what was sealed (out of place ones back into
-            // their input range), the rest seal their ciphertext again.
-            for op in ops.iter_mut() {
-                op.status = OpStatus::Pending;
-                if rng.gen_bool(0.6) {
-                    op.direction = Direction::Decrypt;
-                    core::mem::swap(&mut op.src, &mut op.dst);
-                }
-            }
-            let (opened, _) = same_as_reference(&what, &reg, &mut ours, &sealed, &ops);
-            for (i, op) in ops.iter().enumerate() {
-                if op.direction == Direction::Decrypt {
-                    let r = op.dst_span().range();
-                    assert_eq!(opened[r.clone()], mem[r], "{what}: op {i} round trip");
-                }
-            }
+            body(Round {
+                round,
+                ours,
+                what,
+                rng: &mut rng,
+                reg: &reg,
+                keys: &keys,
+            });
         }
     }
+}
+
+#[test]
+fn random_vectors_match_the_reference() {
+    each_round(0x6d62, 12, |r| {
+        let Round {
+            round,
+            mut ours,
+            what,
+            rng,
+            reg,
+            keys,
+        } = r;
+        let count = [1, 2, 15, 16, 17, 300][round % 6].max(rng.gen_range(1..=300) * (round / 6));
+        let OpLayout { mem, ops } = random_batch(rng, keys, count.min(300));
+        let (sealed, mut ops) = same_as_reference(&what, reg, &mut ours, &mem, &ops);
+        // A mixed vector: some ops open what was sealed (out of place ones back into
+        // their input range), the rest seal their ciphertext again.
+        for op in ops.iter_mut() {
+            op.status = OpStatus::Pending;
+            if rng.gen_bool(0.6) {
+                op.direction = Direction::Decrypt;
+                core::mem::swap(&mut op.src, &mut op.dst);
+            }
+        }
+        let (opened, _) = same_as_reference(&what, reg, &mut ours, &sealed, &ops);
+        for (i, op) in ops.iter().enumerate() {
+            if op.direction == Direction::Decrypt {
+                let r = op.dst_span().range();
+                assert_eq!(opened[r.clone()], mem[r], "{what}: op {i} round trip");
+            }
+        }
+    });
 }
 
 #[test]
 fn one_flipped_bit_fails_exactly_that_op() {
-    for path in Path::available_paths() {
-        let mut rng = StdRng::seed_from_u64(0xf11b ^ path as u64);
-        let reg = KeyRegistry::new(16);
-        let keys = keys(&mut rng, &reg);
-        for round in 0..40 {
-            let mut ours = engine(path, round % 4, &mut rng);
-            let what = format!(
-                "{path} threshold {:?} round {round}",
-                ours.block_threshold()
-            );
-            let count = rng.gen_range(1..=64);
-            let OpLayout { mut mem, mut ops } = random_batch(&mut rng, &keys, count);
-            ReferenceEngine::new().process(&reg, &mut mem, &mut ops);
-            to_openings(&mut ops);
-            let victim = flip_one_bit(&mut rng, &mut mem, &ops);
-            let (_, done) = same_as_reference(&what, &reg, &mut ours, &mem, &ops);
-            for (i, o) in done.iter().enumerate() {
-                let want = if i == victim {
-                    OpStatus::BadTag
-                } else {
-                    OpStatus::Ok
-                };
-                assert_eq!(o.status, want, "{what}: op {i}");
-            }
+    each_round(0xf11b, 40, |r| {
+        let Round {
+            mut ours,
+            what,
+            rng,
+            reg,
+            keys,
+            ..
+        } = r;
+        let count = rng.gen_range(1..=64);
+        let OpLayout { mut mem, mut ops } = random_batch(rng, keys, count);
+        ReferenceEngine::new().process(reg, &mut mem, &mut ops);
+        to_openings(&mut ops);
+        let victim = flip_one_bit(rng, &mut mem, &ops);
+        let (_, done) = same_as_reference(&what, reg, &mut ours, &mem, &ops);
+        for (i, o) in done.iter().enumerate() {
+            let want = if i == victim {
+                OpStatus::BadTag
+            } else {
+                OpStatus::Ok
+            };
+            assert_eq!(o.status, want, "{what}: op {i}");
         }
-    }
+    });
 }
 
 #[test]
 fn runs_of_one_shape_match_the_reference_and_fail_alone() {
-    for path in Path::available_paths() {
-        let mut rng = StdRng::seed_from_u64(0x5a9e ^ path as u64);
-        let reg = KeyRegistry::new(16);
-        let keys = keys(&mut rng, &reg);
-        for round in 0..24 {
-            let mut ours = engine(path, round % 4, &mut rng);
-            let what = format!(
-                "{path} threshold {:?} round {round}",
-                ours.block_threshold()
-            );
-            let count = rng.gen_range(1..=300);
-            let OpLayout { mem, ops } = runs_of_one_shape(&mut rng, &keys, count);
-            let (mut sealed, mut ops) = same_as_reference(&what, &reg, &mut ours, &mem, &ops);
-            to_openings(&mut ops);
-            // One flipped bit in one op of the vector: that op fails, its group's
-            // other lanes do not.
-            let victim = flip_one_bit(&mut rng, &mut sealed, &ops);
-            let (opened, done) = same_as_reference(&what, &reg, &mut ours, &sealed, &ops);
-            for (i, o) in done.iter().enumerate() {
-                if i == victim {
-                    assert_eq!(o.status, OpStatus::BadTag, "{what}: op {i}");
-                } else {
-                    assert_eq!(o.status, OpStatus::Ok, "{what}: op {i}");
-                    let r = o.dst_span().range();
-                    assert_eq!(opened[r.clone()], mem[r], "{what}: op {i} round trip");
-                }
+    each_round(0x5a9e, 24, |r| {
+        let Round {
+            mut ours,
+            what,
+            rng,
+            reg,
+            keys,
+            ..
+        } = r;
+        let count = rng.gen_range(1..=300);
+        let OpLayout { mem, ops } = runs_of_one_shape(rng, keys, count);
+        let (mut sealed, mut ops) = same_as_reference(&what, reg, &mut ours, &mem, &ops);
+        to_openings(&mut ops);
+        // One flipped bit in one op of the vector: that op fails, its group's
+        // other lanes do not.
+        let victim = flip_one_bit(rng, &mut sealed, &ops);
+        let (opened, done) = same_as_reference(&what, reg, &mut ours, &sealed, &ops);
+        for (i, o) in done.iter().enumerate() {
+            if i == victim {
+                assert_eq!(o.status, OpStatus::BadTag, "{what}: op {i}");
+            } else {
+                assert_eq!(o.status, OpStatus::Ok, "{what}: op {i}");
+                let r = o.dst_span().range();
+                assert_eq!(opened[r.clone()], mem[r], "{what}: op {i} round trip");
             }
         }
-    }
+    });
 }
