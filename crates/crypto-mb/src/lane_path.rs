@@ -233,6 +233,7 @@ pub(crate) unsafe fn poly_groups(
         (j.len, j.aad_len)
     };
     let mut st = PolyLanes::idle(k.radix);
+    let mut lanes = GroupLanes::new();
     let mut at = 0;
     while at < order.len() {
         let first = shape(order[at]);
@@ -243,10 +244,33 @@ pub(crate) unsafe fn poly_groups(
         let whole = run / k.lanes * k.lanes;
         for members in order[at..at + whole].chunks_exact(k.lanes) {
             // SAFETY: as the caller guarantees for every listed job.
-            unsafe { poly_group(k, group, &mut st, jobs, members, base, otk, tail, mac) };
+            unsafe {
+                poly_group(
+                    k, group, &mut st, &mut lanes, jobs, members, base, otk, tail, mac,
+                )
+            };
         }
         rest.extend_from_slice(&order[at + whole..at + run]);
         at += run;
+    }
+}
+
+/// Where each lane of a group reads and writes. Made once per [`poly_groups`] and
+/// overwritten by each group: made afresh per group, its kilobyte of zeros cost as
+/// much as the group's tags.
+struct GroupLanes {
+    segs: [[(*const u8, usize); 4]; MAX_LANES],
+    keys: [*const u8; MAX_LANES],
+    macs: [*mut u8; MAX_LANES],
+}
+
+impl GroupLanes {
+    fn new() -> GroupLanes {
+        GroupLanes {
+            segs: [[(core::ptr::null(), 0); 4]; MAX_LANES],
+            keys: [core::ptr::null(); MAX_LANES],
+            macs: [core::ptr::null_mut(); MAX_LANES],
+        }
     }
 }
 
@@ -259,6 +283,7 @@ unsafe fn poly_group(
     k: &Kernels,
     group: &PolyGroup,
     st: &mut PolyLanes,
+    lanes: &mut GroupLanes,
     jobs: &[Job],
     members: &[u32],
     base: *const u8,
@@ -266,9 +291,7 @@ unsafe fn poly_group(
     tail: *mut [u8; 48],
     mac: *mut [u8; 16],
 ) {
-    let mut segs = [[(core::ptr::null(), 0); 4]; MAX_LANES];
-    let mut keys = [core::ptr::null(); MAX_LANES];
-    let mut macs = [core::ptr::null_mut(); MAX_LANES];
+    let GroupLanes { segs, keys, macs } = lanes;
     let mut n = 0;
     for (lane, &i) in members.iter().enumerate() {
         let (i, j) = (i as usize, &jobs[i as usize]);
@@ -283,14 +306,14 @@ unsafe fn poly_group(
     // SAFETY: every lane's key slot holds 32 readable bytes and its mac slot 16
     // writable ones (caller); each segment's blocks are in the memory or the tail.
     unsafe {
-        (group.start)(st, &keys);
+        (group.start)(st, keys);
         for s in 0..n {
-            for (p, seg) in st.ptr.iter_mut().zip(&segs).take(k.lanes) {
+            for (p, seg) in st.ptr.iter_mut().zip(segs.iter()).take(k.lanes) {
                 *p = seg[s].0;
             }
             (k.poly)(st, segs[0][s].1);
         }
-        (group.tags)(st, &keys, &macs);
+        (group.tags)(st, keys, macs);
     }
 }
 
