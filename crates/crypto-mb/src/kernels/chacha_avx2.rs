@@ -14,40 +14,45 @@ fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
     _mm256_or_si256(_mm256_slli_epi32::<L>(x), _mm256_srli_epi32::<R>(x))
 }
 
-/// Byte shuffles that rotate each 32-bit word left by 16 and by 8.
+/// The byte shuffles that rotate each 32-bit word left by 16 and by 8, bytes in
+/// memory order.
+#[repr(C, align(32))]
+struct Shuffles([[u8; 32]; 2]);
+
+static ROTATIONS: Shuffles = Shuffles([
+    [
+        2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9,
+        14, 15, 12, 13,
+    ],
+    [
+        3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10,
+        15, 12, 13, 14,
+    ],
+]);
+
+/// Shuffle `r` (0: rotate by 16, 1: by 8), read from memory at each use. Held in
+/// registers, the two masks left fourteen for the sixteen state words, and the
+/// compiler spilled state inside the quarter rounds (18 stack accesses a double
+/// round, now 6); a load per shuffle takes a load port, which the rounds leave
+/// idle. (Seen as a constant, the 16-bit rotation also became two word shuffles on
+/// the ports the shifts need.)
 #[inline]
 #[target_feature(enable = "avx2")]
-fn rotations() -> [__m256i; 2] {
-    let rot16 = _mm256_set_epi8(
-        13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5, 4,
-        7, 6, 1, 0, 3, 2,
-    );
-    let rot8 = _mm256_set_epi8(
-        14, 13, 12, 15, 10, 9, 8, 11, 6, 5, 4, 7, 2, 1, 0, 3, 14, 13, 12, 15, 10, 9, 8, 11, 6, 5,
-        4, 7, 2, 1, 0, 3,
-    );
-    // Opaque to the compiler: seeing the constant, it turns the 16-bit rotation into
-    // two word shuffles (pshuflw, pshufhw) to spare a register, which costs an
-    // instruction per quarter round on the ports the shifts need.
-    core::hint::black_box([rot16, rot8])
+fn rotation(r: usize) -> __m256i {
+    // SAFETY: a static, 32-byte aligned; volatile so that the load stays at its use
+    // rather than being hoisted out of the loop into a register.
+    unsafe { core::ptr::read_volatile(ROTATIONS.0[r].as_ptr().cast::<__m256i>()) }
 }
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn quarter_round(
-    x: &mut [__m256i; 16],
-    rot: &[__m256i; 2],
-    a: usize,
-    b: usize,
-    c: usize,
-    d: usize,
-) {
+fn quarter_round(x: &mut [__m256i; 16], a: usize, b: usize, c: usize, d: usize) {
     x[a] = _mm256_add_epi32(x[a], x[b]);
-    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), rot[0]);
+    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), rotation(0));
     x[c] = _mm256_add_epi32(x[c], x[d]);
     x[b] = rotl::<12, 20>(_mm256_xor_si256(x[b], x[c]));
     x[a] = _mm256_add_epi32(x[a], x[b]);
-    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), rot[1]);
+    x[d] = _mm256_shuffle_epi8(_mm256_xor_si256(x[d], x[a]), rotation(1));
     x[c] = _mm256_add_epi32(x[c], x[d]);
     x[b] = rotl::<7, 25>(_mm256_xor_si256(x[b], x[c]));
 }
@@ -108,16 +113,15 @@ pub(crate) unsafe fn step(st: &mut ChachaLanes) {
     let mut init: [__m256i; 16] = core::array::from_fn(|w| if w < 8 { w0[w] } else { w1[w - 8] });
     init[12] = ctr;
     let mut x = init;
-    let rot = rotations();
     for _ in 0..10 {
-        quarter_round(&mut x, &rot, 0, 4, 8, 12);
-        quarter_round(&mut x, &rot, 1, 5, 9, 13);
-        quarter_round(&mut x, &rot, 2, 6, 10, 14);
-        quarter_round(&mut x, &rot, 3, 7, 11, 15);
-        quarter_round(&mut x, &rot, 0, 5, 10, 15);
-        quarter_round(&mut x, &rot, 1, 6, 11, 12);
-        quarter_round(&mut x, &rot, 2, 7, 8, 13);
-        quarter_round(&mut x, &rot, 3, 4, 9, 14);
+        quarter_round(&mut x, 0, 4, 8, 12);
+        quarter_round(&mut x, 1, 5, 9, 13);
+        quarter_round(&mut x, 2, 6, 10, 14);
+        quarter_round(&mut x, 3, 7, 11, 15);
+        quarter_round(&mut x, 0, 5, 10, 15);
+        quarter_round(&mut x, 1, 6, 11, 12);
+        quarter_round(&mut x, 2, 7, 8, 13);
+        quarter_round(&mut x, 3, 4, 9, 14);
     }
     for (w, i) in x.iter_mut().zip(init) {
         *w = _mm256_add_epi32(*w, i);
