@@ -67,6 +67,95 @@ pub(crate) unsafe fn chacha(
     }
 }
 
+/// ChaCha20 for whole groups of `k.chacha_lanes` jobs of one length and direction,
+/// the usual make-up of a data path's vector: the lanes of a group are loaded
+/// together and step together to the end, with none of [`chacha`]'s refills lane
+/// by lane. What each lane makes is what [`chacha`] makes for its job (`text` as
+/// there). The jobs of `order` that make no whole group are appended to `rest`, in
+/// order, for [`chacha`].
+///
+/// # Safety
+/// As [`chacha`].
+pub(crate) unsafe fn chacha_groups(
+    k: &Kernels,
+    jobs: &[Job],
+    order: &[u32],
+    otk: *mut [u8; 64],
+    base: *mut u8,
+    text: bool,
+    rest: &mut Vec<u32>,
+) {
+    let shape = |i: u32| {
+        let j = &jobs[i as usize];
+        (j.len, j.decrypt)
+    };
+    let mut idle = [0u8; 64];
+    let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
+    let mut at = 0;
+    while at < order.len() {
+        let first = shape(order[at]);
+        let run = order[at..]
+            .iter()
+            .take_while(|&&i| shape(i) == first)
+            .count();
+        let whole = run / k.chacha_lanes * k.chacha_lanes;
+        for members in order[at..at + whole].chunks_exact(k.chacha_lanes) {
+            // SAFETY: as the caller guarantees for every listed job.
+            unsafe { chacha_group(k, &mut st, jobs, members, otk, base, text) };
+        }
+        rest.extend_from_slice(&order[at + whole..at + run]);
+        at += run;
+    }
+}
+
+/// One group of [`chacha_groups`]: `members` are `k.chacha_lanes` jobs of one length
+/// and direction.
+///
+/// # Safety
+/// As [`chacha`].
+unsafe fn chacha_group(
+    k: &Kernels,
+    st: &mut ChachaLanes,
+    jobs: &[Job],
+    members: &[u32],
+    otk: *mut [u8; 64],
+    base: *mut u8,
+    text: bool,
+) {
+    let first = &jobs[members[0] as usize];
+    let (len, decrypt) = (first.len, first.decrypt);
+    // Block 0 into the one-time-key slots: every job's without text, an
+    // encryption's before its text.
+    if !text || !decrypt {
+        for (lane, &i) in members.iter().enumerate() {
+            let i = i as usize;
+            // SAFETY: slot i exists (caller).
+            st.load(lane, &jobs[i].row, 0, unsafe { otk.add(i) }.cast(), 64);
+        }
+        // SAFETY: every lane points at its 64-byte key slot; rows are the jobs'.
+        unsafe { (k.chacha)(st) };
+    }
+    if !text || len == 0 {
+        return;
+    }
+    // Blocks 1.. over the text: the counters run on from block 0 where it was made.
+    for (lane, &i) in members.iter().enumerate() {
+        let j = &jobs[i as usize];
+        // SAFETY: the text range is in the memory (caller).
+        let p = unsafe { base.add(j.text) };
+        if decrypt {
+            st.load(lane, &j.row, 1, p, len);
+        } else {
+            st.ptr[lane] = p;
+            st.rem[lane] = len;
+        }
+    }
+    for _ in 0..len.div_ceil(64) {
+        // SAFETY: every lane has `rem` valid bytes of its job's text at `ptr`.
+        unsafe { (k.chacha)(st) };
+    }
+}
+
 /// The MAC input of one job as up to four runs of whole blocks: aad, its padded
 /// tail, text, then the padded text tail and the lengths (from `tail`).
 /// Written in place: building an array and returning it made the copy wait on a

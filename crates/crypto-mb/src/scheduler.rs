@@ -146,10 +146,8 @@ pub(crate) fn run_vector(
     lists
         .pick
         .extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
-    let otk = scratch.otk.as_mut_ptr();
-    let base = mem.as_mut_ptr();
     // SAFETY: as stated at the top of this function.
-    unsafe { lane_path::chacha(k, jobs, &lists.pick, otk, base, false) };
+    unsafe { chacha_pass(k, jobs, lists, scratch, mem, false) };
 
     // 2. Tags of decryptions, checked before any of their plaintext is made.
     mac_pass(k, jobs, lists, scratch, mem, true);
@@ -163,10 +161,10 @@ pub(crate) fn run_vector(
     lists
         .pick
         .extend(lists.lane.iter().filter(|&&i| wanted(&jobs[i as usize])));
+    // SAFETY: as stated at the top of this function.
+    unsafe { chacha_pass(k, jobs, lists, scratch, mem, true) };
     let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
-    // SAFETY: as stated at the top of this function.
-    unsafe { lane_path::chacha(k, jobs, &lists.pick, otk, base, true) };
     for &i in &lists.block {
         let j = &jobs[i as usize];
         if wanted(j) {
@@ -189,6 +187,29 @@ pub(crate) fn run_vector(
         if ops[j.op].status != OpStatus::Ok {
             mem[j.text..j.text + j.len].fill(0);
         }
+    }
+}
+
+/// ChaCha20 through the lanes for the jobs in `lists.pick` (see `lane_path::chacha`
+/// for `text`): whole groups of one shape first, the rest lane by lane.
+///
+/// # Safety
+/// As in `run_vector`, for the jobs in `lists.pick`.
+unsafe fn chacha_pass(
+    k: &Kernels,
+    jobs: &[Job],
+    lists: &mut Lists,
+    scratch: &mut Scratch,
+    mem: &mut [u8],
+    text: bool,
+) {
+    let otk = scratch.otk.as_mut_ptr();
+    let base = mem.as_mut_ptr();
+    lists.rest.clear();
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        lane_path::chacha_groups(k, jobs, &lists.pick, otk, base, text, &mut lists.rest);
+        lane_path::chacha(k, jobs, &lists.rest, otk, base, text);
     }
 }
 
