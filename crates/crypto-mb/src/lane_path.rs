@@ -2,8 +2,9 @@
 //! counter. A lane that finishes its packet takes the next one from the list at once,
 //! so lanes idle only when the list runs dry; the scheduler hands packets longest
 //! first, which leaves short ones for the end and keeps that drain short.
-//! Where the path has the vector code for it, Poly1305 first takes whole groups of
-//! packets of one shape, which need no refills at all (`poly_groups`).
+//! Whole groups of packets of one shape, the usual vector, need no refills at all:
+//! ChaCha20 takes them first on every vector path (`chacha_groups`), and Poly1305
+//! where the path has the vector code for it (`poly_groups`).
 
 use crate::dispatch::{Kernels, PolyGroup};
 use crate::field::Limbs;

@@ -3,7 +3,8 @@
 //! checked before any of its plaintext exists.
 //!
 //! The passes, for the vector paths:
-//! 1. keystream block 0 of every op (the Poly1305 one-time keys), 16 ops per step;
+//! 1. keystream block 0 of every decryption (its Poly1305 one-time key; an
+//!    encryption's comes in the same lane as its text, in pass 3);
 //! 2. Poly1305 over the ciphertext of every decryption, then the constant-time tag
 //!    comparison;
 //! 3. ChaCha20 over every encryption and every decryption that verified;
