@@ -92,6 +92,21 @@ pub(crate) unsafe fn chacha_groups(
     };
     let mut idle = [0u8; 64];
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
+    groups_of_one_shape(order, k.chacha_lanes, shape, rest, |members| {
+        // SAFETY: as the caller guarantees for every listed job.
+        unsafe { chacha_group(k, &mut st, jobs, members, otk, base, text) };
+    });
+}
+
+/// Cuts `order` into runs of jobs of one `shape`, hands each whole group of `lanes`
+/// jobs of a run to `group`, and appends the rest of each run to `rest`, in order.
+fn groups_of_one_shape<S: PartialEq>(
+    order: &[u32],
+    lanes: usize,
+    shape: impl Fn(u32) -> S,
+    rest: &mut Vec<u32>,
+    mut group: impl FnMut(&[u32]),
+) {
     let mut at = 0;
     while at < order.len() {
         let first = shape(order[at]);
@@ -99,11 +114,10 @@ pub(crate) unsafe fn chacha_groups(
             .iter()
             .take_while(|&&i| shape(i) == first)
             .count();
-        let whole = run / k.chacha_lanes * k.chacha_lanes;
-        for members in order[at..at + whole].chunks_exact(k.chacha_lanes) {
-            // SAFETY: as the caller guarantees for every listed job.
-            unsafe { chacha_group(k, &mut st, jobs, members, otk, base, text) };
-        }
+        let whole = run / lanes * lanes;
+        order[at..at + whole]
+            .chunks_exact(lanes)
+            .for_each(&mut group);
         rest.extend_from_slice(&order[at + whole..at + run]);
         at += run;
     }
@@ -324,25 +338,14 @@ pub(crate) unsafe fn poly_groups(
     };
     let mut st = PolyLanes::idle(k.radix);
     let mut lanes = GroupLanes::new();
-    let mut at = 0;
-    while at < order.len() {
-        let first = shape(order[at]);
-        let run = order[at..]
-            .iter()
-            .take_while(|&&i| shape(i) == first)
-            .count();
-        let whole = run / k.lanes * k.lanes;
-        for members in order[at..at + whole].chunks_exact(k.lanes) {
-            // SAFETY: as the caller guarantees for every listed job.
-            unsafe {
-                poly_group(
-                    k, group, &mut st, &mut lanes, jobs, members, base, otk, tail, mac,
-                )
-            };
-        }
-        rest.extend_from_slice(&order[at + whole..at + run]);
-        at += run;
-    }
+    groups_of_one_shape(order, k.lanes, shape, rest, |members| {
+        // SAFETY: as the caller guarantees for every listed job.
+        unsafe {
+            poly_group(
+                k, group, &mut st, &mut lanes, jobs, members, base, otk, tail, mac,
+            )
+        };
+    });
 }
 
 /// Where each lane of a group reads and writes. Made once per [`poly_groups`] and
