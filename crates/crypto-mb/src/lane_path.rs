@@ -68,12 +68,12 @@ pub(crate) unsafe fn chacha(
     }
 }
 
-/// ChaCha20 for whole groups of `k.chacha_lanes` jobs of one length and direction,
-/// the usual make-up of a data path's vector: the lanes of a group are loaded
-/// together and step together to the end, with none of [`chacha`]'s refills lane
-/// by lane. What each lane makes is what [`chacha`] makes for its job (`text` as
-/// there). The jobs of `order` that make no whole group are appended to `rest`, in
-/// order, for [`chacha`].
+/// ChaCha20 for whole groups of `k.chacha_lanes` jobs of one direction and (with
+/// `text`) one length, the usual make-up of a data path's vector: the lanes of a
+/// group are loaded together and step together to the end, with none of
+/// [`chacha`]'s refills lane by lane. What each lane makes is what [`chacha`] makes
+/// for its job (`text` as there). The jobs of `order` that make no whole group are
+/// appended to `rest`, in order, for [`chacha`].
 ///
 /// # Safety
 /// As [`chacha`].
@@ -86,9 +86,11 @@ pub(crate) unsafe fn chacha_groups(
     text: bool,
     rest: &mut Vec<u32>,
 ) {
+    // Without text every job is one block, whatever its length: pass 1 takes the
+    // decryptions in vector order, and a mix of lengths need not split its groups.
     let shape = |i: u32| {
         let j = &jobs[i as usize];
-        (j.len, j.decrypt)
+        (if text { j.len } else { 0 }, j.decrypt)
     };
     let mut idle = [0u8; 64];
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
@@ -123,8 +125,8 @@ fn groups_of_one_shape<S: PartialEq>(
     }
 }
 
-/// One group of [`chacha_groups`]: `members` are `k.chacha_lanes` jobs of one length
-/// and direction.
+/// One group of [`chacha_groups`]: `members` are `k.chacha_lanes` jobs of one
+/// direction, and of one length when `text`.
 ///
 /// # Safety
 /// As [`chacha`].
