@@ -173,25 +173,62 @@ unsafe fn chacha_group(
     }
 }
 
-/// The MAC input of one job as up to four runs of whole blocks: aad, its padded
-/// tail, text, then the padded text tail and the lengths (from `tail`).
-/// Written in place: building an array and returning it made the copy wait on a
-/// store-to-load forward that fails for the variable-index stores.
-fn segments(j: &Job, base: *const u8, tail: *const u8, s: &mut [(*const u8, usize); 4]) -> usize {
+/// Where a run of whole MAC input blocks lies: in packet memory (the aad, the
+/// text) or in the job's tail slot (see [`fill_tail`]).
+#[derive(Clone, Copy)]
+enum Part {
+    Aad,
+    AadTail,
+    Text,
+    /// The text's padded last block, then the lengths.
+    TextTail,
+    /// The lengths alone.
+    Lengths,
+}
+
+/// The MAC input of a job as up to four runs of whole blocks: aad, its padded
+/// tail, text, then the padded text tail and the lengths. Jobs of one shape (the
+/// same aad and text lengths) have the same parts.
+fn parts(j: &Job, s: &mut [(Part, usize); 4]) -> usize {
     let mut n = 0;
-    let mut push = |p: *const u8, blocks: usize| {
+    let mut push = |part: Part, blocks: usize| {
         if blocks > 0 {
-            s[n] = (p, blocks);
+            s[n] = (part, blocks);
             n += 1;
         }
     };
-    push(base.wrapping_add(j.aad), j.aad_len / 16);
-    push(tail, !j.aad_len.is_multiple_of(16) as usize);
-    push(base.wrapping_add(j.text), j.len / 16);
+    push(Part::Aad, j.aad_len / 16);
+    push(Part::AadTail, !j.aad_len.is_multiple_of(16) as usize);
+    push(Part::Text, j.len / 16);
     if !j.len.is_multiple_of(16) {
-        push(tail.wrapping_add(16), 2);
+        push(Part::TextTail, 2);
     } else {
-        push(tail.wrapping_add(32), 1);
+        push(Part::Lengths, 1);
+    }
+    n
+}
+
+/// Where each [`Part`] of job `j` starts, its tail slot at `tail`.
+fn part_starts(j: &Job, base: *const u8, tail: *const u8) -> [*const u8; 5] {
+    [
+        base.wrapping_add(j.aad),
+        tail,
+        base.wrapping_add(j.text),
+        tail.wrapping_add(16),
+        tail.wrapping_add(32),
+    ]
+}
+
+/// The MAC input of one job as up to four runs of whole blocks (see [`parts`]),
+/// each as where it starts and how many blocks.
+/// Written in place: building an array and returning it made the copy wait on a
+/// store-to-load forward that fails for the variable-index stores.
+fn segments(j: &Job, base: *const u8, tail: *const u8, s: &mut [(*const u8, usize); 4]) -> usize {
+    let mut p = [(Part::Lengths, 0); 4];
+    let n = parts(j, &mut p);
+    let starts = part_starts(j, base, tail);
+    for (s, &(part, blocks)) in s.iter_mut().zip(&p[..n]) {
+        *s = (starts[part as usize], blocks);
     }
     n
 }
@@ -351,10 +388,10 @@ pub(crate) unsafe fn poly_groups(
 }
 
 /// Where each lane of a group reads and writes. Made once per [`poly_groups`] and
-/// overwritten by each group: made afresh per group, its kilobyte of zeros cost as
-/// much as the group's tags.
+/// overwritten by each group: made afresh per group, its zeros cost as much as the
+/// group's tags.
 struct GroupLanes {
-    segs: [[(*const u8, usize); 4]; MAX_LANES],
+    starts: [[*const u8; 5]; MAX_LANES],
     keys: [*const u8; MAX_LANES],
     macs: [*mut u8; MAX_LANES],
 }
@@ -362,14 +399,15 @@ struct GroupLanes {
 impl GroupLanes {
     fn new() -> GroupLanes {
         GroupLanes {
-            segs: [[(core::ptr::null(), 0); 4]; MAX_LANES],
+            starts: [[core::ptr::null(); 5]; MAX_LANES],
             keys: [core::ptr::null(); MAX_LANES],
             macs: [core::ptr::null_mut(); MAX_LANES],
         }
     }
 }
 
-/// One group of [`poly_groups`]: `members` are `k.lanes` jobs of one shape.
+/// One group of [`poly_groups`]: `members` are `k.lanes` jobs of one shape, so one
+/// list of parts serves every lane, and only where each part starts differs.
 ///
 /// # Safety
 /// As [`poly_groups`].
@@ -386,27 +424,43 @@ unsafe fn poly_group(
     tail: *mut [u8; 48],
     mac: *mut [u8; 16],
 ) {
-    let GroupLanes { segs, keys, macs } = lanes;
-    let mut n = 0;
+    let GroupLanes { starts, keys, macs } = lanes;
+    let first = &jobs[members[0] as usize];
+    let mut plan = [(Part::Lengths, 0); 4];
+    let n = parts(first, &mut plan);
+    // Without a partial aad or text block (WireGuard's packets) the tail holds only
+    // the lengths, which one shape shares: written once, in the first job's slot,
+    // and read by every lane.
+    let shared = (first.aad_len.is_multiple_of(16) && first.len.is_multiple_of(16)).then(|| {
+        let t = tail.wrapping_add(members[0] as usize);
+        // SAFETY: the first job's slot exists and its ranges are in the memory (caller).
+        unsafe { fill_tail(first, base, &mut *t) };
+        t.cast_const().cast::<u8>()
+    });
     for (lane, &i) in members.iter().enumerate() {
         let (i, j) = (i as usize, &jobs[i as usize]);
-        // SAFETY: slots i exist and the job's ranges are in the memory (caller).
-        let t = unsafe { &mut *tail.add(i) };
-        unsafe { fill_tail(j, base, t) };
-        // One shape: every lane has the same segments, of the same lengths.
-        n = segments(j, base, t.as_ptr(), &mut segs[lane]);
+        let t = match shared {
+            Some(t) => t,
+            None => {
+                // SAFETY: slot i exists and the job's ranges are in the memory (caller).
+                let t = unsafe { &mut *tail.add(i) };
+                unsafe { fill_tail(j, base, t) };
+                t.as_ptr()
+            }
+        };
+        starts[lane] = part_starts(j, base, t);
         keys[lane] = otk.wrapping_add(i).cast();
         macs[lane] = mac.wrapping_add(i).cast();
     }
     // SAFETY: every lane's key slot holds 32 readable bytes and its mac slot 16
-    // writable ones (caller); each segment's blocks are in the memory or the tail.
+    // writable ones (caller); each part's blocks are in the memory or the tail.
     unsafe {
         (group.start)(st, keys);
-        for s in 0..n {
-            for (p, seg) in st.ptr.iter_mut().zip(segs.iter()).take(k.lanes) {
-                *p = seg[s].0;
+        for &(part, blocks) in &plan[..n] {
+            for (p, at) in st.ptr.iter_mut().zip(starts.iter()).take(k.lanes) {
+                *p = at[part as usize];
             }
-            (k.poly)(st, segs[0][s].1);
+            (k.poly)(st, blocks);
         }
         (group.tags)(st, keys, macs);
     }
