@@ -141,19 +141,26 @@ pub(crate) fn run_vector(
     // `mem` and `scratch` just before each pass, and neither is otherwise used until
     // the pass returns. Slots of `scratch` exist for every job index (reset above).
 
+    // A data path's vector is usually all one direction: the passes of the other
+    // are skipped, not run over an empty list.
+    let decrypts = jobs.iter().filter(|j| j.decrypt).count();
+    let encrypts = jobs.len() - decrypts;
+
     // 1. One-time keys of decryptions, needed first; encryptions make theirs in the
     // same pass as their text (pass 3).
-    lists.pick.clear();
-    lists
-        .pick
-        .extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
-    // SAFETY: as stated at the top of this function.
-    unsafe { chacha_pass(k, jobs, lists, scratch, mem, false) };
+    if decrypts > 0 {
+        lists.pick.clear();
+        lists
+            .pick
+            .extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
+        // SAFETY: as stated at the top of this function.
+        unsafe { chacha_pass(k, jobs, lists, scratch, mem, false) };
 
-    // 2. Tags of decryptions, checked before any of their plaintext is made.
-    mac_pass(k, jobs, lists, scratch, mem, true);
-    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| j.decrypt) {
-        ops[j.op].status = verdict(&scratch.mac[i], &mem[j.tag..j.tag + 16]);
+        // 2. Tags of decryptions, checked before any of their plaintext is made.
+        mac_pass(k, jobs, lists, scratch, mem, true);
+        for (i, j) in jobs.iter().enumerate().filter(|(_, j)| j.decrypt) {
+            ops[j.op].status = verdict(&scratch.mac[i], &mem[j.tag..j.tag + 16]);
+        }
     }
 
     // 3. ChaCha20 over encryptions and decryptions that verified.
@@ -177,16 +184,20 @@ pub(crate) fn run_vector(
     }
 
     // 4. Tags of encryptions.
-    mac_pass(k, jobs, lists, scratch, mem, false);
-    for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.decrypt) {
-        mem[j.tag..j.tag + 16].copy_from_slice(&scratch.mac[i]);
-        ops[j.op].status = OpStatus::Ok;
+    if encrypts > 0 {
+        mac_pass(k, jobs, lists, scratch, mem, false);
+        for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.decrypt) {
+            mem[j.tag..j.tag + 16].copy_from_slice(&scratch.mac[i]);
+            ops[j.op].status = OpStatus::Ok;
+        }
     }
 
     // 5. No unauthenticated output: a failed decryption leaves zeros.
-    for j in jobs.iter().filter(|j| j.decrypt) {
-        if ops[j.op].status != OpStatus::Ok {
-            mem[j.text..j.text + j.len].fill(0);
+    if decrypts > 0 {
+        for j in jobs.iter().filter(|j| j.decrypt) {
+            if ops[j.op].status != OpStatus::Ok {
+                mem[j.text..j.text + j.len].fill(0);
+            }
         }
     }
 }
