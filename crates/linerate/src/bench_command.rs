@@ -54,7 +54,7 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
     let rows = bench::run(&opts)?;
     if let Some(r) = rows.first() {
         println!(
-            "chacha20-poly1305 ran on {} (op length: inner size padded to 16); raw = the engine of each size alone on one core, sealing and opening each op (seal-only: sealing alone, as bench crypto does); graph/raw is per worker",
+            "chacha20-poly1305 ran on {} (op length: inner size padded to 16); raw = the engine of each size alone on one core, sealing and opening each op (seal-only: sealing alone, as bench crypto does); graph/raw is per worker (with --repeat, the median of each run's own ratio)",
             r.choice
         );
     }
@@ -105,7 +105,7 @@ fn l2(opts: &bench::Options, json_path: Option<String>) -> Result<(), String> {
         bench::machine()
     );
     println!(
-        "counted: packet operations (an encryption or a decryption) x inner IP packet size (the L2 frame adds its Ethernet header, VXLAN 36 bytes more); clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op on the text the tunnel seals: for L2 the VXLAN packet padded to 16 (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker"
+        "counted: packet operations (an encryption or a decryption) x inner IP packet size (the L2 frame adds its Ethernet header, VXLAN 36 bytes more); clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op on the text the tunnel seals: for L2 the VXLAN packet padded to 16 (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker (with --repeat, the median of each run's own ratio)"
     );
     let (l2_rows, wg_rows) = bench_l2_graph::turns(opts)?;
     print_beside_wireguard("L2", "L2 over VXLAN over WireGuard", &l2_rows, &wg_rows);
@@ -151,7 +151,7 @@ fn esp(
         bench::machine()
     );
     println!(
-        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout: its AAD, and the text it seals for the inner size, padding and trailer included (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker"
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout: its AAD, and the text it seals for the inner size, padding and trailer included (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker (with --repeat, the median of each run's own ratio)"
     );
     let (esp_rows, wg_rows) = bench_esp_graph::turns(opts, alg)?;
     print_beside_wireguard("ESP", &format!("ESP, {alg}"), &esp_rows, &wg_rows);
