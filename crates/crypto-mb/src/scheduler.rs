@@ -142,38 +142,49 @@ pub(crate) fn run_vector(
     // the pass returns. Slots of `scratch` exist for every job index (reset above).
 
     // A data path's vector is usually all one direction: the passes of the other
-    // are skipped, not run over an empty list.
+    // are skipped, not run over an empty list, and the lane order serves a pass
+    // as it is where every job of the list qualifies.
     let decrypts = jobs.iter().filter(|j| j.decrypt).count();
     let encrypts = jobs.len() - decrypts;
+    let Lists {
+        lane,
+        block,
+        pick,
+        rest,
+    } = lists;
 
     // 1. One-time keys of decryptions, needed first; encryptions make theirs in the
     // same pass as their text (pass 3).
+    let mut failed = 0;
     if decrypts > 0 {
-        lists.pick.clear();
-        lists
-            .pick
-            .extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
+        pick.clear();
+        pick.extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
         // SAFETY: as stated at the top of this function.
-        unsafe { chacha_pass(k, jobs, lists, scratch, mem, false) };
+        unsafe { chacha_pass(k, jobs, pick, rest, scratch, mem, false) };
 
         // 2. Tags of decryptions, checked before any of their plaintext is made.
-        mac_pass(k, jobs, lists, scratch, mem, true);
+        let order = one_direction(jobs, lane, pick, encrypts == 0, true);
+        mac_pass(k, jobs, order, block, rest, scratch, mem, true);
         for (i, j) in jobs.iter().enumerate().filter(|(_, j)| j.decrypt) {
             ops[j.op].status = verdict(&scratch.mac[i], &mem[j.tag..j.tag + 16]);
+            failed += (ops[j.op].status != OpStatus::Ok) as usize;
         }
     }
 
     // 3. ChaCha20 over encryptions and decryptions that verified.
     let wanted = |j: &Job| !j.decrypt || ops[j.op].status == OpStatus::Ok;
-    lists.pick.clear();
-    lists
-        .pick
-        .extend(lists.lane.iter().filter(|&&i| wanted(&jobs[i as usize])));
+    let order: &[u32] = if failed == 0 {
+        lane
+    } else {
+        pick.clear();
+        pick.extend(lane.iter().filter(|&&i| wanted(&jobs[i as usize])));
+        pick
+    };
     // SAFETY: as stated at the top of this function.
-    unsafe { chacha_pass(k, jobs, lists, scratch, mem, true) };
+    unsafe { chacha_pass(k, jobs, order, rest, scratch, mem, true) };
     let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
-    for &i in &lists.block {
+    for &i in block.iter() {
         let j = &jobs[i as usize];
         if wanted(j) {
             // SAFETY: as above; slot i exists.
@@ -185,7 +196,8 @@ pub(crate) fn run_vector(
 
     // 4. Tags of encryptions.
     if encrypts > 0 {
-        mac_pass(k, jobs, lists, scratch, mem, false);
+        let order = one_direction(jobs, lane, pick, decrypts == 0, false);
+        mac_pass(k, jobs, order, block, rest, scratch, mem, false);
         for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.decrypt) {
             mem[j.tag..j.tag + 16].copy_from_slice(&scratch.mac[i]);
             ops[j.op].status = OpStatus::Ok;
@@ -193,7 +205,7 @@ pub(crate) fn run_vector(
     }
 
     // 5. No unauthenticated output: a failed decryption leaves zeros.
-    if decrypts > 0 {
+    if failed > 0 {
         for j in jobs.iter().filter(|j| j.decrypt) {
             if ops[j.op].status != OpStatus::Ok {
                 mem[j.text..j.text + j.len].fill(0);
@@ -202,77 +214,81 @@ pub(crate) fn run_vector(
     }
 }
 
-/// ChaCha20 through the lanes for the jobs in `lists.pick` (see `lane_path::chacha`
-/// for `text`): whole groups of one shape first, the rest lane by lane.
+/// The lane order's jobs of one direction: the lane order itself when `all` of
+/// them are of it, else those picked out into `pick`.
+fn one_direction<'a>(
+    jobs: &[Job],
+    lane: &'a [u32],
+    pick: &'a mut Vec<u32>,
+    all: bool,
+    decrypt: bool,
+) -> &'a [u32] {
+    if all {
+        return lane;
+    }
+    pick.clear();
+    pick.extend(
+        lane.iter()
+            .filter(|&&i| jobs[i as usize].decrypt == decrypt),
+    );
+    pick
+}
+
+/// ChaCha20 through the lanes for the jobs in `order` (see `lane_path::chacha` for
+/// `text`): whole groups of one shape first, the rest lane by lane.
 ///
 /// # Safety
-/// As in `run_vector`, for the jobs in `lists.pick`.
+/// As in `run_vector`, for the jobs in `order`.
 unsafe fn chacha_pass(
     k: &Kernels,
     jobs: &[Job],
-    lists: &mut Lists,
+    order: &[u32],
+    rest: &mut Vec<u32>,
     scratch: &mut Scratch,
     mem: &mut [u8],
     text: bool,
 ) {
     let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
-    lists.rest.clear();
+    rest.clear();
     // SAFETY: as the caller guarantees.
     unsafe {
-        lane_path::chacha_groups(k, jobs, &lists.pick, otk, base, text, &mut lists.rest);
-        lane_path::chacha(k, jobs, &lists.rest, otk, base, text);
+        lane_path::chacha_groups(k, jobs, order, otk, base, text, rest);
+        lane_path::chacha(k, jobs, rest, otk, base, text);
     }
 }
 
-/// Poly1305 over the jobs of one direction, lanes and block path, into `scratch.mac`.
+/// Poly1305 over `order` (the lane order's jobs of one direction) and the block
+/// path's jobs of that direction, into `scratch.mac`.
+#[allow(clippy::too_many_arguments)]
 fn mac_pass(
     k: &Kernels,
     jobs: &[Job],
-    lists: &mut Lists,
+    order: &[u32],
+    block: &[u32],
+    rest: &mut Vec<u32>,
     scratch: &mut Scratch,
     mem: &mut [u8],
     decrypt: bool,
 ) {
-    lists.pick.clear();
-    lists.pick.extend(
-        lists
-            .lane
-            .iter()
-            .filter(|&&i| jobs[i as usize].decrypt == decrypt),
-    );
     let base = mem.as_ptr();
     let (otk, tail) = (scratch.otk.as_ptr(), scratch.tail.as_mut_ptr());
-    if let Some(group) = &k.poly_group {
-        // Whole groups of one shape first; what is left goes lane by lane below.
-        lists.rest.clear();
-        let mac = scratch.mac.as_mut_ptr();
-        // SAFETY: as in `run_vector`; this pass only reads packet memory.
-        unsafe {
-            lane_path::poly_groups(
-                k,
-                group,
-                jobs,
-                &lists.pick,
-                base,
-                otk,
-                tail,
-                mac,
-                &mut lists.rest,
-            )
-        };
-        core::mem::swap(&mut lists.pick, &mut lists.rest);
-    }
+    // Whole groups of one shape first where the path has them; what is left goes
+    // lane by lane below.
+    rest.clear();
+    let lanes: &[u32] = match &k.poly_group {
+        Some(group) => {
+            let mac = scratch.mac.as_mut_ptr();
+            // SAFETY: as in `run_vector`; this pass only reads packet memory.
+            unsafe { lane_path::poly_groups(k, group, jobs, order, base, otk, tail, mac, rest) };
+            rest
+        }
+        None => order,
+    };
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
-    unsafe { lane_path::poly(k, jobs, &lists.pick, base, otk, tail, &mut scratch.acc) };
-    lane_path::finish(
-        k.radix,
-        &lists.pick,
-        &scratch.acc,
-        &scratch.otk,
-        &mut scratch.mac,
-    );
-    for &i in &lists.block {
+    unsafe { lane_path::poly(k, jobs, lanes, base, otk, tail, &mut scratch.acc) };
+    lane_path::finish(k.radix, lanes, &scratch.acc, &scratch.otk, &mut scratch.mac);
+    for &i in block {
         let (i, j) = (i as usize, &jobs[i as usize]);
         if j.decrypt == decrypt {
             // SAFETY: as above.
