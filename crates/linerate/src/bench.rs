@@ -467,7 +467,8 @@ pub(crate) fn drive<G: Loopback>(mut g: G, size: Size, seconds: f64) -> Result<M
 }
 
 /// Runs every size on each worker count (the workers at once, summed), `repeat`
-/// times in turns, and keeps each point's median run (by Mpps).
+/// times in turns, and keeps each point's median run (by Mpps) with the median of
+/// the runs' graph-over-raw ratios (see `median_run`).
 pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
     let build =
         |workers: usize, peers: usize| graphs(opts.engine.as_deref(), workers, peers, opts.spread);
@@ -476,7 +477,8 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
 
 /// `build`'s graphs and the WireGuard graph on the same workers, each point
 /// `repeat` times in turns (the other graph, WireGuard, the other, ...), the median
-/// run of each kept: the two compared under the same load of the machine.
+/// run of each kept (as [`run`] keeps it): the two compared under the same load of
+/// the machine.
 pub(crate) fn beside_wireguard<G: Loopback>(
     opts: &Options,
     build: &Build<G>,
@@ -496,7 +498,7 @@ pub(crate) fn beside_wireguard<G: Loopback>(
     Ok((medians(other), medians(wg)))
 }
 
-/// Per point, the run of median Mpps.
+/// Per point, the run of median Mpps with the median ratio (see [`median_run`]).
 fn medians(runs: Vec<Vec<Row>>) -> Vec<Row> {
     let points = runs.first().map_or(0, Vec::len);
     (0..points)

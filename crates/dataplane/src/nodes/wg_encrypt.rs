@@ -150,8 +150,8 @@ impl AeadStage for WgEncrypt {
         }
         let buf = cx.arena.buffer_mut(h);
         if padded > inner_len {
-            // A length already a multiple of 16 needs none, and an empty fill still
-            // calls memset.
+            // Often there is nothing to pad (a length already a multiple of 16, or
+            // at the MTU), and an empty fill still calls memset.
             buf[start + inner_len..start + padded].fill(0);
         }
         let header = start - TRANSPORT_HEADER_LEN;
