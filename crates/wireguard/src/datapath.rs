@@ -200,6 +200,19 @@ impl CounterBlocks {
         Some(counter)
     }
 
+    /// The next counter of this worker's block for the session with `serial`, if it
+    /// holds one with counters left; a session's first counter, and a fresh block,
+    /// come from [`CounterBlocks::take`].
+    pub fn next_of(&mut self, serial: u64) -> Option<u64> {
+        let block = self
+            .blocks
+            .iter_mut()
+            .find(|b| b.serial == serial && b.next < b.end)?;
+        let counter = block.next;
+        block.next += 1;
+        Some(counter)
+    }
+
     /// Lets go of every block (the end of a run, or a new view).
     pub fn clear(&mut self) {
         self.blocks.clear();
@@ -288,6 +301,7 @@ impl Follower {
             counter,
             receiver_index: k.remote_index,
             endpoint,
+            serial: k.serial,
         })
     }
 
@@ -337,12 +351,26 @@ impl Follower {
 
     /// The session a receive ticket names, if the view still has it.
     fn session(&self, t: &RecvTicket) -> Result<&Keypair, DropReason> {
-        let (_, k) = self
+        let (_, k) = self.session_by_index(t.local_index)?;
+        Ok(k)
+    }
+
+    /// The peer and session the view has for our index `local_index`.
+    pub(crate) fn session_by_index(
+        &self,
+        local_index: u32,
+    ) -> Result<(PeerId, &Arc<Keypair>), DropReason> {
+        let (peer, k) = self
             .view
             .sessions
-            .get(&t.local_index)
+            .get(&local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        Ok(k)
+        Ok((*peer, k))
+    }
+
+    /// This worker's blocks of send counters.
+    pub(crate) fn blocks_mut(&mut self) -> &mut CounterBlocks {
+        &mut self.blocks
     }
 
     /// Is `inner_src` one of the allowed IPs of the peer `t` names?

@@ -18,6 +18,7 @@
 mod config;
 mod handshake;
 mod index;
+mod run_tickets;
 pub(crate) mod timers;
 mod transport;
 mod view;
@@ -25,6 +26,7 @@ mod view;
 pub(crate) use transport::{commit_on, recv_ticket_on};
 
 pub use config::PeerInfo;
+pub use run_tickets::RecvRun;
 pub use transport::{RecvTicket, SendError, SendTicket};
 
 use crate::allowed_ips::AllowedIps;

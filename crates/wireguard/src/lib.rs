@@ -24,7 +24,7 @@ pub mod tai64n;
 
 pub use allowed_ips::{AllowedIps, Prefix};
 pub use datapath::{Activity, Follower, ViewCell};
-pub use device::{Action, Device, PeerInfo, RecvTicket, SendError, SendTicket};
+pub use device::{Action, Device, PeerInfo, RecvRun, RecvTicket, SendError, SendTicket};
 pub use drop::DropReason;
 pub use peer::PeerId;
 pub use runs::{ReceivedRun, RunTally, SentRun};

@@ -24,6 +24,9 @@ pub struct SendTicket {
     pub counter: u64,
     pub receiver_index: u32,
     pub endpoint: SocketAddr,
+    /// The session's [`Keypair::serial`]: what a later ticket of the same frame is
+    /// taken on ([`Device::send_ticket_after`]).
+    pub serial: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +69,7 @@ impl Device {
             counter,
             receiver_index: k.remote_index,
             endpoint,
+            serial: k.serial,
         })
     }
 

@@ -1,0 +1,188 @@
+//! Tickets for a run of packets on one session within one frame: the session is
+//! found once (by receiver index, or by peer), and each further packet of the run
+//! only has its counter checked or taken. Nothing a frame's preparation does changes
+//! a peer's sessions or endpoint, and the frame reads one clock, so what was found
+//! for the frame's first packet on a session holds for the rest of the frame. A
+//! caller keeps a run for one frame at most: between frames a handshake may replace
+//! the session, or a report move the endpoint.
+
+use super::Device;
+use super::transport::{RecvTicket, SendTicket, recv_ticket_on};
+use crate::datapath::Follower;
+use crate::drop::DropReason;
+use crate::keypair::Keypair;
+use crate::peer::PeerId;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The session a receiver index names, held for the frame's packets that carry it.
+pub struct RecvRun {
+    index: u32,
+    peer: PeerId,
+    keypair: Arc<Keypair>,
+}
+
+impl RecvRun {
+    /// The receiver index the run was found by.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The ticket for a packet of the run with `counter`, or why it may not be
+    /// decrypted now (see [`Device::recv_ticket`]). Changes nothing.
+    pub fn ticket(&self, counter: u64, now: Instant) -> Result<RecvTicket, DropReason> {
+        recv_ticket_on(self.peer, &self.keypair, counter, now)
+    }
+}
+
+impl Device {
+    /// The session for packets with `receiver_index`, to take their tickets on.
+    pub fn recv_run(&self, receiver_index: u32) -> Result<RecvRun, DropReason> {
+        let peer = self
+            .index_owner(receiver_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        let p = self.peer(peer).ok_or(DropReason::UnknownIndex)?;
+        let (_, k) = p
+            .keypairs
+            .find(receiver_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        Ok(RecvRun {
+            index: receiver_index,
+            peer,
+            keypair: k.clone(),
+        })
+    }
+
+    /// The ticket after `prev`, one this frame took: the same session, key and
+    /// endpoint with the next counter of this worker's block; `None` when the block
+    /// is used up (take a full ticket then, [`Device::send_ticket`]).
+    pub fn send_ticket_after(&mut self, prev: &SendTicket) -> Option<SendTicket> {
+        let counter = self.send_blocks.next_of(prev.serial)?;
+        Some(SendTicket { counter, ..*prev })
+    }
+}
+
+impl Follower {
+    /// The session for packets with `receiver_index`, to take their tickets on.
+    pub fn recv_run(&self, receiver_index: u32) -> Result<RecvRun, DropReason> {
+        let (peer, k) = self.session_by_index(receiver_index)?;
+        Ok(RecvRun {
+            index: receiver_index,
+            peer,
+            keypair: k.clone(),
+        })
+    }
+
+    /// As [`Device::send_ticket_after`], from this worker's blocks.
+    pub fn send_ticket_after(&mut self, prev: &SendTicket) -> Option<SendTicket> {
+        let counter = self.blocks_mut().next_of(prev.serial)?;
+        Some(SendTicket { counter, ..*prev })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::DropReason;
+    use crate::datapath::{COUNTER_BLOCK, Follower};
+    use crate::device::SendTicket;
+    use std::collections::HashSet;
+    use std::time::Instant;
+
+    fn same_session(a: &SendTicket, b: &SendTicket) -> bool {
+        (a.key, a.receiver_index, a.endpoint, a.serial)
+            == (b.key, b.receiver_index, b.endpoint, b.serial)
+    }
+
+    #[test]
+    fn tickets_after_the_first_continue_its_block_and_stop_where_it_ends() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.handshake(now);
+        p.a.end_run(); // a fresh block: the handshake may have taken from one
+        let first = p.a.send_ticket(p.b_in_a, now).unwrap();
+        let mut last = first;
+        for n in 1..COUNTER_BLOCK {
+            let t = p.a.send_ticket_after(&last).expect("counters left");
+            assert_eq!(t.counter, first.counter + n);
+            assert!(same_session(&t, &first));
+            last = t;
+        }
+        assert!(
+            p.a.send_ticket_after(&last).is_none(),
+            "the block is used up"
+        );
+        let next = p.a.send_ticket(p.b_in_a, now).unwrap();
+        assert_eq!(next.counter, first.counter + COUNTER_BLOCK);
+        p.a.end_run();
+        assert!(
+            p.a.send_ticket_after(&next).is_none(),
+            "no block outlives the run"
+        );
+    }
+
+    #[test]
+    fn owner_and_followers_taking_tickets_after_others_never_share_a_counter() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.handshake(now);
+        p.a.publish();
+        let mut followers: Vec<Follower> = (0..3).map(|_| Follower::new(p.a.view_cell())).collect();
+        let mut seen = HashSet::new();
+        for round in 0..20 {
+            let t = p.a.send_ticket(p.b_in_a, now).unwrap();
+            assert!(seen.insert(t.counter), "owner: {}", t.counter);
+            for f in &mut followers {
+                let mut last = f.send_ticket(p.b_in_a, now).unwrap();
+                assert!(seen.insert(last.counter), "follower: {}", last.counter);
+                for _ in 0..(round % 7) * 60 {
+                    last = match f.send_ticket_after(&last) {
+                        Some(t) => t,
+                        None => f.send_ticket(p.b_in_a, now).unwrap(),
+                    };
+                    assert!(seen.insert(last.counter), "follower: {}", last.counter);
+                }
+                f.end_run();
+            }
+        }
+    }
+
+    #[test]
+    fn a_receive_run_checks_each_counter_as_a_ticket_does() {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.handshake(now);
+        p.b.publish();
+        let follower = Follower::new(p.b.view_cell());
+        let t = p.a.send_ticket(p.b_in_a, now).unwrap();
+        let runs = [
+            p.b.recv_run(t.receiver_index).unwrap(),
+            follower.recv_run(t.receiver_index).unwrap(),
+        ];
+        let want = p.b.recv_ticket(t.receiver_index, t.counter, now).unwrap();
+        for run in &runs {
+            assert_eq!(run.index(), t.receiver_index);
+            let got = run.ticket(t.counter, now).unwrap();
+            assert_eq!(
+                (got.peer, got.key, got.local_index),
+                (want.peer, want.key, want.local_index)
+            );
+        }
+        let mut accepted = [false];
+        p.b.commit_counters(&want, &[t.counter], &mut accepted)
+            .unwrap();
+        assert_eq!(accepted, [true]);
+        for run in &runs {
+            assert_eq!(run.ticket(t.counter, now).err(), Some(DropReason::Replay));
+            assert!(run.ticket(t.counter + 1, now).is_ok());
+        }
+        assert_eq!(
+            p.b.recv_run(t.receiver_index ^ 1).err(),
+            Some(DropReason::UnknownIndex)
+        );
+        assert_eq!(
+            follower.recv_run(t.receiver_index ^ 1).err(),
+            Some(DropReason::UnknownIndex)
+        );
+    }
+}
