@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 use wire::ethernet::MacAddr;
 use wireguard::{
-    Device, DropReason, PeerId, ReceivedRun, RecvTicket, RunTally, SendError, SendTicket, SentRun,
+    Device, DropReason, PeerId, ReceivedRun, RecvRun, RecvTicket, RunTally, SendError, SendTicket,
+    SentRun,
 };
 
 /// Packets waiting on handshakes may hold at most 1/this of the arena.
@@ -100,6 +101,15 @@ impl WgTunnel {
         }
     }
 
+    /// The ticket after `prev`, one this frame took on the same session, or `None`
+    /// when this worker's block is used up (see `wireguard::Device::send_ticket_after`).
+    pub(crate) fn send_ticket_after(&mut self, prev: &SendTicket) -> Option<SendTicket> {
+        match &mut self.follower {
+            Some(f) => f.follower.send_ticket_after(prev),
+            None => self.device.send_ticket_after(prev),
+        }
+    }
+
     /// One packet sent to `peer`: told to the device (or, on a follower, the run's
     /// report) once its run ends (see `wireguard::runs`).
     pub(crate) fn note_sent(
@@ -114,15 +124,12 @@ impl WgTunnel {
         }
     }
 
-    pub(crate) fn recv_ticket(
-        &self,
-        index: u32,
-        counter: u64,
-        now: Instant,
-    ) -> Result<RecvTicket, DropReason> {
+    /// The session for packets with receiver index `index`, held for one frame's
+    /// packets on it (see `wireguard::RecvRun`).
+    pub(crate) fn recv_run(&self, index: u32) -> Result<RecvRun, DropReason> {
         match &self.follower {
-            Some(f) => f.follower.recv_ticket(index, counter, now),
-            None => self.device.recv_ticket(index, counter, now),
+            Some(f) => f.follower.recv_run(index),
+            None => self.device.recv_run(index),
         }
     }
 

@@ -166,6 +166,39 @@ fn a_frame_of_good_and_bad_packets_is_sorted_packet_by_packet() {
     );
 }
 
+/// One frame of inner packets to the peer, with two to an address no peer has
+/// among them: wg-encrypt looks the destination up again wherever it changes and
+/// takes the peer's counters in turn across the frame, so the peer's packets all
+/// arrive, in order, and the strays are counted.
+#[test]
+fn a_frame_to_mixed_destinations_keeps_each_packets_peer() {
+    let mut net = Net::new();
+    assert!(net.ping_a_to_b(0));
+    let to_b = |i: u8| inner_v4([198, 19, 0, 1], [198, 19, 0, 2], &[i; 24]);
+    let stray = inner_v4([198, 19, 0, 1], [198, 19, 0, 77], b"nobody's");
+    let frame = [to_b(1), to_b(2), stray.clone(), to_b(3), stray, to_b(4)];
+    let before = net.b.delivered.len();
+    let strays = |net: &Net| net.counter(false, "wg-encrypt", DropReason::NoPeerForDestination);
+    let counted = strays(&net);
+    net.send_together(false, &frame);
+    let counters: Vec<u64> = net
+        .wire
+        .iter()
+        .map(|(_, bytes, _)| u64::from_le_bytes(bytes[8..16].try_into().expect("a counter")))
+        .collect();
+    assert_eq!(counters.len(), 4, "one datagram per packet to the peer");
+    assert!(
+        counters.windows(2).all(|w| w[1] == w[0] + 1),
+        "the peer's counters in turn: {counters:?}"
+    );
+    net.deliver_together();
+    assert_eq!(
+        net.b.delivered[before..],
+        [to_b(1), to_b(2), to_b(3), to_b(4)]
+    );
+    assert_eq!(strays(&net) - counted, 2);
+}
+
 /// Packets waiting on a handshake stay in their own buffers, but never more than a
 /// quarter of the pool: the excess is dropped with a counter, the pool never grows,
 /// and every buffer comes back once the session is up.

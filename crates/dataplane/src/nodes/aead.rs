@@ -18,6 +18,10 @@ use crypto::{AeadOp, OpStatus};
 pub trait AeadStage: Send + 'static {
     /// What the stage keeps between frames for `finish_frame` (its node owns it).
     type Scratch: Default + Send + 'static;
+    /// What the stage remembers from one packet to the next while it prepares a
+    /// frame (a session found for the frame's first packet on it); made fresh for
+    /// every frame, so nothing it holds outlives the frame.
+    type Memo: Default;
     /// The node that prepares and runs the ops.
     const INFO: NodeInfo;
     /// The node that finishes packets back from an asynchronous engine.
@@ -32,6 +36,7 @@ pub trait AeadStage: Send + 'static {
     /// dropped (counted) or set aside (its `next` set to KEEP).
     fn prepare(
         cx: &mut Context,
+        memo: &mut Self::Memo,
         h: Handle,
         next: &mut u16,
         c: &mut NodeCounters,
@@ -75,8 +80,9 @@ pub struct Done {
 /// A crypto node: one batch of ops per frame.
 pub struct AeadNode<S: AeadStage> {
     ops: Vec<AeadOp>,
-    /// Per op: the packet's place in the frame and how to finish it.
-    pending: Vec<(usize, Resume)>,
+    /// Per op: the packet's place in the frame and how to finish it, written when
+    /// the op is made; the op's status is copied in once the batch has run, so a
+    /// frame's records are built once and not copied again.
     done: Vec<Done>,
     scratch: S::Scratch,
 }
@@ -85,7 +91,6 @@ impl<S: AeadStage> Default for AeadNode<S> {
     fn default() -> Self {
         AeadNode {
             ops: Vec::new(),
-            pending: Vec::new(),
             done: Vec::new(),
             scratch: S::Scratch::default(),
         }
@@ -118,32 +123,32 @@ impl<S: AeadStage> AeadNode<S> {
         c: &mut NodeCounters,
     ) {
         self.ops.clear();
-        self.pending.clear();
-        for (i, &h) in packets.iter().enumerate() {
-            if let Some((op, resume)) = S::prepare(cx, h, &mut next[i], c) {
+        self.done.clear();
+        let mut memo = S::Memo::default();
+        for (index, &h) in packets.iter().enumerate() {
+            if let Some((op, resume)) = S::prepare(cx, &mut memo, h, &mut next[index], c) {
                 self.ops.push(op);
-                self.pending.push((i, resume));
+                self.done.push(Done {
+                    index,
+                    status: op.status,
+                    resume,
+                });
             }
         }
         if self.ops.is_empty() {
             return;
         }
-        let parked = self.pending.iter().map(|&(i, r)| (i, packets[i], r));
+        let parked = self
+            .done
+            .iter()
+            .map(|d| (d.index, packets[d.index], d.resume));
         if S::PARKS && park_frame(cx, &mut self.ops, parked, next) {
             return;
         }
         cx.run_ops(&mut self.ops);
-        self.done.clear();
-        self.done.extend(
-            self.ops
-                .iter()
-                .zip(&self.pending)
-                .map(|(op, &(index, resume))| Done {
-                    index,
-                    status: op.status,
-                    resume,
-                }),
-        );
+        for (d, op) in self.done.iter_mut().zip(&self.ops) {
+            d.status = op.status;
+        }
         S::finish_frame(cx, &mut self.scratch, packets, &self.done, next, c);
     }
 }

@@ -63,6 +63,7 @@ impl EspDecrypt {
 
 impl AeadStage for EspDecrypt {
     type Scratch = ();
+    type Memo = ();
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[TunnelInput::NAME],
@@ -85,6 +86,7 @@ impl AeadStage for EspDecrypt {
     #[inline(always)]
     fn prepare(
         cx: &mut Context,
+        _memo: &mut (),
         h: Handle,
         _next: &mut u16,
         c: &mut NodeCounters,

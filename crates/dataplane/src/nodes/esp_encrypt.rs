@@ -69,6 +69,7 @@ impl EspEncrypt {
 
 impl AeadStage for EspEncrypt {
     type Scratch = ();
+    type Memo = ();
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[IpLookup::NAME],
@@ -91,6 +92,7 @@ impl AeadStage for EspEncrypt {
     #[inline(always)]
     fn prepare(
         cx: &mut Context,
+        _memo: &mut (),
         h: Handle,
         _next: &mut u16,
         c: &mut NodeCounters,

@@ -16,7 +16,7 @@ use crate::nodes::aead::{AeadNode, AeadStage, Done, PostNode};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use std::net::IpAddr;
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData};
-use wireguard::{DropReason, RecvTicket};
+use wireguard::{DropReason, PeerId, RecvRun, RecvTicket};
 
 crate::node_errors! {
     /// Why wg-decrypt (and wg-decrypt-post) drop a packet, besides the protocol's
@@ -36,6 +36,13 @@ enum Next {
 /// The wg-decrypt stage: see the module doc.
 pub struct WgDecrypt;
 
+/// What wg-decrypt remembers while it prepares a frame: the session of the last
+/// receiver index, so that a run of packets on one session finds it once.
+#[derive(Default)]
+pub struct RecvMemo {
+    run: Option<RecvRun>,
+}
+
 impl WgDecrypt {
     pub const NAME: &'static str = "wg-decrypt";
     pub const POST: &'static str = "wg-decrypt-post";
@@ -52,6 +59,7 @@ impl WgDecrypt {
 
 impl AeadStage for WgDecrypt {
     type Scratch = Verified;
+    type Memo = RecvMemo;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Output::TUN],
@@ -75,6 +83,7 @@ impl AeadStage for WgDecrypt {
     #[inline(always)]
     fn prepare(
         cx: &mut Context,
+        memo: &mut RecvMemo,
         h: Handle,
         _next: &mut u16,
         c: &mut NodeCounters,
@@ -85,7 +94,17 @@ impl AeadStage for WgDecrypt {
             return None;
         };
         let (index, counter) = (msg.receiver_index(), msg.counter());
-        let ticket = match cx.tunnels.wg.recv_ticket(index, counter, cx.now) {
+        let run = match &mut memo.run {
+            Some(run) if run.index() == index => run,
+            slot => match cx.tunnels.wg.recv_run(index) {
+                Ok(run) => slot.insert(run),
+                Err(reason) => {
+                    c.drop(DecryptError::from(reason));
+                    return None;
+                }
+            },
+        };
+        let ticket = match run.ticket(counter, cx.now) {
             Ok(t) => t,
             Err(reason) => {
                 c.drop(DecryptError::from(reason));
@@ -142,8 +161,9 @@ impl AeadStage for WgDecrypt {
         c: &mut NodeCounters,
     ) {
         v.clear();
+        let mut sources = SourceMemo::default();
         for d in done {
-            match verify(cx, packets[d.index], d) {
+            match verify(cx, &mut sources, packets[d.index], d) {
                 Ok(p) => v.push(p),
                 Err(e) => {
                     c.drop(e);
@@ -216,9 +236,35 @@ impl Verified {
     }
 }
 
+/// The last inner source checked in a frame, its peer and the verdict: a run of
+/// packets from one host is looked up in the allowed IPs once. Kept for one frame
+/// (the allowed IPs change only between frames).
+#[derive(Default)]
+struct SourceMemo {
+    last: Option<(IpAddr, PeerId, bool)>,
+}
+
+impl SourceMemo {
+    fn allowed(&mut self, cx: &Context, t: &RecvTicket, src: IpAddr) -> bool {
+        match self.last {
+            Some((last, peer, verdict)) if last == src && peer == t.peer => verdict,
+            _ => {
+                let verdict = cx.tunnels.wg.source_allowed(t, src);
+                self.last = Some((src, t.peer, verdict));
+                verdict
+            }
+        }
+    }
+}
+
 /// The checks before a packet's counter is committed: the op's status, the inner
 /// header, and the inner source against the peer's allowed IPs. Changes nothing.
-fn verify(cx: &Context, h: Handle, d: &Done) -> Result<(Packet, u64), DecryptError> {
+fn verify(
+    cx: &Context,
+    sources: &mut SourceMemo,
+    h: Handle,
+    d: &Done,
+) -> Result<(Packet, u64), DecryptError> {
     let Resume::Decrypt { ticket, counter } = d.resume else {
         return Err(DecryptError::NotParked);
     };
@@ -239,7 +285,7 @@ fn verify(cx: &Context, h: Handle, d: &Done) -> Result<(Packet, u64), DecryptErr
         }
     };
     if let Some(src) = inner_src
-        && !cx.tunnels.wg.source_allowed(&ticket, src)
+        && !sources.allowed(cx, &ticket, src)
     {
         return Err(DropReason::SourceNotAllowed.into());
     }

@@ -13,8 +13,9 @@ use crate::inflight::Resume;
 use crate::nodes::Output;
 use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
+use std::net::IpAddr;
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData, padded_len};
-use wireguard::{DropReason, PeerId, SendError};
+use wireguard::{DropReason, PeerId, SendError, SendTicket};
 
 crate::node_errors! {
     /// Why wg-encrypt (and wg-encrypt-post) drop a packet, besides the protocol's
@@ -36,6 +37,15 @@ enum Next {
 /// The wg-encrypt stage: see the module doc.
 pub struct WgEncrypt;
 
+/// What wg-encrypt remembers while it prepares a frame, so that a run of packets
+/// to one peer looks up the allowed IPs and finds the session once: the last
+/// destination and its peer, and the last ticket taken.
+#[derive(Default)]
+pub struct SendMemo {
+    route: Option<(IpAddr, Option<PeerId>)>,
+    ticket: Option<(PeerId, SendTicket)>,
+}
+
 impl WgEncrypt {
     pub const NAME: &'static str = "wg-encrypt";
     pub const POST: &'static str = "wg-encrypt-post";
@@ -52,6 +62,7 @@ impl WgEncrypt {
 
 impl AeadStage for WgEncrypt {
     type Scratch = ();
+    type Memo = SendMemo;
     const INFO: NodeInfo = NodeInfo {
         name: Self::NAME,
         next: &[Output::UDP],
@@ -76,6 +87,7 @@ impl AeadStage for WgEncrypt {
     #[inline(always)]
     fn prepare(
         cx: &mut Context,
+        memo: &mut SendMemo,
         h: Handle,
         next: &mut u16,
         c: &mut NodeCounters,
@@ -90,7 +102,14 @@ impl AeadStage for WgEncrypt {
             }
         } else {
             match wire::ip::addrs(data) {
-                Ok((_, dst)) => wg.peer_for_destination(dst),
+                Ok((_, dst)) => match memo.route {
+                    Some((last, peer)) if last == dst => peer,
+                    _ => {
+                        let peer = wg.peer_for_destination(dst);
+                        memo.route = Some((dst, peer));
+                        peer
+                    }
+                },
                 Err(_) => {
                     c.drop(EncryptError::from(DropReason::BadInnerPacket));
                     return None;
@@ -101,8 +120,15 @@ impl AeadStage for WgEncrypt {
             c.drop(EncryptError::from(DropReason::NoPeerForDestination));
             return None;
         };
-        let ticket = match wg.send_ticket(peer, cx.now) {
-            Ok(t) => t,
+        let after = match &memo.ticket {
+            Some((last, t)) if *last == peer => wg.send_ticket_after(t),
+            _ => None,
+        };
+        let ticket = match after.map_or_else(|| wg.send_ticket(peer, cx.now), Ok) {
+            Ok(t) => {
+                memo.ticket = Some((peer, t));
+                t
+            }
             Err(SendError::NoSession) if wg.follower.is_some() => {
                 // Only the device's owner stages: the packet goes there, copied, and
                 // waits in the owner's queue for the session this worker asked for.

@@ -175,6 +175,21 @@ impl Net {
         self.collect(from_b);
     }
 
+    /// Sends inner packets from A (or B) into its tunnel as one frame, as a driver
+    /// hands a burst read from its TUN.
+    pub fn send_together(&mut self, from_b: bool, packets: &[Vec<u8>]) {
+        let now = self.now;
+        let s = self.site(from_b);
+        let arena = s.graph.context_mut().arena_mut();
+        let frame: Vec<_> = packets
+            .iter()
+            .map(|p| arena.alloc_with(p).expect("arena"))
+            .collect();
+        s.graph.from_tun(&frame);
+        s.graph.run(now);
+        self.collect(from_b);
+    }
+
     /// Moves what a site queued onto the wire and into its "TUN".
     fn collect(&mut self, from_b: bool) {
         let s = self.site(from_b);
