@@ -101,12 +101,12 @@ impl WgTunnel {
         }
     }
 
-    /// The ticket after `prev`, one this frame took on the same session, or `None`
-    /// when this worker's block is used up (see `wireguard::Device::send_ticket_after`).
-    pub(crate) fn send_ticket_after(&mut self, prev: &SendTicket) -> Option<SendTicket> {
+    /// Moves `t`, a ticket this frame took, on to its session's next counter; false
+    /// when this worker's block is used up (see `wireguard::Device::advance_ticket`).
+    pub(crate) fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
         match &mut self.follower {
-            Some(f) => f.follower.send_ticket_after(prev),
-            None => self.device.send_ticket_after(prev),
+            Some(f) => f.follower.advance_ticket(t),
+            None => self.device.advance_ticket(t),
         }
     }
 

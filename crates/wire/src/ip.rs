@@ -123,7 +123,10 @@ fn version(buf: &[u8]) -> Result<u8> {
     buf.first().map(|b| b >> 4).ok_or(Error::Truncated)
 }
 
-/// Source and destination of the IP packet at the start of `buf`.
+/// Source and destination of the IP packet at the start of `buf`. Inlined: the
+/// data path calls it per packet, and a returned pair of addresses that crosses a
+/// call is written and read back through memory.
+#[inline]
 pub fn addrs(buf: &[u8]) -> Result<(IpAddr, IpAddr)> {
     let packet = IpPacket::parse(buf)?;
     Ok((packet.src_addr(), packet.dst_addr()))

@@ -6,7 +6,7 @@
 //! the frame is parked instead and `wg-encrypt-post` finishes it.
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
-use crate::context::Context;
+use crate::context::{Context, WgTunnel};
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FREE, KEEP, NodeInfo};
 use crate::inflight::Resume;
@@ -14,6 +14,7 @@ use crate::nodes::Output;
 use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use std::net::IpAddr;
+use std::time::Instant;
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData, padded_len};
 use wireguard::{DropReason, PeerId, SendError, SendTicket};
 
@@ -44,6 +45,31 @@ pub struct WgEncrypt;
 pub struct SendMemo {
     route: Option<(IpAddr, Option<PeerId>)>,
     ticket: Option<(PeerId, SendTicket)>,
+}
+
+impl SendMemo {
+    /// The ticket for the next packet to `peer`: the last one moved on to its next
+    /// counter when it was `peer`'s, else a new one. Lent from the memo, so that the
+    /// ticket is written once, where it stays.
+    fn ticket(
+        &mut self,
+        wg: &mut WgTunnel,
+        peer: PeerId,
+        now: Instant,
+    ) -> Result<&SendTicket, SendError> {
+        let advanced = match &mut self.ticket {
+            Some((last, t)) if *last == peer => wg.advance_ticket(t),
+            _ => false,
+        };
+        if !advanced {
+            self.ticket = Some((peer, wg.send_ticket(peer, now)?));
+        }
+        // Set just above when it was not advanced.
+        self.ticket
+            .as_ref()
+            .map(|(_, t)| t)
+            .ok_or(SendError::NoSession)
+    }
 }
 
 impl WgEncrypt {
@@ -120,15 +146,8 @@ impl AeadStage for WgEncrypt {
             c.drop(EncryptError::from(DropReason::NoPeerForDestination));
             return None;
         };
-        let after = match &memo.ticket {
-            Some((last, t)) if *last == peer => wg.send_ticket_after(t),
-            _ => None,
-        };
-        let ticket = match after.map_or_else(|| wg.send_ticket(peer, cx.now), Ok) {
-            Ok(t) => {
-                memo.ticket = Some((peer, t));
-                t
-            }
+        let ticket = match memo.ticket(wg, peer, cx.now) {
+            Ok(t) => t,
             Err(SendError::NoSession) if wg.follower.is_some() => {
                 // Only the device's owner stages: the packet goes there, copied, and
                 // waits in the owner's queue for the session this worker asked for.

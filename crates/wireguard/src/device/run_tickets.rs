@@ -53,12 +53,12 @@ impl Device {
         })
     }
 
-    /// The ticket after `prev`, one this frame took: the same session, key and
-    /// endpoint with the next counter of this worker's block; `None` when the block
-    /// is used up (take a full ticket then, [`Device::send_ticket`]).
-    pub fn send_ticket_after(&mut self, prev: &SendTicket) -> Option<SendTicket> {
-        let counter = self.send_blocks.next_of(prev.serial)?;
-        Some(SendTicket { counter, ..*prev })
+    /// Moves `t`, a ticket this frame took, on to the next counter of this
+    /// worker's block for its session (the key, index and endpoint stay); false,
+    /// and `t` untouched, when the block is used up: take a full ticket then
+    /// ([`Device::send_ticket`]).
+    pub fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
+        advance(self.send_blocks.next_of(t.serial), t)
     }
 }
 
@@ -73,10 +73,19 @@ impl Follower {
         })
     }
 
-    /// As [`Device::send_ticket_after`], from this worker's blocks.
-    pub fn send_ticket_after(&mut self, prev: &SendTicket) -> Option<SendTicket> {
-        let counter = self.blocks_mut().next_of(prev.serial)?;
-        Some(SendTicket { counter, ..*prev })
+    /// As [`Device::advance_ticket`], from this worker's blocks.
+    pub fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
+        advance(self.blocks_mut().next_of(t.serial), t)
+    }
+}
+
+fn advance(counter: Option<u64>, t: &mut SendTicket) -> bool {
+    match counter {
+        Some(c) => {
+            t.counter = c;
+            true
+        }
+        None => false,
     }
 }
 
@@ -95,34 +104,29 @@ mod tests {
     }
 
     #[test]
-    fn tickets_after_the_first_continue_its_block_and_stop_where_it_ends() {
+    fn a_ticket_advances_through_its_block_and_stops_where_it_ends() {
         let now = Instant::now();
         let mut p = pair(now);
         p.handshake(now);
         p.a.end_run(); // a fresh block: the handshake may have taken from one
         let first = p.a.send_ticket(p.b_in_a, now).unwrap();
-        let mut last = first;
+        let mut t = first;
         for n in 1..COUNTER_BLOCK {
-            let t = p.a.send_ticket_after(&last).expect("counters left");
+            assert!(p.a.advance_ticket(&mut t), "counters left");
             assert_eq!(t.counter, first.counter + n);
             assert!(same_session(&t, &first));
-            last = t;
         }
-        assert!(
-            p.a.send_ticket_after(&last).is_none(),
-            "the block is used up"
-        );
-        let next = p.a.send_ticket(p.b_in_a, now).unwrap();
+        let last = t;
+        assert!(!p.a.advance_ticket(&mut t), "the block is used up");
+        assert_eq!(t.counter, last.counter, "untouched");
+        let mut next = p.a.send_ticket(p.b_in_a, now).unwrap();
         assert_eq!(next.counter, first.counter + COUNTER_BLOCK);
         p.a.end_run();
-        assert!(
-            p.a.send_ticket_after(&next).is_none(),
-            "no block outlives the run"
-        );
+        assert!(!p.a.advance_ticket(&mut next), "no block outlives the run");
     }
 
     #[test]
-    fn owner_and_followers_taking_tickets_after_others_never_share_a_counter() {
+    fn owner_and_followers_advancing_tickets_never_share_a_counter() {
         let now = Instant::now();
         let mut p = pair(now);
         p.handshake(now);
@@ -136,10 +140,9 @@ mod tests {
                 let mut last = f.send_ticket(p.b_in_a, now).unwrap();
                 assert!(seen.insert(last.counter), "follower: {}", last.counter);
                 for _ in 0..(round % 7) * 60 {
-                    last = match f.send_ticket_after(&last) {
-                        Some(t) => t,
-                        None => f.send_ticket(p.b_in_a, now).unwrap(),
-                    };
+                    if !f.advance_ticket(&mut last) {
+                        last = f.send_ticket(p.b_in_a, now).unwrap();
+                    }
                     assert!(seen.insert(last.counter), "follower: {}", last.counter);
                 }
                 f.end_run();

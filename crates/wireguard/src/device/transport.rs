@@ -25,7 +25,7 @@ pub struct SendTicket {
     pub receiver_index: u32,
     pub endpoint: SocketAddr,
     /// The session's [`Keypair::serial`]: what a later ticket of the same frame is
-    /// taken on ([`Device::send_ticket_after`]).
+    /// taken on ([`Device::advance_ticket`]).
     pub serial: u64,
 }
 
