@@ -223,7 +223,8 @@ impl Message<&[u8]> {
     /// 1 to 4 is [`Error::UnknownType`] with the whole type word; a known
     /// type byte with non-zero reserved bytes is [`Error::ReservedNotZero`];
     /// a handshake or cookie message of the wrong size is
-    /// [`Error::WrongLength`].
+    /// [`Error::WrongLength`]. Inlined: the data path classifies every datagram.
+    #[inline]
     pub fn classify(buf: &[u8]) -> Result<MessageType> {
         let word = *buf.first_chunk::<4>().ok_or(Error::Truncated)?;
         let message_type = match MessageType::from_value(u32::from(word[0])) {

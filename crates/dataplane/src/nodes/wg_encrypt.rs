@@ -51,6 +51,7 @@ impl SendMemo {
     /// The ticket for the next packet to `peer`: the last one moved on to its next
     /// counter when it was `peer`'s, else a new one. Lent from the memo, so that the
     /// ticket is written once, where it stays.
+    #[inline]
     fn ticket(
         &mut self,
         wg: &mut WgTunnel,
