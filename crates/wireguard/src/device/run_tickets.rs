@@ -95,7 +95,9 @@ mod tests {
     use crate::DropReason;
     use crate::datapath::{COUNTER_BLOCK, Follower};
     use crate::device::SendTicket;
+    use crypto::KeyRegistry;
     use std::collections::HashSet;
+    use std::sync::Arc;
     use std::time::Instant;
 
     fn same_session(a: &SendTicket, b: &SendTicket) -> bool {
@@ -126,6 +128,28 @@ mod tests {
     }
 
     #[test]
+    fn a_ticket_advances_only_on_its_own_sessions_block() {
+        let keys = Arc::new(KeyRegistry::new(8));
+        let now = Instant::now();
+        let mut d = device(&keys, now);
+        let id = peer(&mut d);
+        d.install_loopback_session(id, now).unwrap();
+        let mut old = d.send_ticket(id, now).unwrap();
+        // A new session replaces it; the old one's block is still held.
+        d.install_loopback_session(id, now).unwrap();
+        let mut new = d.send_ticket(id, now).unwrap();
+        assert_ne!(old.serial, new.serial);
+        let (o, n) = (old.counter, new.counter);
+        for _ in 0..5 {
+            assert!(d.advance_ticket(&mut old));
+        }
+        assert!(d.advance_ticket(&mut new));
+        assert_eq!(new.counter, n + 1, "from the new session's block");
+        assert!(d.advance_ticket(&mut old));
+        assert_eq!(old.counter, o + 6, "from the old session's block");
+    }
+
+    #[test]
     fn owner_and_followers_advancing_tickets_never_share_a_counter() {
         let now = Instant::now();
         let mut p = pair(now);
@@ -134,8 +158,14 @@ mod tests {
         let mut followers: Vec<Follower> = (0..3).map(|_| Follower::new(p.a.view_cell())).collect();
         let mut seen = HashSet::new();
         for round in 0..20 {
-            let t = p.a.send_ticket(p.b_in_a, now).unwrap();
+            let mut t = p.a.send_ticket(p.b_in_a, now).unwrap();
             assert!(seen.insert(t.counter), "owner: {}", t.counter);
+            for _ in 0..(round % 5) * 70 {
+                if !p.a.advance_ticket(&mut t) {
+                    t = p.a.send_ticket(p.b_in_a, now).unwrap();
+                }
+                assert!(seen.insert(t.counter), "owner: {}", t.counter);
+            }
             for f in &mut followers {
                 let mut last = f.send_ticket(p.b_in_a, now).unwrap();
                 assert!(seen.insert(last.counter), "follower: {}", last.counter);
