@@ -199,6 +199,53 @@ fn a_frame_to_mixed_destinations_keeps_each_packets_peer() {
     assert_eq!(strays(&net) - counted, 2);
 }
 
+/// One frame of data on two sessions of the peer, interleaved: the last packets
+/// sent on a session past its rekey time, and the first on the session the rekey
+/// made. wg-decrypt finds each packet's session by its receiver index again
+/// wherever the index changes, so all four arrive, in order.
+#[test]
+fn a_frame_across_two_sessions_finds_each_packets_session() {
+    let mut net = Net::new();
+    assert!(net.ping_a_to_b(0));
+    // Idle past REKEY_AFTER_TIME: the next data sent asks for a new session.
+    net.advance(Duration::from_secs(121), Duration::from_secs(1));
+    let packet = |i: u8| inner_v4([198, 19, 0, 1], [198, 19, 0, 2], &[i; 36]);
+    let mut sent = Vec::new();
+    for i in [1, 3] {
+        net.send(false, &packet(i));
+        sent.append(&mut net.wire);
+    }
+    let is_data = |d: &(bool, Vec<u8>, std::net::SocketAddr)| d.1[0] == 4;
+    let (old, handshake): (Vec<_>, Vec<_>) = sent.into_iter().partition(is_data);
+    assert_eq!(
+        (old.len(), handshake.len()),
+        (2, 1),
+        "two data, one initiation"
+    );
+    net.wire = handshake;
+    net.deliver();
+    let mut new = Vec::new();
+    for i in [2, 4] {
+        net.send(false, &packet(i));
+        new.append(&mut net.wire);
+    }
+    let index = |d: &(bool, Vec<u8>, std::net::SocketAddr)| d.1[4..8].to_vec();
+    assert!(new.iter().all(is_data));
+    assert_ne!(index(&old[0]), index(&new[0]), "two sessions");
+    let before = net.b.delivered.len();
+    net.wire = vec![
+        old[0].clone(),
+        new[0].clone(),
+        old[1].clone(),
+        new[1].clone(),
+    ];
+    net.deliver_together();
+    assert_eq!(
+        net.b.delivered[before..],
+        [packet(1), packet(2), packet(3), packet(4)]
+    );
+}
+
 /// Packets waiting on a handshake stay in their own buffers, but never more than a
 /// quarter of the pool: the excess is dropped with a counter, the pool never grows,
 /// and every buffer comes back once the session is up.

@@ -20,7 +20,8 @@ pub trait AeadStage: Send + 'static {
     type Scratch: Default + Send + 'static;
     /// What the stage remembers from one packet to the next while it prepares a
     /// frame (a session found for the frame's first packet on it); made fresh for
-    /// every frame, so nothing it holds outlives the frame.
+    /// every frame and dropped once its packets are prepared, so nothing it holds
+    /// outlives the preparation.
     type Memo: Default;
     /// The node that prepares and runs the ops.
     const INFO: NodeInfo;
@@ -135,6 +136,9 @@ impl<S: AeadStage> AeadNode<S> {
                 });
             }
         }
+        // What the memo holds (a session the frame's own commits may retire) is let
+        // go before the ops run and the packets are finished.
+        drop(memo);
         if self.ops.is_empty() {
             return;
         }

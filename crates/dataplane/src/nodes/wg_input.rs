@@ -49,7 +49,8 @@ impl PerPacket for WgInput {
     ) -> Result<u16, InputError> {
         let data = cx.arena.data(h);
         let refused = |e| InputError::from(DropReason::from(e));
-        // Data is nearly every datagram: its type alone sends it on.
+        // Data is nearly every datagram: once its type word and length check
+        // out it goes on; only handshakes are parsed further.
         if Message::classify(data).map_err(refused)? == MessageType::TransportData {
             return Ok(Next::Decrypt as u16);
         }
