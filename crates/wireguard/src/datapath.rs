@@ -325,12 +325,8 @@ impl Follower {
         counter: u64,
         now: Instant,
     ) -> Result<RecvTicket, DropReason> {
-        let (peer, k) = self
-            .view
-            .sessions
-            .get(&receiver_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        crate::device::recv_ticket_on(*peer, k, counter, now)
+        let (peer, k) = self.session_by_index(receiver_index)?;
+        crate::device::recv_ticket_on(peer, k, counter, now)
     }
 
     /// After the tag verified: checks the inner source against the peer's allowed

@@ -38,14 +38,7 @@ impl RecvRun {
 impl Device {
     /// The session for packets with `receiver_index`, to take their tickets on.
     pub fn recv_run(&self, receiver_index: u32) -> Result<RecvRun, DropReason> {
-        let peer = self
-            .index_owner(receiver_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        let p = self.peer(peer).ok_or(DropReason::UnknownIndex)?;
-        let (_, k) = p
-            .keypairs
-            .find(receiver_index)
-            .ok_or(DropReason::UnknownIndex)?;
+        let (peer, k) = self.session_by_index(receiver_index)?;
         Ok(RecvRun {
             index: receiver_index,
             peer,

@@ -15,6 +15,7 @@ use crate::runs::{ReceivedRun, SentRun};
 use crate::staged::Staged;
 use crypto::KeyHandle;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Everything the data path needs to encrypt one packet to a peer.
@@ -152,15 +153,24 @@ impl Device {
         counter: u64,
         now: Instant,
     ) -> Result<RecvTicket, DropReason> {
+        let (id, k) = self.session_by_index(receiver_index)?;
+        recv_ticket_on(id, k, counter, now)
+    }
+
+    /// The peer and session our index `local_index` names.
+    pub(crate) fn session_by_index(
+        &self,
+        local_index: u32,
+    ) -> Result<(PeerId, &Arc<Keypair>), DropReason> {
         let id = self
-            .index_owner(receiver_index)
+            .index_owner(local_index)
             .ok_or(DropReason::UnknownIndex)?;
         let p = self.peer(id).ok_or(DropReason::UnknownIndex)?;
         let (_, k) = p
             .keypairs
-            .find(receiver_index)
+            .find(local_index)
             .ok_or(DropReason::UnknownIndex)?;
-        recv_ticket_on(id, k, counter, now)
+        Ok((id, k))
     }
 
     /// After the tag verified: checks the inner source against the peer's allowed
