@@ -1,10 +1,11 @@
 //! The front ends of `linerate bench` and `linerate bench crypto`: run the measurement,
 //! print its table, write JSON and SVG where asked.
 
-use crate::cli::GraphBench;
+use crate::cli::{CryptoBench, GraphBench};
 use crate::{
     bench, bench_crypto, bench_esp, bench_esp_graph, bench_l2, bench_l2_graph, engines, svg,
 };
+use crypto::Algorithm;
 
 /// `linerate bench`: the whole graph, a table, and optionally JSON and SVG.
 pub fn graph(args: &GraphBench) -> Result<(), String> {
@@ -183,19 +184,33 @@ fn esp(
 }
 
 /// `linerate bench crypto`: raw throughput per engine and algorithm, openssl beside.
-pub fn crypto(
-    engine: Option<&str>,
-    seconds: f64,
-    sizes: &str,
-    repeat: usize,
-    json_path: Option<String>,
-    svg_path: Option<String>,
-    with_openssl: bool,
-) -> Result<(), String> {
-    let sizes: Vec<bench::Size> = sizes
+pub fn crypto(args: &CryptoBench) -> Result<(), String> {
+    let (seconds, repeat) = (args.seconds, args.repeat as usize);
+    let sizes: Vec<bench::Size> = args
+        .sizes
         .split(',')
         .map(|s| bench::Size::parse(s.trim()))
         .collect::<Result<_, _>>()?;
+    let engine_names = match &args.engine {
+        None => None,
+        Some(list) => {
+            let known: Vec<(String, &str)> = engines::names()
+                .into_iter()
+                .map(|n| (n.to_string(), n))
+                .collect();
+            Some(bench_crypto::pick(list, "engine", &known)?)
+        }
+    };
+    let algs = match &args.alg {
+        None => Algorithm::ALL.to_vec(),
+        Some(list) => {
+            let known: Vec<(String, Algorithm)> = Algorithm::ALL
+                .into_iter()
+                .map(|a| (a.name().to_string(), a))
+                .collect();
+            bench_crypto::pick(list, "algorithm", &known)?
+        }
+    };
     println!(
         "linerate bench crypto: one core, batches of 256 in-place encryptions, {seconds} s per point, {}, on {}",
         match repeat {
@@ -204,15 +219,15 @@ pub fn crypto(
         },
         bench::machine()
     );
-    let mut rows = bench_crypto::run(engine, &sizes, seconds, repeat)?;
+    let mut rows = bench_crypto::run(engine_names.as_deref(), &algs, &sizes, seconds, repeat)?;
     // Over the engines that took turns only: openssl runs after them.
     let ratios = bench_crypto::mb_over_others(&rows);
-    if with_openssl {
-        rows.extend(bench_crypto::openssl(&sizes, seconds));
+    if !args.no_openssl {
+        rows.extend(bench_crypto::openssl(&algs, &sizes, seconds));
     }
     print!("{}", bench_crypto::table(&rows));
     print!("{ratios}");
-    if let Some(path) = svg_path {
+    if let Some(path) = &args.svg {
         let mut series: Vec<svg::Series> = Vec::new();
         for r in rows.iter() {
             let bench::Size::Fixed(n) = r.size else {
@@ -228,12 +243,12 @@ pub fn crypto(
             }
         }
         let title = format!("Raw crypto throughput, one core ({})", bench::machine());
-        std::fs::write(&path, svg::chart(&title, &series, &[]))
+        std::fs::write(path, svg::chart(&title, &series, &[]))
             .map_err(|e| format!("{path}: {e}"))?;
         println!("wrote {path}");
     }
-    if let Some(path) = json_path {
-        write_json(&path, &bench_crypto::json(&rows, seconds, repeat))?;
+    if let Some(path) = &args.json {
+        write_json(path, &bench_crypto::json(&rows, seconds, repeat))?;
     }
     Ok(())
 }

@@ -37,14 +37,34 @@ fn imix_row(engine: &mut dyn crypto::Engine, alg: Algorithm, time: Duration) -> 
     Some((count / secs / 1e6, bytes * 8.0 / secs / 1e9))
 }
 
-/// Every engine (or the one named) on every algorithm it serves at every size.
+/// The names in a comma-separated list, each checked against `known`: an unknown
+/// name is refused, naming it and what is known, rather than measuring nothing.
+pub fn pick<T: Copy>(list: &str, what: &str, known: &[(String, T)]) -> Result<Vec<T>, String> {
+    list.split(',')
+        .map(str::trim)
+        .map(|name| {
+            known
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| *t)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
+                    format!("no {what} named {name:?} (have: {})", names.join(", "))
+                })
+        })
+        .collect()
+}
+
+/// Every engine (or those named) on every algorithm in `algs` it serves at every
+/// size.
 ///
 /// At each point the engines take turns, `repeat` times, and each keeps the median
 /// of its turns: on a shared machine a burst of other work then spoils one turn of
 /// one engine, not the ratio between two (measured one engine after another, the
 /// ratio moved by a third between runs on a noisy virtual machine).
 pub fn run(
-    engine_filter: Option<&str>,
+    engine_names: Option<&[&str]>,
+    algs: &[Algorithm],
     sizes: &[Size],
     seconds: f64,
     repeat: usize,
@@ -53,18 +73,11 @@ pub fn run(
     let keys = std::sync::Arc::new(crypto::KeyRegistry::new(4));
     let mut engines: Vec<Box<dyn crypto::Engine>> = engines::all(&keys)
         .into_iter()
-        .filter(|e| engine_filter.is_none_or(|f| f == e.name()))
+        .filter(|e| engine_names.is_none_or(|n| n.contains(&e.name())))
         .collect();
-    if engines.is_empty() {
-        return Err(format!(
-            "no engine named {:?} (have: {})",
-            engine_filter.unwrap_or(""),
-            engines::names().join(", ")
-        ));
-    }
     // turns[engine][alg][size]: (Mpps, Gbit/s) of every turn.
-    let mut turns = vec![vec![vec![Vec::new(); sizes.len()]; Algorithm::ALL.len()]; engines.len()];
-    for (a, alg) in Algorithm::ALL.into_iter().enumerate() {
+    let mut turns = vec![vec![vec![Vec::new(); sizes.len()]; algs.len()]; engines.len()];
+    for (a, &alg) in algs.iter().enumerate() {
         for (s, &size) in sizes.iter().enumerate() {
             for _ in 0..repeat.max(1) {
                 for (e, engine) in engines.iter_mut().enumerate() {
@@ -87,7 +100,7 @@ pub fn run(
     }
     let mut rows = Vec::new();
     for (e, engine) in engines.iter().enumerate() {
-        for (a, alg) in Algorithm::ALL.into_iter().enumerate() {
+        for (a, &alg) in algs.iter().enumerate() {
             for (s, &size) in sizes.iter().enumerate() {
                 let t = &mut turns[e][a][s];
                 if t.is_empty() {
@@ -159,10 +172,10 @@ pub fn mb_over_others(rows: &[Row]) -> String {
 /// them, with no HMAC per packet (here `openssl speed` gave HMAC-SHA-256 at 1420
 /// bytes faster than SHA-256 alone runs), so their figures would stand beside ours
 /// as if they were the same work, which they are not.
-pub fn openssl(sizes: &[Size], seconds: f64) -> Vec<Row> {
+pub fn openssl(algs: &[Algorithm], sizes: &[Size], seconds: f64) -> Vec<Row> {
     let mut rows = Vec::new();
     let secs = seconds.ceil().max(1.0) as u32;
-    for alg in Algorithm::ALL.into_iter().filter(|a| !a.is_chained()) {
+    for &alg in algs.iter().filter(|a| !a.is_chained()) {
         for &size in sizes {
             let Size::Fixed(n) = size else { continue };
             let out = Command::new("openssl")
@@ -241,4 +254,25 @@ pub fn json(rows: &[Row], seconds: f64, repeat: usize) -> serde_json::Value {
         "counted": "in-place encryptions of one size, batches of 256 ops (AES-CBC with HMAC: the size padded to whole blocks, an 8-byte header and the IV under the MAC, as ESP; the size is what is counted); imix is 7:4:1 of 64, 570, 1518 bytes",
         "results": results,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_of_names_is_picked_in_order_and_an_unknown_one_is_named() {
+        let known: Vec<(String, u8)> = [("mb", 1), ("ipsecmb", 2), ("aws-lc", 3)]
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
+        assert_eq!(pick("ipsecmb, mb", "engine", &known), Ok(vec![2, 1]));
+        assert_eq!(pick("aws-lc", "engine", &known), Ok(vec![3]));
+        let err = pick("mb,nope", "engine", &known).unwrap_err();
+        assert!(
+            err.contains("\"nope\"") && err.contains("mb, ipsecmb, aws-lc"),
+            "{err}"
+        );
+        assert!(pick("", "engine", &known).is_err());
+    }
 }

@@ -370,30 +370,7 @@ pub enum BenchCrypto {
     /// AES-CBC with HMAC laid out as ESP runs it), one core, with `openssl speed -evp`
     /// at the same sizes measured in the same run for the AEADs when openssl is
     /// installed
-    Crypto {
-        /// Measure only this engine
-        #[arg(long, value_name = "NAME")]
-        engine: Option<String>,
-        /// Seconds per point
-        #[arg(long, default_value_t = 0.5, value_parser = seconds_in(0.01, 60.0))]
-        seconds: f64,
-        /// Packet sizes, comma-separated; imix = 7:4:1 of 64, 570, 1518 bytes
-        #[arg(long, default_value = crate::bench_crypto::DEFAULT_SIZES)]
-        sizes: String,
-        /// Measure each point this many times, the engines taking turns, and keep
-        /// each engine's median (ratios between engines then hold on a busy machine)
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
-        repeat: u32,
-        /// Write the results as JSON here
-        #[arg(long, value_name = "FILE")]
-        json: Option<String>,
-        /// Write a chart (SVG) here
-        #[arg(long, value_name = "FILE")]
-        svg: Option<String>,
-        /// Do not run `openssl speed` beside
-        #[arg(long)]
-        no_openssl: bool,
-    },
+    Crypto(CryptoBench),
     /// A packet generator and a counting sink on AF_XDP, to measure what forwards
     /// between two interfaces (scripts/gateway-bench.sh uses them)
     #[command(arg_required_else_help = true)]
@@ -525,4 +502,35 @@ mod tests {
             assert!(parse(args).is_err(), "{args:?}");
         }
     }
+}
+
+/// The options of `linerate bench crypto`.
+#[derive(Args, Debug)]
+pub struct CryptoBench {
+    /// Measure only these engines (names comma-separated, e.g. mb,ipsecmb)
+    #[arg(long, value_name = "NAMES")]
+    pub engine: Option<String>,
+    /// Measure only these algorithms (names comma-separated, e.g.
+    /// chacha20-poly1305,aes-128-gcm)
+    #[arg(long, value_name = "NAMES")]
+    pub alg: Option<String>,
+    /// Seconds per point
+    #[arg(long, default_value_t = 0.5, value_parser = seconds_in(0.01, 60.0))]
+    pub seconds: f64,
+    /// Packet sizes, comma-separated; imix = 7:4:1 of 64, 570, 1518 bytes
+    #[arg(long, default_value = crate::bench_crypto::DEFAULT_SIZES)]
+    pub sizes: String,
+    /// Measure each point this many times, the engines taking turns, and keep
+    /// each engine's median (ratios between engines then hold on a busy machine)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub repeat: u32,
+    /// Write the results as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    /// Write a chart (SVG) here
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<String>,
+    /// Do not run `openssl speed` beside
+    #[arg(long)]
+    pub no_openssl: bool,
 }

@@ -54,23 +54,7 @@ fn main() -> ExitCode {
             what: Show::Crypto { seconds },
         }) => show::crypto(seconds),
         Some(Command::Bench(b)) => match b.crypto {
-            Some(BenchCrypto::Crypto {
-                engine,
-                seconds,
-                sizes,
-                repeat,
-                json,
-                svg,
-                no_openssl,
-            }) => bench_command::crypto(
-                engine.as_deref(),
-                seconds,
-                &sizes,
-                repeat as usize,
-                json,
-                svg,
-                !no_openssl,
-            ),
+            Some(BenchCrypto::Crypto(c)) => bench_command::crypto(&c),
             Some(BenchCrypto::Traffic {
                 what: cli::Traffic::Send(a),
             }) => bench_traffic::send(&a),
