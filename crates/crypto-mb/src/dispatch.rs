@@ -157,7 +157,10 @@ impl Kernels {
                     radix: Radix::R26,
                     chacha: chacha_avx512::step,
                     poly: poly_avx512::steps,
-                    poly_group: None,
+                    poly_group: Some(PolyGroup {
+                        start: poly_group_avx512::start_r26,
+                        tags: poly_group_avx512::tags_r26,
+                    }),
                 }),
                 Path::Avx512Ifma => Some(Kernels {
                     chacha_lanes: 32,
@@ -165,7 +168,10 @@ impl Kernels {
                     radix: Radix::R44,
                     chacha: chacha_avx512::step,
                     poly: poly_ifma::steps,
-                    poly_group: None,
+                    poly_group: Some(PolyGroup {
+                        start: poly_group_avx512::start_r44,
+                        tags: poly_group_avx512::tags_r44,
+                    }),
                 }),
             }
         }

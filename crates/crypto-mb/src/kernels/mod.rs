@@ -7,4 +7,5 @@ pub(crate) mod chacha_avx2;
 pub(crate) mod chacha_avx512;
 pub(crate) mod poly_avx2;
 pub(crate) mod poly_avx512;
+pub(crate) mod poly_group_avx512;
 pub(crate) mod poly_ifma;

@@ -4,22 +4,25 @@
 //! 2^27 and a 5x5 product (with 5*r folded in for terms past 2^130) is 25 multiplies
 //! whose sums stay under 2^60. The 16 lanes are two registers of 8, side by side.
 
-use crate::kernels::poly_ifma::load_blocks;
+use crate::kernels::poly_ifma::{load_blocks, load8, store8};
 use crate::lanes::PolyLanes;
 use core::arch::x86_64::*;
 
+/// A block's halves as five 26-bit limbs, `hibit` on the top one.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn load8(a: &[u64; 16], half: usize) -> __m512i {
-    // SAFETY: `half` is 0 or 1, so 8 u64 from 8 * half are inside the array.
-    unsafe { _mm512_loadu_si512(a.as_ptr().add(8 * half).cast()) }
-}
-
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn store8(a: &mut [u64; 16], half: usize, v: __m512i) {
-    // SAFETY: as in `load8`.
-    unsafe { _mm512_storeu_si512(a.as_mut_ptr().add(8 * half).cast(), v) }
+pub(crate) fn limbs(lo: __m512i, hi: __m512i, hibit: __m512i) -> [__m512i; 5] {
+    let m26 = _mm512_set1_epi64((1 << 26) - 1);
+    [
+        _mm512_and_si512(lo, m26),
+        _mm512_and_si512(_mm512_srli_epi64::<26>(lo), m26),
+        _mm512_and_si512(
+            _mm512_or_si512(_mm512_srli_epi64::<52>(lo), _mm512_slli_epi64::<12>(hi)),
+            m26,
+        ),
+        _mm512_and_si512(_mm512_srli_epi64::<14>(hi), m26),
+        _mm512_or_si512(_mm512_srli_epi64::<40>(hi), hibit),
+    ]
 }
 
 /// `h * r` for five-limb numbers, `s` = 5 * r, partially reduced.
@@ -70,7 +73,6 @@ fn mul(h: [__m512i; 5], r: &[__m512i; 5], s: &[__m512i; 5]) -> [__m512i; 5] {
 /// few bits of their widths, as `Limbs::mul` leaves them).
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
-    let m26 = _mm512_set1_epi64((1 << 26) - 1);
     let halves = [0usize, 1];
     let mut h = halves.map(|k| core::array::from_fn::<_, 5, _>(|i| load8(&st.h[i], k)));
     let r = halves.map(|k| core::array::from_fn::<_, 5, _>(|i| load8(&st.r[i], k)));
@@ -81,16 +83,7 @@ pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
         for k in halves {
             // SAFETY: the caller guarantees 16 readable bytes at each lane's pointer.
             let (lo, hi) = unsafe { load_blocks(&ptr[8 * k..8 * k + 8]) };
-            let m = [
-                _mm512_and_si512(lo, m26),
-                _mm512_and_si512(_mm512_srli_epi64::<26>(lo), m26),
-                _mm512_and_si512(
-                    _mm512_or_si512(_mm512_srli_epi64::<52>(lo), _mm512_slli_epi64::<12>(hi)),
-                    m26,
-                ),
-                _mm512_and_si512(_mm512_srli_epi64::<14>(hi), m26),
-                _mm512_or_si512(_mm512_srli_epi64::<40>(hi), hibit[k]),
-            ];
+            let m = limbs(lo, hi, hibit[k]);
             let sum = core::array::from_fn(|i| _mm512_add_epi64(h[k][i], m[i]));
             h[k] = mul(sum, &r[k], &s[k]);
         }

@@ -15,14 +15,14 @@ use core::arch::x86_64::*;
 
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn load8(a: &[u64; 16], half: usize) -> __m512i {
+pub(crate) fn load8(a: &[u64; 16], half: usize) -> __m512i {
     // SAFETY: `half` is 0 or 1, so 8 u64 from 8 * half are inside the array.
     unsafe { _mm512_loadu_si512(a.as_ptr().add(8 * half).cast()) }
 }
 
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn store8(a: &mut [u64; 16], half: usize, v: __m512i) {
+pub(crate) fn store8(a: &mut [u64; 16], half: usize, v: __m512i) {
     // SAFETY: as in `load8`.
     unsafe { _mm512_storeu_si512(a.as_mut_ptr().add(8 * half).cast(), v) }
 }
@@ -46,6 +46,21 @@ pub(crate) unsafe fn load_blocks(p: &[*const u8]) -> (__m512i, __m512i) {
     let b = _mm512_inserti32x4::<2>(b, x(5));
     let b = _mm512_inserti32x4::<3>(b, x(7));
     (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b))
+}
+
+/// A block's halves as limbs of 44, 44 and 42 bits, `hibit` on the top one.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn limbs(lo: __m512i, hi: __m512i, hibit: __m512i) -> [__m512i; 3] {
+    let m44 = _mm512_set1_epi64((1 << 44) - 1);
+    [
+        _mm512_and_si512(lo, m44),
+        _mm512_and_si512(
+            _mm512_or_si512(_mm512_srli_epi64::<44>(lo), _mm512_slli_epi64::<20>(hi)),
+            m44,
+        ),
+        _mm512_or_si512(_mm512_srli_epi64::<24>(hi), hibit),
+    ]
 }
 
 #[inline]
@@ -75,12 +90,7 @@ pub(crate) unsafe fn steps(st: &mut PolyLanes, n: usize) {
         for k in halves {
             // SAFETY: the caller guarantees 16 readable bytes at each lane's pointer.
             let (lo, hi) = unsafe { load_blocks(&ptr[8 * k..8 * k + 8]) };
-            let m0 = _mm512_and_si512(lo, m44);
-            let m1 = _mm512_and_si512(
-                _mm512_or_si512(_mm512_srli_epi64::<44>(lo), _mm512_slli_epi64::<20>(hi)),
-                m44,
-            );
-            let m2 = _mm512_or_si512(_mm512_srli_epi64::<24>(hi), hibit[k]);
+            let [m0, m1, m2] = limbs(lo, hi, hibit[k]);
             let [h0, h1, h2] = h[k];
             let (h0, h1, h2) = (
                 _mm512_add_epi64(h0, m0),
