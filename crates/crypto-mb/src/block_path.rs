@@ -48,17 +48,16 @@ pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8, otk: Option<*mu
         );
     }
     let blocks = 1 + j.len.div_ceil(64);
-    for step in 0..blocks.div_ceil(k.chacha_lanes) {
-        // SAFETY: every lane's `rem` counts bytes of the text (or the key slot) from
-        // its pointer on; pointers past the end are formed, never used.
-        unsafe { (k.chacha)(&mut st) };
-        if step == 0 {
-            // ... so after the first step lane 0 goes on at block `lanes`.
-            let at = 64 * (k.chacha_lanes - 1);
-            st.ptr[0] = text.wrapping_add(at);
-            st.rem[0] = j.len.saturating_sub(at);
-        }
-    }
+    // SAFETY: every lane's `rem` counts bytes of the text (or the key slot) from its
+    // pointer on; pointers past the end are formed, never used. The rows stay the
+    // job's throughout.
+    unsafe { (k.chacha)(&mut st, 1) };
+    // ... so after the first step lane 0 goes on at block `lanes`.
+    let at = 64 * (k.chacha_lanes - 1);
+    st.ptr[0] = text.wrapping_add(at);
+    st.rem[0] = j.len.saturating_sub(at);
+    // SAFETY: as above.
+    unsafe { (k.chacha)(&mut st, blocks.div_ceil(k.chacha_lanes) - 1) };
 }
 
 /// The keystream of `row` from block `counter` on, XORed over `len` bytes at `text`.
@@ -82,10 +81,9 @@ pub(crate) unsafe fn chacha_run(k: &Kernels, row: &Row, counter: u32, text: *mut
             len.saturating_sub(at),
         );
     }
-    for _ in 0..len.div_ceil(stride) {
-        // SAFETY: each lane's `rem` counts bytes of the text from its pointer on.
-        unsafe { (k.chacha)(&mut st) };
-    }
+    // SAFETY: each lane's `rem` counts bytes of the text from its pointer on; the
+    // rows stay `row` throughout.
+    unsafe { (k.chacha)(&mut st, len.div_ceil(stride)) };
 }
 
 /// r^1..=r^lanes (index i holds r^i), partially reduced: each limb within a few

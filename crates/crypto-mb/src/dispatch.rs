@@ -108,7 +108,8 @@ pub(crate) struct Kernels {
     /// Lanes of the Poly1305 kernel.
     pub lanes: usize,
     pub radix: Radix,
-    pub chacha: unsafe fn(&mut ChachaLanes),
+    /// `n` steps of the ChaCha20 lanes, their rows unchanged in between.
+    pub chacha: unsafe fn(&mut ChachaLanes, usize),
     pub poly: unsafe fn(&mut PolyLanes, usize),
     /// Where the path has them: vector code to start and finish a whole group of
     /// lanes at once (see `lane_path::poly_groups`).
@@ -144,7 +145,7 @@ impl Kernels {
                     chacha_lanes: 8,
                     lanes: 8,
                     radix: Radix::R26,
-                    chacha: chacha_avx2::step,
+                    chacha: chacha_avx2::steps,
                     poly: poly_avx2::steps,
                     poly_group: Some(PolyGroup {
                         start: poly_avx2::start,
@@ -155,7 +156,7 @@ impl Kernels {
                     chacha_lanes: 32,
                     lanes: 16,
                     radix: Radix::R26,
-                    chacha: chacha_avx512::step,
+                    chacha: chacha_avx512::steps,
                     poly: poly_avx512::steps,
                     poly_group: Some(PolyGroup {
                         start: poly_group_avx512::start_r26,
@@ -166,7 +167,7 @@ impl Kernels {
                     chacha_lanes: 32,
                     lanes: 16,
                     radix: Radix::R44,
-                    chacha: chacha_avx512::step,
+                    chacha: chacha_avx512::steps,
                     poly: poly_ifma::steps,
                     poly_group: Some(PolyGroup {
                         start: poly_group_avx512::start_r44,

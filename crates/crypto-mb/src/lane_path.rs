@@ -64,7 +64,7 @@ pub(crate) unsafe fn chacha(
         }
         // SAFETY: busy lanes point at `rem` valid bytes (above); idle ones touch nothing;
         // every row pointer is a listed job's row or the idle row.
-        unsafe { (k.chacha)(&mut st) };
+        unsafe { (k.chacha)(&mut st, 1) };
     }
 }
 
@@ -150,7 +150,7 @@ unsafe fn chacha_group(
             st.load(lane, &jobs[i].row, 0, unsafe { otk.add(i) }.cast(), 64);
         }
         // SAFETY: every lane points at its 64-byte key slot; rows are the jobs'.
-        unsafe { (k.chacha)(st) };
+        unsafe { (k.chacha)(st, 1) };
     }
     if !text || len == 0 {
         return;
@@ -167,10 +167,9 @@ unsafe fn chacha_group(
             st.rem[lane] = len;
         }
     }
-    for _ in 0..len.div_ceil(64) {
-        // SAFETY: every lane has `rem` valid bytes of its job's text at `ptr`.
-        unsafe { (k.chacha)(st) };
-    }
+    // SAFETY: every lane has `rem` valid bytes of its job's text at `ptr`; the rows
+    // stay the jobs' through all the steps.
+    unsafe { (k.chacha)(st, len.div_ceil(64)) };
 }
 
 /// Where a run of whole MAC input blocks lies: in packet memory (the aad, the

@@ -44,10 +44,8 @@ pub fn chacha20(
             let mut idle = [0u8; 64];
             let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
             st.load(0, &row, counter, p, len);
-            while st.rem[0] > 0 {
-                // SAFETY: as above; lane 0's `rem` counts bytes of `data` from `ptr`.
-                unsafe { (k.chacha)(&mut st) };
-            }
+            // SAFETY: as above; lane 0's `rem` counts bytes of `data` from `ptr`.
+            unsafe { (k.chacha)(&mut st, len.div_ceil(64)) };
         }
     }
 }

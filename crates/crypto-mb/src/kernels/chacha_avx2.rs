@@ -91,13 +91,15 @@ fn transpose8(a: [__m256i; 8]) -> [__m256i; 8] {
     out
 }
 
-/// One step of lanes 0..8: see [`ChachaLanes`].
+/// `n` steps of lanes 0..8, their rows unchanged between steps: see
+/// [`ChachaLanes`]. The rows are loaded and transposed once for all `n` steps.
 ///
 /// # Safety
 /// The CPU has AVX2; lanes 0..8 have `row` pointing at a live row, and those with
-/// `rem > 0` have `ptr` valid for reading and writing `min(rem, 64)` bytes.
+/// `rem > 0` have `ptr` valid for reading and writing their next `min(rem, 64)`
+/// bytes at each of the `n` steps (`ptr` moving on by `stride`).
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn step(st: &mut ChachaLanes) {
+pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     // SAFETY: every lane's row pointer is valid (a job's row or IDLE_ROW), a row is
     // 64 bytes; the first 8 counters are 32 bytes.
     let (low, high, ctr) = unsafe {
@@ -112,48 +114,51 @@ pub(crate) unsafe fn step(st: &mut ChachaLanes) {
     let (w0, w1) = (transpose8(low), transpose8(high));
     let mut init: [__m256i; 16] = core::array::from_fn(|w| if w < 8 { w0[w] } else { w1[w - 8] });
     init[12] = ctr;
-    let mut x = init;
-    for _ in 0..10 {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
-    for (w, i) in x.iter_mut().zip(init) {
-        *w = _mm256_add_epi32(*w, i);
-    }
-    let low = transpose8([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]]);
-    let high = transpose8([x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15]]);
-    for l in 0..8 {
-        let (p, rem) = (st.ptr[l], st.rem[l]);
-        if rem >= 64 {
-            // SAFETY: the caller guarantees 64 valid bytes at `p`.
-            unsafe {
-                let d0 = _mm256_loadu_si256(p.cast());
-                let d1 = _mm256_loadu_si256(p.add(32).cast());
-                _mm256_storeu_si256(p.cast(), _mm256_xor_si256(d0, low[l]));
-                _mm256_storeu_si256(p.add(32).cast(), _mm256_xor_si256(d1, high[l]));
-            }
-        } else if rem > 0 {
-            let mut ks = [0u8; 64];
-            // SAFETY: `ks` is 64 bytes; the caller guarantees `rem` valid bytes at `p`,
-            // and only those are touched.
-            unsafe {
-                _mm256_storeu_si256(ks.as_mut_ptr().cast(), low[l]);
-                _mm256_storeu_si256(ks.as_mut_ptr().add(32).cast(), high[l]);
-                for (i, k) in ks.iter().enumerate().take(rem) {
-                    *p.add(i) ^= k;
+    let step = _mm256_set1_epi32(st.ctr_step as i32);
+    for _ in 0..n {
+        let mut x = init;
+        for _ in 0..10 {
+            quarter_round(&mut x, 0, 4, 8, 12);
+            quarter_round(&mut x, 1, 5, 9, 13);
+            quarter_round(&mut x, 2, 6, 10, 14);
+            quarter_round(&mut x, 3, 7, 11, 15);
+            quarter_round(&mut x, 0, 5, 10, 15);
+            quarter_round(&mut x, 1, 6, 11, 12);
+            quarter_round(&mut x, 2, 7, 8, 13);
+            quarter_round(&mut x, 3, 4, 9, 14);
+        }
+        for (w, i) in x.iter_mut().zip(init) {
+            *w = _mm256_add_epi32(*w, i);
+        }
+        let low = transpose8([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]]);
+        let high = transpose8([x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15]]);
+        for l in 0..8 {
+            let (p, rem) = (st.ptr[l], st.rem[l]);
+            if rem >= 64 {
+                // SAFETY: the caller guarantees 64 valid bytes at `p`.
+                unsafe {
+                    let d0 = _mm256_loadu_si256(p.cast());
+                    let d1 = _mm256_loadu_si256(p.add(32).cast());
+                    _mm256_storeu_si256(p.cast(), _mm256_xor_si256(d0, low[l]));
+                    _mm256_storeu_si256(p.add(32).cast(), _mm256_xor_si256(d1, high[l]));
+                }
+            } else if rem > 0 {
+                let mut ks = [0u8; 64];
+                // SAFETY: `ks` is 64 bytes; the caller guarantees `rem` valid bytes at
+                // `p`, and only those are touched.
+                unsafe {
+                    _mm256_storeu_si256(ks.as_mut_ptr().cast(), low[l]);
+                    _mm256_storeu_si256(ks.as_mut_ptr().add(32).cast(), high[l]);
+                    for (i, k) in ks.iter().enumerate().take(rem) {
+                        *p.add(i) ^= k;
+                    }
                 }
             }
+            st.ptr[l] = p.wrapping_add(st.stride);
+            st.rem[l] = rem.saturating_sub(st.stride);
         }
-        st.ptr[l] = p.wrapping_add(st.stride);
-        st.rem[l] = rem.saturating_sub(st.stride);
+        init[12] = _mm256_add_epi32(init[12], step);
     }
-    let ctr = _mm256_add_epi32(ctr, _mm256_set1_epi32(st.ctr_step as i32));
     // SAFETY: the first 8 words of the 16-word counter array.
-    unsafe { _mm256_storeu_si256(st.ctr.as_mut_ptr().cast(), ctr) };
+    unsafe { _mm256_storeu_si256(st.ctr.as_mut_ptr().cast(), init[12]) };
 }

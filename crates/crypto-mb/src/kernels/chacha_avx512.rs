@@ -92,14 +92,16 @@ fn transpose(x: [__m512i; 16]) -> [__m512i; 16] {
     rows
 }
 
-/// One step of every lane (32: two groups of 16): see [`ChachaLanes`].
+/// `n` steps of every lane (32: two groups of 16), the lanes' rows unchanged
+/// between steps: see [`ChachaLanes`]. The rows are loaded and transposed once for
+/// all `n` steps; a step then costs the rounds and the keystream's way out.
 ///
 /// # Safety
 /// The CPU has AVX-512F and AVX-512BW; every lane's `row` points at a live [`Row`];
-/// every lane with `rem > 0` has `ptr` valid for reading and writing `min(rem, 64)`
-/// bytes.
+/// every lane with `rem > 0` has `ptr` valid for reading and writing its next
+/// `min(rem, 64)` bytes at each of the `n` steps (`ptr` moving on by `stride`).
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(crate) unsafe fn step(st: &mut ChachaLanes) {
+pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     // Row l of the input is lane l's state; transposed, register w of a group is
     // word w of its 16 lanes, the layout the rounds work on.
     let mut init = [0usize, 1].map(|g| {
@@ -115,46 +117,51 @@ pub(crate) unsafe fn step(st: &mut ChachaLanes) {
         w[12] = ctr;
         w
     });
-    let mut x = init;
-    for _ in 0..10 {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
     let step = _mm512_set1_epi32(st.ctr_step as i32);
-    for g in 0..2 {
-        for (w, i) in x[g].iter_mut().zip(init[g]) {
-            *w = _mm512_add_epi32(*w, i);
+    for _ in 0..n {
+        let mut x = init;
+        for _ in 0..10 {
+            quarter_round(&mut x, 0, 4, 8, 12);
+            quarter_round(&mut x, 1, 5, 9, 13);
+            quarter_round(&mut x, 2, 6, 10, 14);
+            quarter_round(&mut x, 3, 7, 11, 15);
+            quarter_round(&mut x, 0, 5, 10, 15);
+            quarter_round(&mut x, 1, 6, 11, 12);
+            quarter_round(&mut x, 2, 7, 8, 13);
+            quarter_round(&mut x, 3, 4, 9, 14);
         }
-        let rows = transpose(x[g]);
-        for (l, row) in rows.iter().enumerate() {
-            let l = 16 * g + l;
-            let (p, rem) = (st.ptr[l], st.rem[l]);
-            if rem >= 64 {
-                // SAFETY: the caller guarantees 64 valid bytes at `p`.
-                unsafe {
-                    let d = _mm512_loadu_si512(p.cast());
-                    _mm512_storeu_si512(p.cast(), _mm512_xor_si512(d, *row));
-                }
-            } else if rem > 0 {
-                let m: __mmask64 = (1u64 << rem) - 1;
-                // SAFETY: the caller guarantees `rem` valid bytes at `p`; the masked
-                // load and store touch only those (masked-off bytes are never accessed).
-                unsafe {
-                    let d = _mm512_maskz_loadu_epi8(m, p.cast());
-                    _mm512_mask_storeu_epi8(p.cast(), m, _mm512_xor_si512(d, *row));
-                }
+        for g in 0..2 {
+            for (w, i) in x[g].iter_mut().zip(init[g]) {
+                *w = _mm512_add_epi32(*w, i);
             }
-            st.ptr[l] = p.wrapping_add(st.stride);
-            st.rem[l] = rem.saturating_sub(st.stride);
+            let rows = transpose(x[g]);
+            for (l, row) in rows.iter().enumerate() {
+                let l = 16 * g + l;
+                let (p, rem) = (st.ptr[l], st.rem[l]);
+                if rem >= 64 {
+                    // SAFETY: the caller guarantees 64 valid bytes at `p`.
+                    unsafe {
+                        let d = _mm512_loadu_si512(p.cast());
+                        _mm512_storeu_si512(p.cast(), _mm512_xor_si512(d, *row));
+                    }
+                } else if rem > 0 {
+                    let m: __mmask64 = (1u64 << rem) - 1;
+                    // SAFETY: the caller guarantees `rem` valid bytes at `p`; the masked
+                    // load and store touch only those (masked-off bytes are never
+                    // accessed).
+                    unsafe {
+                        let d = _mm512_maskz_loadu_epi8(m, p.cast());
+                        _mm512_mask_storeu_epi8(p.cast(), m, _mm512_xor_si512(d, *row));
+                    }
+                }
+                st.ptr[l] = p.wrapping_add(st.stride);
+                st.rem[l] = rem.saturating_sub(st.stride);
+            }
+            init[g][12] = _mm512_add_epi32(init[g][12], step);
         }
-        init[g][12] = _mm512_add_epi32(init[g][12], step);
+    }
+    for (g, init) in init.iter().enumerate() {
         // SAFETY: counters 16 g .. 16 g + 16 are inside the 32-entry array.
-        unsafe { _mm512_storeu_si512(st.ctr.as_mut_ptr().add(16 * g).cast(), init[g][12]) };
+        unsafe { _mm512_storeu_si512(st.ctr.as_mut_ptr().add(16 * g).cast(), init[12]) };
     }
 }
