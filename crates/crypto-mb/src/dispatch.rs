@@ -111,9 +111,9 @@ pub(crate) struct Kernels {
     /// `n` steps of the ChaCha20 lanes, their rows unchanged in between.
     pub chacha: unsafe fn(&mut ChachaLanes, usize),
     pub poly: unsafe fn(&mut PolyLanes, usize),
-    /// Where the path has them: vector code to start and finish a whole group of
-    /// lanes at once (see `lane_path::poly_groups`).
-    pub poly_group: Option<PolyGroup>,
+    /// Vector code to start and finish a whole group of lanes at once (see
+    /// `lane_path::poly_groups`).
+    pub poly_group: PolyGroup,
 }
 
 /// The start and the end of Poly1305 for `lanes` packets of one shape, in vector
@@ -147,10 +147,10 @@ impl Kernels {
                     radix: Radix::R26,
                     chacha: chacha_avx2::steps,
                     poly: poly_avx2::steps,
-                    poly_group: Some(PolyGroup {
+                    poly_group: PolyGroup {
                         start: poly_avx2::start,
                         tags: poly_avx2::tags,
-                    }),
+                    },
                 }),
                 Path::Avx512 => Some(Kernels {
                     chacha_lanes: 32,
@@ -158,10 +158,10 @@ impl Kernels {
                     radix: Radix::R26,
                     chacha: chacha_avx512::steps,
                     poly: poly_avx512::steps,
-                    poly_group: Some(PolyGroup {
+                    poly_group: PolyGroup {
                         start: poly_group_avx512::start_r26,
                         tags: poly_group_avx512::tags_r26,
-                    }),
+                    },
                 }),
                 Path::Avx512Ifma => Some(Kernels {
                     chacha_lanes: 32,
@@ -169,10 +169,10 @@ impl Kernels {
                     radix: Radix::R44,
                     chacha: chacha_avx512::steps,
                     poly: poly_ifma::steps,
-                    poly_group: Some(PolyGroup {
+                    poly_group: PolyGroup {
                         start: poly_group_avx512::start_r44,
                         tags: poly_group_avx512::tags_r44,
-                    }),
+                    },
                 }),
             }
         }

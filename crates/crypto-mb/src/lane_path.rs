@@ -3,10 +3,9 @@
 //! so lanes idle only when the list runs dry; the scheduler hands packets longest
 //! first, which leaves short ones for the end and keeps that drain short.
 //! Whole groups of packets of one shape, the usual vector, need no refills at all:
-//! ChaCha20 takes them first on every vector path (`chacha_groups`), and Poly1305
-//! where the path has the vector code for it (`poly_groups`).
+//! ChaCha20 and Poly1305 take them first (`chacha_groups`, `poly_groups`).
 
-use crate::dispatch::{Kernels, PolyGroup};
+use crate::dispatch::Kernels;
 use crate::field::Limbs;
 use crate::job::Job;
 use crate::lanes::{ChachaLanes, MAX_CHACHA_LANES, MAX_LANES, PolyLanes, Radix};
@@ -351,17 +350,15 @@ pub(crate) unsafe fn poly(
 /// lengths), the usual make-up of a data path's vector. The lanes of a group run the
 /// same segments in step, so they start together, run with no refill in between and
 /// finish together, and the path's vector code clamps their keys and makes their
-/// tags (`group`) instead of scalar code lane by lane. Tags go to `mac[job]`. The
+/// tags (`k.poly_group`) instead of scalar code lane by lane. Tags go to `mac[job]`. The
 /// jobs of `order` that make no whole group are appended to `rest`, in order, for
 /// [`poly`] and [`finish`].
 ///
 /// # Safety
-/// As [`poly`], with `group` from the same kernel table as `k`, and `mac` with a slot
-/// for every listed job.
+/// As [`poly`], with `mac` with a slot for every listed job.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn poly_groups(
     k: &Kernels,
-    group: &PolyGroup,
     jobs: &[Job],
     order: &[u32],
     base: *const u8,
@@ -378,11 +375,7 @@ pub(crate) unsafe fn poly_groups(
     let mut lanes = GroupLanes::new();
     groups_of_one_shape(order, k.lanes, shape, rest, |members| {
         // SAFETY: as the caller guarantees for every listed job.
-        unsafe {
-            poly_group(
-                k, group, &mut st, &mut lanes, jobs, members, base, otk, tail, mac,
-            )
-        };
+        unsafe { poly_group(k, &mut st, &mut lanes, jobs, members, base, otk, tail, mac) };
     });
 }
 
@@ -413,7 +406,6 @@ impl GroupLanes {
 #[allow(clippy::too_many_arguments)]
 unsafe fn poly_group(
     k: &Kernels,
-    group: &PolyGroup,
     st: &mut PolyLanes,
     lanes: &mut GroupLanes,
     jobs: &[Job],
@@ -454,14 +446,14 @@ unsafe fn poly_group(
     // SAFETY: every lane's key slot holds 32 readable bytes and its mac slot 16
     // writable ones (caller); each part's blocks are in the memory or the tail.
     unsafe {
-        (group.start)(st, keys);
+        (k.poly_group.start)(st, keys);
         for &(part, blocks) in &plan[..n] {
             for (p, at) in st.ptr.iter_mut().zip(starts.iter()).take(k.lanes) {
                 *p = at[part as usize];
             }
             (k.poly)(st, blocks);
         }
-        (group.tags)(st, keys, macs);
+        (k.poly_group.tags)(st, keys, macs);
     }
 }
 

@@ -273,18 +273,12 @@ fn mac_pass(
 ) {
     let base = mem.as_ptr();
     let (otk, tail) = (scratch.otk.as_ptr(), scratch.tail.as_mut_ptr());
-    // Whole groups of one shape first where the path has them; what is left goes
-    // lane by lane below.
+    // Whole groups of one shape first; what is left goes lane by lane below.
     rest.clear();
-    let lanes: &[u32] = match &k.poly_group {
-        Some(group) => {
-            let mac = scratch.mac.as_mut_ptr();
-            // SAFETY: as in `run_vector`; this pass only reads packet memory.
-            unsafe { lane_path::poly_groups(k, group, jobs, order, base, otk, tail, mac, rest) };
-            rest
-        }
-        None => order,
-    };
+    let mac = scratch.mac.as_mut_ptr();
+    // SAFETY: as in `run_vector`; this pass only reads packet memory.
+    unsafe { lane_path::poly_groups(k, jobs, order, base, otk, tail, mac, rest) };
+    let lanes: &[u32] = rest;
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
     unsafe { lane_path::poly(k, jobs, lanes, base, otk, tail, &mut scratch.acc) };
     lane_path::finish(k.radix, lanes, &scratch.acc, &scratch.otk, &mut scratch.mac);
