@@ -23,6 +23,19 @@ pub struct RecvRun {
 }
 
 impl RecvRun {
+    /// The run of `index`, from what a session lookup by that index found.
+    fn found(
+        index: u32,
+        session: Result<(PeerId, &Arc<Keypair>), DropReason>,
+    ) -> Result<RecvRun, DropReason> {
+        let (peer, k) = session?;
+        Ok(RecvRun {
+            index,
+            peer,
+            keypair: k.clone(),
+        })
+    }
+
     /// The receiver index the run was found by.
     pub fn index(&self) -> u32 {
         self.index
@@ -38,12 +51,7 @@ impl RecvRun {
 impl Device {
     /// The session for packets with `receiver_index`, to take their tickets on.
     pub fn recv_run(&self, receiver_index: u32) -> Result<RecvRun, DropReason> {
-        let (peer, k) = self.session_by_index(receiver_index)?;
-        Ok(RecvRun {
-            index: receiver_index,
-            peer,
-            keypair: k.clone(),
-        })
+        RecvRun::found(receiver_index, self.session_by_index(receiver_index))
     }
 
     /// Moves `t`, a ticket this frame took, on to the next counter of this
@@ -58,12 +66,7 @@ impl Device {
 impl Follower {
     /// The session for packets with `receiver_index`, to take their tickets on.
     pub fn recv_run(&self, receiver_index: u32) -> Result<RecvRun, DropReason> {
-        let (peer, k) = self.session_by_index(receiver_index)?;
-        Ok(RecvRun {
-            index: receiver_index,
-            peer,
-            keypair: k.clone(),
-        })
+        RecvRun::found(receiver_index, self.session_by_index(receiver_index))
     }
 
     /// As [`Device::advance_ticket`], from this worker's blocks.
