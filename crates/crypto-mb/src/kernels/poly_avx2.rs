@@ -252,50 +252,17 @@ pub(crate) unsafe fn tags(
 mod tests {
     use super::*;
     use crate::field::Limbs;
-    use crate::lanes::MAX_LANES;
+    use crate::kernels::tag_tests::{R26_EDGES, tags_match_scalar};
+    use crate::lanes::Radix;
 
     /// The vector tags against the scalar ones for accumulators at the edges of the
-    /// final reduction (p, p + 1, just under and over 2^130, limbs over 26 bits as
-    /// the kernels leave them) and with `s` that carries out of the low half.
+    /// final reduction and with `s` that carries out of the low half.
     #[test]
     fn tags_reduce_like_the_scalar_code_at_the_edges() {
         if !std::is_x86_feature_detected!("avx2") {
             return;
         }
-        let m = (1u64 << 26) - 1;
-        let cases: [[u64; 5]; 8] = [
-            [m - 4, m, m, m, m],             // p
-            [m - 3, m, m, m, m],             // p + 1
-            [m, m, m, m, m],                 // 2^130 - 1
-            [4, 0, 0, 0, 1 << 26],           // 2^130 + 4
-            [m + 7, m + 1, m, m, m],         // over p with limbs past 26 bits
-            [0, 0, 0, 0, 0],                 // zero
-            [1 << 27, 3, 1 << 26, 5, m + 2], // limbs of the mul's width
-            [m - 5, m, m, m, m],             // p - 1
-        ];
-        let keys: [[u8; 32]; 8] = core::array::from_fn(|l| {
-            let mut k = [0u8; 32];
-            k[16..].fill(0xff - l as u8); // s near 2^128: the low half carries
-            k
-        });
-        let mut st = PolyLanes::idle(crate::lanes::Radix::R26);
-        for (l, c) in cases.iter().enumerate() {
-            for (i, v) in c.iter().enumerate() {
-                st.h[i][l] = *v;
-            }
-        }
-        let mut macs = [[0u8; 16]; 8];
-        let otk: [*const u8; MAX_LANES] = core::array::from_fn(|l| keys[l % 8].as_ptr());
-        let mut out = [core::ptr::null_mut(); MAX_LANES];
-        for (o, mac) in out.iter_mut().zip(macs.iter_mut()) {
-            *o = mac.as_mut_ptr();
-        }
-        // SAFETY: AVX2 is here (checked); every key has 32 bytes and every mac 16.
-        unsafe { tags(&st, &otk, &out) };
-        for (l, c) in cases.iter().enumerate() {
-            let s: &[u8; 16] = keys[l][16..].try_into().unwrap();
-            let want = Limbs::from_radix26(*c).tag(s);
-            assert_eq!(macs[l], want, "lane {l}: {c:?}");
-        }
+        let h = core::array::from_fn(|l| R26_EDGES[l % 8]);
+        tags_match_scalar(Radix::R26, 8, tags, &h, Limbs::from_radix26);
     }
 }

@@ -223,50 +223,11 @@ pub(crate) unsafe fn tags_r44(
 mod tests {
     use super::*;
     use crate::field::{Limbs, M44};
+    use crate::kernels::tag_tests::{R26_EDGES, keys, tags_match_scalar};
     use crate::lanes::Radix;
 
     fn avx512() -> bool {
         crate::dispatch::Path::Avx512.available()
-    }
-
-    /// Keys whose `s` is near 2^128, so that the low half's addition carries, and
-    /// whose `r` half has every bit set, so that the clamp matters.
-    fn keys() -> [[u8; 32]; MAX_LANES] {
-        core::array::from_fn(|l| {
-            let mut k = [0u8; 32];
-            k[..16].fill(0xff - l as u8);
-            k[16..].fill(0xff - l as u8);
-            k
-        })
-    }
-
-    /// Runs `tags` on accumulators `h` (one per lane, in the radix's limbs) and
-    /// checks each lane's tag against the scalar code's.
-    fn tags_match_scalar(
-        radix: Radix,
-        tags: unsafe fn(&PolyLanes, &[*const u8; MAX_LANES], &[*mut u8; MAX_LANES]),
-        h: &[[u64; 5]; MAX_LANES],
-        scalar: impl Fn([u64; 5]) -> Limbs,
-    ) {
-        let keys = keys();
-        let mut st = PolyLanes::idle(radix);
-        for (l, c) in h.iter().enumerate() {
-            for (i, v) in c.iter().enumerate() {
-                st.h[i][l] = *v;
-            }
-        }
-        let mut macs = [[0u8; 16]; MAX_LANES];
-        let otk: [*const u8; MAX_LANES] = core::array::from_fn(|l| keys[l].as_ptr());
-        let mut out = [core::ptr::null_mut(); MAX_LANES];
-        for (o, mac) in out.iter_mut().zip(macs.iter_mut()) {
-            *o = mac.as_mut_ptr();
-        }
-        // SAFETY: the caller checked the CPU; every key has 32 bytes and every mac 16.
-        unsafe { tags(&st, &otk, &out) };
-        for (l, c) in h.iter().enumerate() {
-            let s: &[u8; 16] = keys[l][16..].try_into().unwrap();
-            assert_eq!(macs[l], scalar(*c).tag(s), "{radix:?} lane {l}: {c:?}");
-        }
     }
 
     /// The vector tags against the scalar ones for accumulators at the edges of the
@@ -277,26 +238,11 @@ mod tests {
         if !avx512() {
             return;
         }
-        let m = (1u64 << 26) - 1;
-        let r26: [[u64; 5]; 8] = [
-            [m - 4, m, m, m, m],             // p
-            [m - 3, m, m, m, m],             // p + 1
-            [m, m, m, m, m],                 // 2^130 - 1
-            [4, 0, 0, 0, 1 << 26],           // 2^130 + 4
-            [m + 7, m + 1, m, m, m],         // over p with limbs past 26 bits
-            [0, 0, 0, 0, 0],                 // zero
-            [1 << 27, 3, 1 << 26, 5, m + 2], // limbs of the mul's width
-            [m - 5, m, m, m, m],             // p - 1
-        ];
         let lanes =
             |cases: &[[u64; 5]; 8], shift: usize| core::array::from_fn(|l| cases[(l + shift) % 8]);
         for shift in [0, 3] {
-            tags_match_scalar(
-                Radix::R26,
-                tags_r26,
-                &lanes(&r26, shift),
-                Limbs::from_radix26,
-            );
+            let h = lanes(&R26_EDGES, shift);
+            tags_match_scalar(Radix::R26, 16, tags_r26, &h, Limbs::from_radix26);
         }
         let (m, m2) = (M44, (1u64 << 42) - 1);
         let r44: [[u64; 5]; 8] = [
@@ -311,7 +257,7 @@ mod tests {
         ];
         let as_limbs = |c: [u64; 5]| Limbs([c[0], c[1], c[2]]);
         for shift in [0, 5] {
-            tags_match_scalar(Radix::R44, tags_r44, &lanes(&r44, shift), as_limbs);
+            tags_match_scalar(Radix::R44, 16, tags_r44, &lanes(&r44, shift), as_limbs);
         }
     }
 
