@@ -20,6 +20,26 @@
 //! checked by [`AeadOp::validate`]); the engine processes them in passes, not one
 //! after another.
 
+/// ChaCha20's 20 rounds (RFC 8439 section 2.3): ten double rounds, each four
+/// quarter rounds down the columns of the 4x4 state and four along its diagonals,
+/// with `$qr(state, a, b, c, d)` for whatever holds the state (one block's words or
+/// vectors of many lanes' words). A macro, so that a kernel's quarter round stays
+/// inlined inside its target features.
+macro_rules! chacha_rounds {
+    ($qr:ident, $x:expr) => {
+        for _ in 0..10 {
+            $qr($x, 0, 4, 8, 12);
+            $qr($x, 1, 5, 9, 13);
+            $qr($x, 2, 6, 10, 14);
+            $qr($x, 3, 7, 11, 15);
+            $qr($x, 0, 5, 10, 15);
+            $qr($x, 1, 6, 11, 12);
+            $qr($x, 2, 7, 8, 13);
+            $qr($x, 3, 4, 9, 14);
+        }
+    };
+}
+
 mod block_path;
 mod dispatch;
 mod field;

@@ -45,16 +45,7 @@ pub(crate) fn block(key: &[u32; 8], counter: u32, nonce: &[u32; 3]) -> [u8; 64] 
     init[12] = counter;
     init[13..].copy_from_slice(nonce);
     let mut x = init;
-    for _ in 0..10 {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
+    chacha_rounds!(quarter_round, &mut x);
     let mut out = [0u8; 64];
     for (i, o) in out.chunks_exact_mut(4).enumerate() {
         o.copy_from_slice(&x[i].wrapping_add(init[i]).to_le_bytes());

@@ -117,16 +117,7 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     let step = _mm256_set1_epi32(st.ctr_step as i32);
     for _ in 0..n {
         let mut x = init;
-        for _ in 0..10 {
-            quarter_round(&mut x, 0, 4, 8, 12);
-            quarter_round(&mut x, 1, 5, 9, 13);
-            quarter_round(&mut x, 2, 6, 10, 14);
-            quarter_round(&mut x, 3, 7, 11, 15);
-            quarter_round(&mut x, 0, 5, 10, 15);
-            quarter_round(&mut x, 1, 6, 11, 12);
-            quarter_round(&mut x, 2, 7, 8, 13);
-            quarter_round(&mut x, 3, 4, 9, 14);
-        }
+        chacha_rounds!(quarter_round, &mut x);
         for (w, i) in x.iter_mut().zip(init) {
             *w = _mm256_add_epi32(*w, i);
         }
