@@ -278,10 +278,9 @@ fn mac_pass(
     let mac = scratch.mac.as_mut_ptr();
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
     unsafe { lane_path::poly_groups(k, jobs, order, base, otk, tail, mac, rest) };
-    let lanes: &[u32] = rest;
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
-    unsafe { lane_path::poly(k, jobs, lanes, base, otk, tail, &mut scratch.acc) };
-    lane_path::finish(k.radix, lanes, &scratch.acc, &scratch.otk, &mut scratch.mac);
+    unsafe { lane_path::poly(k, jobs, rest, base, otk, tail, &mut scratch.acc) };
+    lane_path::finish(k.radix, rest, &scratch.acc, &scratch.otk, &mut scratch.mac);
     for &i in block {
         let (i, j) = (i as usize, &jobs[i as usize]);
         if j.decrypt == decrypt {

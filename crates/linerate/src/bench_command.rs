@@ -194,20 +194,14 @@ pub fn crypto(args: &CryptoBench) -> Result<(), String> {
     let engine_names = match &args.engine {
         None => None,
         Some(list) => {
-            let known: Vec<(String, &str)> = engines::names()
-                .into_iter()
-                .map(|n| (n.to_string(), n))
-                .collect();
+            let known: Vec<(&str, &str)> = engines::names().into_iter().map(|n| (n, n)).collect();
             Some(bench_crypto::pick(list, "engine", &known)?)
         }
     };
     let algs = match &args.alg {
         None => Algorithm::ALL.to_vec(),
         Some(list) => {
-            let known: Vec<(String, Algorithm)> = Algorithm::ALL
-                .into_iter()
-                .map(|a| (a.name().to_string(), a))
-                .collect();
+            let known = Algorithm::ALL.map(|a| (a.name(), a));
             bench_crypto::pick(list, "algorithm", &known)?
         }
     };

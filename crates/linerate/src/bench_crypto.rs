@@ -38,21 +38,27 @@ fn imix_row(engine: &mut dyn crypto::Engine, alg: Algorithm, time: Duration) -> 
 }
 
 /// The names in a comma-separated list, each checked against `known`: an unknown
-/// name is refused, naming it and what is known, rather than measuring nothing.
-pub fn pick<T: Copy>(list: &str, what: &str, known: &[(String, T)]) -> Result<Vec<T>, String> {
-    list.split(',')
-        .map(str::trim)
-        .map(|name| {
-            known
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, t)| *t)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
-                    format!("no {what} named {name:?} (have: {})", names.join(", "))
-                })
-        })
-        .collect()
+/// name is refused, naming it and what is known, rather than measuring nothing; a
+/// name given twice counts once.
+pub fn pick<T: Copy + PartialEq>(
+    list: &str,
+    what: &str,
+    known: &[(&str, T)],
+) -> Result<Vec<T>, String> {
+    let mut picked = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let Some(&(_, t)) = known.iter().find(|(n, _)| *n == name) else {
+            let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "no {what} named {name:?} (have: {})",
+                names.join(", ")
+            ));
+        };
+        if !picked.contains(&t) {
+            picked.push(t);
+        }
+    }
+    Ok(picked)
 }
 
 /// Every engine (or those named) on every algorithm in `algs` it serves at every
@@ -261,13 +267,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_list_of_names_is_picked_in_order_and_an_unknown_one_is_named() {
-        let known: Vec<(String, u8)> = [("mb", 1), ("ipsecmb", 2), ("aws-lc", 3)]
-            .into_iter()
-            .map(|(n, v)| (n.to_string(), v))
-            .collect();
+    fn a_list_of_names_is_picked_in_order_once_each_and_an_unknown_one_is_named() {
+        let known = [("mb", 1), ("ipsecmb", 2), ("aws-lc", 3)];
         assert_eq!(pick("ipsecmb, mb", "engine", &known), Ok(vec![2, 1]));
         assert_eq!(pick("aws-lc", "engine", &known), Ok(vec![3]));
+        assert_eq!(pick("mb,aws-lc,mb", "engine", &known), Ok(vec![1, 3]));
         let err = pick("mb,nope", "engine", &known).unwrap_err();
         assert!(
             err.contains("\"nope\"") && err.contains("mb, ipsecmb, aws-lc"),

@@ -33,7 +33,8 @@ pub(crate) mod tag_tests {
     };
 
     /// Keys whose `s` is near 2^128, so that the low half's addition carries, and
-    /// whose `r` half has every bit set, so that the clamp matters.
+    /// whose `r` half has bits set that the clamp clears, so that it matters:
+    /// every byte of lane `l`'s key is `0xff - l`.
     pub fn keys() -> [[u8; 32]; MAX_LANES] {
         core::array::from_fn(|l| [0xff - l as u8; 32])
     }

@@ -238,8 +238,11 @@ mod tests {
         if !avx512() {
             return;
         }
-        let lanes =
-            |cases: &[[u64; 5]; 8], shift: usize| core::array::from_fn(|l| cases[(l + shift) % 8]);
+        // The second half's lanes take the cases in another order, so that a mix-up of
+        // the halves fails too.
+        let lanes = |cases: &[[u64; 5]; 8], shift: usize| {
+            core::array::from_fn(|l| cases[(l + shift + 3 * (l / 8)) % 8])
+        };
         for shift in [0, 3] {
             let h = lanes(&R26_EDGES, shift);
             tags_match_scalar(Radix::R26, 16, tags_r26, &h, Limbs::from_radix26);
