@@ -10,18 +10,26 @@
 //! workers: shared send counters and replay window). One peer (the default) is one
 //! tunnel on every worker; as many peers as workers is one independent tunnel each.
 
+use crate::bench_driver::Driver;
+use crate::bench_raw::{RawMeter, engine_at};
 use crate::engines;
 use dataplane::counters::clocks;
 use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
-use dataplane::{Arena, Context, HEADROOM, Handle, NodeCounters};
+use dataplane::{Arena, Context, Handle, NodeCounters};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
 use wireguard::{Device, DropReason, Prefix};
 
 pub use crypto::calibrate::IMIX;
 use dataplane::graph::FRAME_LEN as FRAME;
+
+/// A point's time is cut into this many slices of graph, each followed by a slice
+/// of its raw engines: the two then see the same machine, and a neighbour busy for
+/// a second slows both rather than one.
+const SLICES: usize = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
@@ -45,7 +53,7 @@ impl Size {
 
     /// The size of packet `i` of a stream.
     /// The packet sizes this size is made of.
-    fn sizes(self) -> Vec<usize> {
+    pub(crate) fn sizes(self) -> Vec<usize> {
         match self {
             Size::Fixed(n) => vec![n],
             Size::Imix => IMIX.iter().map(|&(n, _)| n).collect(),
@@ -176,15 +184,15 @@ pub struct Row {
     pub choice: String,
     /// Those engines alone, one core, doing the graph's crypto: each op of this
     /// size sealed and opened again in place, in the tunnel's layout (IMIX: each of
-    /// its sizes on its own engine), measured right after the graph in the same run
-    /// (Gbit/s of operations).
+    /// its sizes on its own engine), measured in slices between the graph's own in
+    /// the same run (Gbit/s of operations).
     pub raw_gbps: f64,
     /// The same engines sealing only, without AAD: the figure `linerate bench crypto`
     /// prints, for comparison.
     pub raw_seal_gbps: f64,
     /// Graph over raw, per worker: with repeats, the median of each run's ratio (a
-    /// run's graph and raw engine measured back to back), which a busy machine
-    /// shifts less than the ratio of two medians taken at different times.
+    /// run's graph and raw engine measured in alternating slices), which a busy
+    /// machine shifts less than the ratio of two medians taken at different times.
     pub graph_over_raw: f64,
     pub workers: usize,
     pub peers: usize,
@@ -303,22 +311,54 @@ pub fn graphs(
     Ok(out)
 }
 
-/// A worker with no traffic of its own: it runs pieces of the others' full frames
-/// until `done`. Its time counts in the clocks per packet.
-fn help<G: Loopback>(mut wg: G, done: &AtomicBool) -> Result<Measured, String> {
-    let start = Instant::now();
-    let c0 = clocks();
-    while !done.load(Ordering::Relaxed) {
-        wg.context_mut().helper_sleep(Duration::ZERO);
-        if wg.context_mut().help_others() == 0 {
-            std::hint::spin_loop();
+/// A worker carrying traffic: [`SLICES`] slices of `slice` seconds, each between
+/// two meetings at `barrier`; after each it lets the helpers stop (`running`). A
+/// panic in the graph is reported, and the worker still keeps every meeting so
+/// that the others do not wait for it for ever.
+fn carry<G: Loopback>(
+    mut d: Driver<G>,
+    slice: f64,
+    barrier: &Barrier,
+    running: &AtomicBool,
+) -> Result<Measured, String> {
+    let mut panicked = false;
+    for _ in 0..SLICES {
+        barrier.wait();
+        if !panicked {
+            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| d.run_for(slice)));
+            panicked = ran.is_err();
         }
+        running.store(false, Ordering::Release);
+        barrier.wait();
     }
-    Ok(Measured {
-        clocks: clocks().wrapping_sub(c0),
-        elapsed: start.elapsed(),
-        ..Measured::default()
-    })
+    if panicked {
+        return Err("worker panicked".into());
+    }
+    d.finish()
+}
+
+/// A worker with no traffic of its own: in each slice it runs pieces of the others'
+/// full frames while `running`. Its time counts in the clocks per packet.
+fn help<G: Loopback>(
+    mut wg: G,
+    barrier: &Barrier,
+    running: &AtomicBool,
+) -> Result<Measured, String> {
+    let mut m = Measured::default();
+    for _ in 0..SLICES {
+        barrier.wait();
+        let (start, c0) = (Instant::now(), clocks());
+        while running.load(Ordering::Acquire) {
+            wg.context_mut().helper_sleep(Duration::ZERO);
+            if wg.context_mut().help_others() == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        m.clocks = m.clocks.wrapping_add(clocks().wrapping_sub(c0));
+        m.elapsed += start.elapsed();
+        barrier.wait();
+    }
+    Ok(m)
 }
 
 /// One worker's graph of a tunnel as the bench drives it: inner packets in, what
@@ -390,80 +430,6 @@ pub(crate) fn delivered(cx: &mut Context, out: dataplane::OutputId) -> u64 {
     let mut n = 0;
     cx.send_output(out, |_, packets| n = packets.len() as u64);
     n
-}
-
-/// Pushes packets of `size` through `g` for `seconds`.
-pub(crate) fn drive<G: Loopback>(mut g: G, size: Size, seconds: f64) -> Result<Measured, String> {
-    let mut handles: Vec<Handle> = Vec::with_capacity(FRAME);
-    let mut back: Vec<Handle> = Vec::with_capacity(FRAME);
-    let set = g.context().engines();
-    let alg = g.alg();
-    let mut m = Measured {
-        alg: Some(alg),
-        aad_len: g.aad_len(),
-        text_lens: size
-            .sizes()
-            .into_iter()
-            .map(|n| (n, g.text_len(n)))
-            .collect(),
-        choice: set.describe(alg),
-        by_class: crypto::size_class::SIZES
-            .iter()
-            .map(|&n| set.chosen_for(alg, n as u32).unwrap_or("none").to_string())
-            .collect(),
-        ..Measured::default()
-    };
-    let mut seq = 0usize;
-    let start = Instant::now();
-    let c0 = clocks();
-    let deadline = start + Duration::from_secs_f64(seconds);
-    let mut rounds = 0u64;
-    while !rounds.is_multiple_of(64) || Instant::now() < deadline {
-        rounds += 1;
-        handles.clear();
-        let arena = g.context_mut().arena_mut();
-        for _ in 0..FRAME {
-            let Some(h) = arena.alloc() else { break };
-            let len = size.nth(seq);
-            let buf = arena.buffer_mut(h);
-            inner_packet(&mut buf[HEADROOM..], len, seq as u16);
-            arena.meta_mut(h).len = len as u16;
-            m.bytes += len as u64;
-            seq += 1;
-            handles.push(h);
-        }
-        m.packets += g.round(&handles, &mut back, Instant::now());
-    }
-    m.clocks = clocks().wrapping_sub(c0);
-    m.elapsed = start.elapsed();
-    let delivered = m.packets.max(1) as f64;
-    let counters = g.node_counters();
-    m.nodes = counters
-        .iter()
-        .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
-        .collect();
-    // Only delivered packets count; a drop means the graph misbehaved (say where),
-    // except a late packet on a shared tunnel, which is counted.
-    let mut drops: Vec<String> = Vec::new();
-    for (node, c) in &counters {
-        for (e, n) in c.drops().filter(|&(_, n)| n > 0) {
-            if G::is_late(e.name) {
-                m.late += n;
-            } else {
-                drops.push(format!("{node}: {n} {}", e.name));
-            }
-        }
-    }
-    if !drops.is_empty() {
-        return Err(format!(
-            "packets dropped in the graph ({})",
-            drops.join(", ")
-        ));
-    }
-    if m.packets == 0 {
-        return Err("no packet made it through the graph".into());
-    }
-    Ok(m)
 }
 
 /// Runs every size on each worker count (the workers at once, summed), `repeat`
@@ -569,29 +535,53 @@ fn run_workers<G: Loopback>(
     } else {
         opts.peers.for_workers(workers)
     };
-    let graphs = build(workers, peers)?;
-    let done = AtomicBool::new(false);
-    let done = &done;
-    let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = graphs
-            .into_iter()
-            .enumerate()
-            .map(|(i, g)| {
-                s.spawn(move || {
-                    if opts.spread && i > 0 {
-                        return help(g, done);
-                    }
-                    let m = drive(g, size, opts.seconds);
-                    done.store(true, Ordering::Relaxed);
-                    m
+    let drivers: Vec<Driver<G>> = build(workers, peers)?
+        .into_iter()
+        .map(|g| Driver::new(g, size))
+        .collect();
+    let first = drivers.first().ok_or("no worker")?.measured();
+    let alg = first.alg.ok_or("the first worker carries traffic")?;
+    let (by_class, text_lens) = (first.by_class.clone(), first.text_lens.clone());
+    let mut raw = RawMeter::new(alg, Some(first.aad_len), &by_class, &text_lens, size)?;
+    let mut seal = RawMeter::new(alg, None, &by_class, &text_lens, size)?;
+    let slice = opts.seconds / SLICES as f64;
+    // Every worker and this thread meet before and after each slice of traffic;
+    // between them this thread measures the raw engines, the workers waiting.
+    let barrier = &Barrier::new(workers + 1);
+    let running = &AtomicBool::new(false);
+    let (results, raw_done): (Vec<Result<Measured, String>>, Result<(), String>) =
+        std::thread::scope(|s| {
+            let handles: Vec<_> = drivers
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    s.spawn(move || {
+                        if opts.spread && i > 0 {
+                            help(d.into_graph(), barrier, running)
+                        } else {
+                            carry(d, slice, barrier, running)
+                        }
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Err("worker panicked".into())))
-            .collect()
-    });
+                .collect();
+            let mut raw_done = Ok(());
+            for _ in 0..SLICES {
+                running.store(true, Ordering::Release);
+                barrier.wait();
+                barrier.wait();
+                if raw_done.is_ok() {
+                    raw_done = seal
+                        .measure(slice / 4.0)
+                        .and_then(|()| raw.measure(slice / 2.0));
+                }
+            }
+            let results = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err("worker panicked".into())))
+                .collect();
+            (results, raw_done)
+        });
+    raw_done?;
     let ms: Vec<Measured> = results.into_iter().collect::<Result<_, _>>()?;
     let secs = ms
         .iter()
@@ -609,19 +599,14 @@ fn run_workers<G: Loopback>(
     for n in nodes.iter_mut() {
         n.1 /= ms.len() as f64 * 2.0; // per packet operation
     }
-    let by_class = &ms[0].by_class;
-    let alg = ms[0].alg.ok_or("the first worker carries traffic")?;
-    let text_lens = &ms[0].text_lens;
     let mut engine: Vec<&str> = Vec::new();
-    for &(_, text) in text_lens {
-        let e = engine_at(by_class, text);
+    for &(_, text) in &text_lens {
+        let e = engine_at(&by_class, text);
         if !engine.contains(&e) {
             engine.push(e);
         }
     }
-    let aad = Some(ms[0].aad_len);
-    let raw_seal_gbps = raw_gbps(alg, None, by_class, text_lens, size, opts.seconds / 4.0)?;
-    let raw_gbps = raw_gbps(alg, aad, by_class, text_lens, size, opts.seconds / 2.0)?;
+    let (raw_gbps, raw_seal_gbps) = (raw.gbps(), seal.gbps());
     let gbps = bytes as f64 * 8.0 / secs / 1e9;
     Ok(Row {
         size,
@@ -652,57 +637,6 @@ pub fn scaling(rows: &[Row]) -> Vec<f64> {
                 .map_or(f64::NAN, |b| r.mpps / b.mpps)
         })
         .collect()
-}
-
-/// The engine that ran the tunnel's algorithm on a text of `len` bytes, given the
-/// engine of each size class.
-fn engine_at(by_class: &[String], len: usize) -> &str {
-    by_class
-        .get(crypto::size_class::of(len as u32))
-        .map_or("none", String::as_str)
-}
-
-/// The engines the graph ran alone on `alg` at `size`, each size on its class's
-/// engine (IMIX: the time of a 7:4:1 mix), counted in inner bytes as the graph is.
-/// `aad_len`: the tunnel's AAD, each op sealed and opened on the text the tunnel
-/// seals for its inner size (`text_lens`); or `None` for sealing the inner size
-/// alone without AAD, as `bench crypto` does.
-fn raw_gbps(
-    alg: crypto::Algorithm,
-    aad_len: Option<usize>,
-    by_class: &[String],
-    text_lens: &[(usize, usize)],
-    size: Size,
-    seconds: f64,
-) -> Result<f64, String> {
-    let time = Duration::from_secs_f64(seconds.max(0.01));
-    let mix: Vec<(usize, u32)> = match size {
-        Size::Fixed(n) => vec![(n, 1)],
-        Size::Imix => IMIX.to_vec(),
-    };
-    let text_of = |n: usize| {
-        text_lens
-            .iter()
-            .find(|&&(inner, _)| inner == n)
-            .map_or(n, |&(_, text)| text)
-    };
-    let (mut secs, mut bits) = (0.0, 0.0);
-    for (n, weight) in mix {
-        let text = text_of(n);
-        let engine = engine_at(by_class, text);
-        let mut e = engines::all(&Arc::new(crypto::KeyRegistry::new(4)))
-            .into_iter()
-            .find(|e| e.name() == engine)
-            .ok_or_else(|| format!("engine {engine} vanished"))?;
-        let m = match aad_len {
-            Some(aad) => crypto::round_trip::measure(e.as_mut(), alg, text, aad, time / 3),
-            None => crypto::calibrate::measure(e.as_mut(), alg, n, time / 3),
-        };
-        let m = m.ok_or_else(|| format!("{engine} failed the raw measurement at {n} bytes"))?;
-        secs += weight as f64 / (m.mpps * 1e6);
-        bits += (weight as usize * n * 8) as f64;
-    }
-    Ok(bits / secs / 1e9)
 }
 
 pub fn table(rows: &[Row]) -> String {
@@ -849,7 +783,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_short_run_delivers_everything() {
-        let m = drive(loopback_graph(None).unwrap(), Size::Fixed(200), 0.05).unwrap();
+        let m = crate::bench_driver::drive(loopback_graph(None).unwrap(), Size::Fixed(200), 0.05)
+            .unwrap();
         assert!(m.packets >= 64 * FRAME as u64 / 2);
     }
 

@@ -208,7 +208,7 @@ mod tests {
             ipsec::EspAlgorithm::Aes128CbcSha1,
         ] {
             let g = graphs(None, alg, 1, 1).unwrap().remove(0);
-            let m = bench::drive(g, Size::Fixed(200), 0.02).unwrap();
+            let m = crate::bench_driver::drive(g, Size::Fixed(200), 0.02).unwrap();
             assert!(
                 m.packets >= 64 * dataplane::graph::FRAME_LEN as u64 / 2,
                 "{alg}"

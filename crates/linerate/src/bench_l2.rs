@@ -503,7 +503,7 @@ pub fn run(
                 .pop()
                 .ok_or("no graph")?;
             // Delivered packets, each encrypted and decrypted once, as here.
-            plain.push(mpps(&bench::drive(g, size, seconds)?));
+            plain.push(mpps(&crate::bench_driver::drive(g, size, seconds)?));
             let (mut a, mut b) = pair(engine, ipsec::EspAlgorithm::Aes128Gcm)?;
             routed.push(mpps(&drive(&mut a, &mut b, Path::Routed, size, seconds)?));
             l2.push(mpps(&drive(&mut a, &mut b, Path::L2, size, seconds)?));

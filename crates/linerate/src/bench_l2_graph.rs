@@ -171,7 +171,7 @@ mod tests {
     fn a_short_run_delivers_every_frame_at_every_size() {
         for size in [Size::Fixed(64), Size::Fixed(1514), Size::Imix] {
             let g = graphs(None, 1).unwrap().remove(0);
-            let m = bench::drive(g, size, 0.02).unwrap();
+            let m = crate::bench_driver::drive(g, size, 0.02).unwrap();
             assert!(m.packets >= dataplane::graph::FRAME_LEN as u64, "{size:?}");
             assert_eq!(m.late, 0);
         }

@@ -1,0 +1,132 @@
+//! One worker's traffic in the graph bench: inner packets of one size made, pushed
+//! through the worker's graph and counted, in as many timed slices as the caller
+//! asks for. The slices let the bench measure the raw engines between them, so that
+//! the graph and its baseline share whatever else the machine is doing (see
+//! `bench::run_workers`).
+
+use crate::bench::{Loopback, Measured, Size, inner_packet};
+use dataplane::counters::clocks;
+use dataplane::graph::FRAME_LEN as FRAME;
+use dataplane::{HEADROOM, Handle};
+use std::time::{Duration, Instant};
+
+/// A worker's graph and what it has measured so far.
+pub(crate) struct Driver<G: Loopback> {
+    g: G,
+    size: Size,
+    handles: Vec<Handle>,
+    back: Vec<Handle>,
+    /// The number of the next packet made (its size, for IMIX, and its IP id).
+    seq: usize,
+    m: Measured,
+}
+
+impl<G: Loopback> Driver<G> {
+    /// Ready to drive `g` with packets of `size`; nothing measured yet.
+    pub(crate) fn new(g: G, size: Size) -> Driver<G> {
+        let set = g.context().engines();
+        let alg = g.alg();
+        let m = Measured {
+            alg: Some(alg),
+            aad_len: g.aad_len(),
+            text_lens: size
+                .sizes()
+                .into_iter()
+                .map(|n| (n, g.text_len(n)))
+                .collect(),
+            choice: set.describe(alg),
+            by_class: crypto::size_class::SIZES
+                .iter()
+                .map(|&n| set.chosen_for(alg, n as u32).unwrap_or("none").to_string())
+                .collect(),
+            ..Measured::default()
+        };
+        Driver {
+            g,
+            size,
+            handles: Vec::with_capacity(FRAME),
+            back: Vec::with_capacity(FRAME),
+            seq: 0,
+            m,
+        }
+    }
+
+    /// What the graph is set up to run (its algorithm, AAD, texts and engines), and
+    /// what it has measured so far.
+    pub(crate) fn measured(&self) -> &Measured {
+        &self.m
+    }
+
+    /// The graph, for a worker that helps others instead of carrying traffic.
+    pub(crate) fn into_graph(self) -> G {
+        self.g
+    }
+
+    /// Pushes frames through the graph for about `seconds` (at least one), adding
+    /// to the totals.
+    pub(crate) fn run_for(&mut self, seconds: f64) {
+        let start = Instant::now();
+        let c0 = clocks();
+        let deadline = start + Duration::from_secs_f64(seconds);
+        let mut rounds = 0u64;
+        // The clock is read once per 64 frames.
+        while !rounds.is_multiple_of(64) || Instant::now() < deadline {
+            rounds += 1;
+            self.handles.clear();
+            let arena = self.g.context_mut().arena_mut();
+            for _ in 0..FRAME {
+                let Some(h) = arena.alloc() else { break };
+                let len = self.size.nth(self.seq);
+                let buf = arena.buffer_mut(h);
+                inner_packet(&mut buf[HEADROOM..], len, self.seq as u16);
+                arena.meta_mut(h).len = len as u16;
+                self.m.bytes += len as u64;
+                self.seq += 1;
+                self.handles.push(h);
+            }
+            self.m.packets += self.g.round(&self.handles, &mut self.back, Instant::now());
+        }
+        self.m.clocks = self.m.clocks.wrapping_add(clocks().wrapping_sub(c0));
+        self.m.elapsed += start.elapsed();
+    }
+
+    /// The totals, with each node's clocks per packet; an error when a packet was
+    /// dropped (say where), except a late packet on a shared tunnel, which is
+    /// counted, or when none made it through.
+    pub(crate) fn finish(self) -> Result<Measured, String> {
+        let mut m = self.m;
+        let delivered = m.packets.max(1) as f64;
+        let counters = self.g.node_counters();
+        m.nodes = counters
+            .iter()
+            .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
+            .collect();
+        let mut drops: Vec<String> = Vec::new();
+        for (node, c) in &counters {
+            for (e, n) in c.drops().filter(|&(_, n)| n > 0) {
+                if G::is_late(e.name) {
+                    m.late += n;
+                } else {
+                    drops.push(format!("{node}: {n} {}", e.name));
+                }
+            }
+        }
+        if !drops.is_empty() {
+            return Err(format!(
+                "packets dropped in the graph ({})",
+                drops.join(", ")
+            ));
+        }
+        if m.packets == 0 {
+            return Err("no packet made it through the graph".into());
+        }
+        Ok(m)
+    }
+}
+
+/// Pushes packets of `size` through `g` for `seconds`, in one slice.
+pub(crate) fn drive<G: Loopback>(g: G, size: Size, seconds: f64) -> Result<Measured, String> {
+    let mut d = Driver::new(g, size);
+    d.run_for(seconds);
+    d.finish()
+}
