@@ -216,6 +216,18 @@ pub enum Message<T> {
 }
 
 impl Message<&[u8]> {
+    /// Is `buf` a transport data message as [`Message::classify`] judges it (the
+    /// whole type word 4, at least [`TRANSPORT_MIN_LEN`] bytes)? The data path's
+    /// test for nearly every datagram, one comparison of the word and one of the
+    /// length.
+    #[inline(always)]
+    pub fn is_transport_data(buf: &[u8]) -> bool {
+        buf.len() >= TRANSPORT_MIN_LEN
+            && buf
+                .first_chunk::<4>()
+                .is_some_and(|w| u32::from_le_bytes(*w) == MESSAGE_TRANSPORT_DATA)
+    }
+
     /// Which message `buf` holds, judged by its type word and length alone.
     ///
     /// Fewer than 4 bytes, or a transport data message shorter than
@@ -720,6 +732,29 @@ as_ref_impl!(
 
 #[cfg(test)]
 mod tests {
+    /// The data path's quick test says transport data exactly when the full
+    /// classification does: every type byte 0 to 5 with zero and non-zero reserved
+    /// bytes, at every length around the minimum and the handshakes' sizes.
+    #[test]
+    fn the_quick_data_test_agrees_with_the_classification() {
+        use super::{Message, MessageType};
+        for t in 0u8..=5 {
+            for reserved in [[0u8, 0, 0], [1, 0, 0], [0, 0, 0x80]] {
+                for len in (0..=40).chain([92, 148, 149, 1500]) {
+                    let mut whole = [0u8; 1500];
+                    whole[..4].copy_from_slice(&[t, reserved[0], reserved[1], reserved[2]]);
+                    let buf = &whole[..len];
+                    let full = Message::classify(buf) == Ok(MessageType::TransportData);
+                    assert_eq!(
+                        Message::is_transport_data(buf),
+                        full,
+                        "type {t}, reserved {reserved:?}, {len} bytes"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn padding_never_passes_the_mtu() {
         use super::{PADDING_MULTIPLE, padded_len};

@@ -10,7 +10,7 @@ use crate::counters::NodeCounters;
 use crate::graph::{FREE, NodeInfo};
 use crate::nodes::PerPacket;
 use crate::nodes::WgDecrypt;
-use wire::wireguard::{Message, MessageType};
+use wire::wireguard::Message;
 use wireguard::DropReason;
 
 crate::node_errors! {
@@ -41,7 +41,28 @@ impl PerPacket for WgInput {
         errors: InputError::TABLE,
     };
 
+    /// Data is nearly every datagram: once its type word and length check out it
+    /// goes on, decided here; anything else is classified (and a handshake
+    /// parsed) out of line.
+    #[inline(always)]
     fn one(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        c: &mut NodeCounters,
+    ) -> Result<u16, InputError> {
+        if Message::is_transport_data(cx.arena.data(h)) {
+            return Ok(Next::Decrypt as u16);
+        }
+        self.not_data(cx, h, c)
+    }
+}
+
+impl WgInput {
+    /// A datagram that is not transport data: a handshake message for the device,
+    /// or refused with the reason the classification gives.
+    #[inline(never)]
+    fn not_data(
         &mut self,
         cx: &mut Context,
         h: Handle,
@@ -49,11 +70,6 @@ impl PerPacket for WgInput {
     ) -> Result<u16, InputError> {
         let data = cx.arena.data(h);
         let refused = |e| InputError::from(DropReason::from(e));
-        // Data is nearly every datagram: once its type word and length check
-        // out it goes on; only handshakes are parsed further.
-        if Message::classify(data).map_err(refused)? == MessageType::TransportData {
-            return Ok(Next::Decrypt as u16);
-        }
         match Message::parse(data).map_err(refused)? {
             Message::TransportData(_) => Ok(Next::Decrypt as u16),
             _ if cx.tunnels.wg.follower.is_some() => {
