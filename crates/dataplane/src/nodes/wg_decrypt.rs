@@ -164,13 +164,15 @@ impl AeadStage for WgDecrypt {
         let mut sources = SourceMemo::default();
         for d in done {
             match verify(cx, &mut sources, packets[d.index], d) {
-                Ok(p) => v.push(p),
+                Ok((p, counter)) => v.push(p, counter),
                 Err(e) => {
                     c.drop(e);
                     next[d.index] = FREE;
                 }
             }
         }
+        // The counters committed, one batch per run of packets on one session; a
+        // run the device refuses whole (its session gone) keeps the reason.
         let mut start = 0;
         while start < v.packets.len() {
             let t = v.packets[start].ticket;
@@ -178,22 +180,29 @@ impl AeadStage for WgDecrypt {
                 |p: &&Packet| (p.ticket.peer, p.ticket.local_index) == (t.peer, t.local_index);
             let end = start + v.packets[start..].iter().take_while(same_session).count();
             let range = start..end;
-            if let Err(reason) = cx.tunnels.wg.commit_counters(
-                &t,
-                &v.counters[range.clone()],
-                &mut v.accepted[range.clone()],
-            ) {
-                v.refused[range].fill(reason);
-            }
+            let refused = cx
+                .tunnels
+                .wg
+                .commit_counters(&t, &v.counters[range.clone()], &mut v.accepted[range])
+                .err();
+            v.runs.push((end, refused));
             start = end;
         }
-        for ((p, &accepted), &refused) in v.packets.iter().zip(&v.accepted).zip(&v.refused) {
-            next[p.index] = if accepted {
-                deliver(cx, packets[p.index], p, c)
-            } else {
-                c.drop(DecryptError::from(refused));
-                FREE
-            };
+        // Then each packet passed on, or dropped: a counter not taken is a replay
+        // unless its run was refused whole.
+        let mut start = 0;
+        for &(end, refused) in &v.runs {
+            let run = v.packets[start..end].iter().zip(&v.accepted[start..end]);
+            for (p, &accepted) in run {
+                let index = p.index as usize;
+                next[index] = if accepted {
+                    deliver(cx, packets[index], p, c)
+                } else {
+                    c.drop(DecryptError::from(refused.unwrap_or(DropReason::Replay)));
+                    FREE
+                };
+            }
+            start = end;
         }
     }
 }
@@ -201,12 +210,13 @@ impl AeadStage for WgDecrypt {
 /// A packet that decrypted and passed the checks before its counter's commit.
 #[derive(Clone, Copy)]
 struct Packet {
-    index: usize,
-    ticket: RecvTicket,
-    /// The inner source; `None` for a keepalive.
-    inner_src: Option<IpAddr>,
+    /// Its place in the frame.
+    index: u32,
     /// The inner packet's length (the plaintext less its padding).
-    inner_len: usize,
+    inner_len: u16,
+    /// Whether it carries data (a keepalive does not).
+    data: bool,
+    ticket: RecvTicket,
 }
 
 /// A frame's packets waiting for their counters' commit, and the verdicts: kept by
@@ -216,8 +226,9 @@ pub struct Verified {
     packets: Vec<Packet>,
     counters: Vec<u64>,
     accepted: Vec<bool>,
-    /// Why a packet whose counter was not taken is dropped.
-    refused: Vec<DropReason>,
+    /// Each run of packets on one session: where it ends in `packets`, and why the
+    /// device refused all of it (`None`: each counter was decided on its own).
+    runs: Vec<(usize, Option<DropReason>)>,
 }
 
 impl Verified {
@@ -225,14 +236,13 @@ impl Verified {
         self.packets.clear();
         self.counters.clear();
         self.accepted.clear();
-        self.refused.clear();
+        self.runs.clear();
     }
 
-    fn push(&mut self, (p, counter): (Packet, u64)) {
+    fn push(&mut self, p: Packet, counter: u64) {
         self.packets.push(p);
         self.counters.push(counter);
         self.accepted.push(false);
-        self.refused.push(DropReason::Replay);
     }
 }
 
@@ -290,10 +300,12 @@ fn verify(
         return Err(DropReason::SourceNotAllowed.into());
     }
     let p = Packet {
-        index: d.index,
+        // A frame holds at most FRAME_LEN packets and a buffer at most FRAME_SIZE
+        // bytes, so both fit.
+        index: d.index as u32,
+        inner_len: inner_len as u16,
+        data: inner_src.is_some(),
         ticket,
-        inner_src,
-        inner_len,
     };
     Ok((p, counter))
 }
@@ -301,18 +313,18 @@ fn verify(
 /// An accepted packet: the device hears of it (once per run), and the inner packet
 /// goes on to the TUN (a keepalive ends here).
 fn deliver(cx: &mut Context, h: Handle, p: &Packet, c: &mut NodeCounters) -> u16 {
-    let meta = *cx.arena.meta(h);
-    let (data, wire_len) = (p.inner_src.is_some(), meta.len as usize);
+    let meta = cx.arena.meta(h);
+    let (wire_len, src) = (meta.len as usize, meta.addr);
     cx.tunnels
         .wg
-        .note_received(&p.ticket, data, wire_len, meta.addr, cx.now);
-    if !data {
+        .note_received(&p.ticket, p.data, wire_len, src, cx.now);
+    if !p.data {
         c.consumed += 1;
         return FREE;
     }
     let m = cx.arena.meta_mut(h);
     m.offset += TRANSPORT_HEADER_LEN as u16;
-    m.len = p.inner_len as u16; // strips the padding
+    m.len = p.inner_len; // strips the padding
     m.peer = p.ticket.peer.0;
     Next::Tun as u16
 }
