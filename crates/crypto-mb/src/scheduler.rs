@@ -105,6 +105,16 @@ fn split(k: &Kernels, how: Split, jobs: &[Job], lists: &mut Lists) {
     }
     let cut = match how {
         Split::Threshold(t) => lists.lane.partition_point(|&i| jobs[i as usize].len >= t),
+        // The longest job is first: shorter than `min_len`, none leaves the lanes
+        // (the common vector of small packets, decided without counting blocks).
+        Split::Adaptive { min_len }
+            if lists
+                .lane
+                .first()
+                .is_none_or(|&i| jobs[i as usize].len < min_len) =>
+        {
+            0
+        }
         Split::Adaptive { min_len } => {
             let mut rest: usize = jobs.iter().map(blocks).sum();
             let mut cut = 0;
