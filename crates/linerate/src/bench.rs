@@ -51,7 +51,6 @@ impl Size {
         Ok(Size::Fixed(n))
     }
 
-    /// The size of packet `i` of a stream.
     /// The packet sizes this size is made of.
     pub(crate) fn sizes(self) -> Vec<usize> {
         match self {
@@ -60,6 +59,7 @@ impl Size {
         }
     }
 
+    /// The size of packet `i` of a stream.
     pub(crate) fn nth(self, i: usize) -> usize {
         match self {
             Size::Fixed(n) => n,
