@@ -376,6 +376,33 @@ mod tests {
         batches_agree_with_the_model(200, 10, REJECT_AFTER_MESSAGES - 300_000);
     }
 
+    /// The two edges where a block is not all in range, one batch each against
+    /// the model: the block of the last counter a session may use (only its last
+    /// counter, `REJECT_AFTER_MESSAGES`, is refused), and the ring's oldest block,
+    /// which the window ends inside.
+    #[test]
+    fn a_block_at_either_edge_of_the_range_is_decided_counter_by_counter() {
+        let last_block: Vec<u64> = (REJECT_AFTER_MESSAGES - 63..=REJECT_AFTER_MESSAGES).collect();
+        let w = ReplayWindow::new();
+        let mut accepted = vec![false; last_block.len()];
+        w.commit_all(&last_block, &mut accepted);
+        let (refused, taken) = accepted.split_last().unwrap();
+        assert!(taken.iter().all(|&a| a) && !refused);
+
+        let newest = 200 * SLOT_BITS + 10;
+        let oldest: Vec<u64> = (0..SLOT_BITS)
+            .map(|i| (200 - 127) * SLOT_BITS + i)
+            .collect();
+        let w = ReplayWindow::new();
+        let mut model = Model::default();
+        assert!(w.commit(newest) && model.commit(newest));
+        let mut accepted = vec![false; oldest.len()];
+        w.commit_all(&oldest, &mut accepted);
+        let want: Vec<bool> = oldest.iter().map(|&c| model.commit(c)).collect();
+        assert_eq!(accepted, want);
+        assert!(want.contains(&true) && want.contains(&false));
+    }
+
     /// `rounds` random streams from `seed` on, each counter moved up by `shift`
     /// (saturating), cut into random batches.
     fn batches_agree_with_the_model(seed: u64, rounds: u64, shift: u64) {
