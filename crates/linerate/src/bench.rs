@@ -314,7 +314,8 @@ pub fn graphs(
 /// A worker carrying traffic: [`SLICES`] slices of `slice` seconds, each between
 /// two meetings at `barrier`; after each it lets the helpers stop (`running`). A
 /// panic in the graph is reported, and the worker still keeps every meeting so
-/// that the others do not wait for it for ever.
+/// that the others do not wait for it for ever (every thread at the barrier does
+/// the same).
 fn carry<G: Loopback>(
     mut d: Driver<G>,
     slice: f64,
@@ -345,18 +346,27 @@ fn help<G: Loopback>(
     running: &AtomicBool,
 ) -> Result<Measured, String> {
     let mut m = Measured::default();
+    let mut panicked = false;
     for _ in 0..SLICES {
         barrier.wait();
         let (start, c0) = (Instant::now(), clocks());
-        while running.load(Ordering::Acquire) {
-            wg.context_mut().helper_sleep(Duration::ZERO);
-            if wg.context_mut().help_others() == 0 {
-                std::hint::spin_loop();
-            }
+        if !panicked {
+            let helped = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                while running.load(Ordering::Acquire) {
+                    wg.context_mut().helper_sleep(Duration::ZERO);
+                    if wg.context_mut().help_others() == 0 {
+                        std::hint::spin_loop();
+                    }
+                }
+            }));
+            panicked = helped.is_err();
         }
         m.clocks = m.clocks.wrapping_add(clocks().wrapping_sub(c0));
         m.elapsed += start.elapsed();
         barrier.wait();
+    }
+    if panicked {
+        return Err("helper panicked".into());
     }
     Ok(m)
 }
@@ -547,7 +557,7 @@ fn run_workers<G: Loopback>(
     let slice = opts.seconds / SLICES as f64;
     // Every worker and this thread meet before and after each slice of traffic;
     // between them this thread measures the raw engines, the workers waiting.
-    let barrier = &Barrier::new(workers + 1);
+    let barrier = &Barrier::new(drivers.len() + 1);
     let running = &AtomicBool::new(false);
     let (results, raw_done): (Vec<Result<Measured, String>>, Result<(), String>) =
         std::thread::scope(|s| {
@@ -570,9 +580,12 @@ fn run_workers<G: Loopback>(
                 barrier.wait();
                 barrier.wait();
                 if raw_done.is_ok() {
-                    raw_done = seal
-                        .measure(slice / 4.0)
-                        .and_then(|()| raw.measure(slice / 2.0));
+                    // A panic here is an error too: the workers are waiting.
+                    raw_done = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        seal.measure(slice / 4.0)
+                            .and_then(|()| raw.measure(slice / 2.0))
+                    }))
+                    .unwrap_or(Err("the raw measurement panicked".into()));
                 }
             }
             let results = handles
@@ -581,8 +594,8 @@ fn run_workers<G: Loopback>(
                 .collect();
             (results, raw_done)
         });
-    raw_done?;
     let ms: Vec<Measured> = results.into_iter().collect::<Result<_, _>>()?;
+    raw_done?;
     let secs = ms
         .iter()
         .map(|m| m.elapsed.as_secs_f64())

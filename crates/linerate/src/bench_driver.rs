@@ -62,8 +62,8 @@ impl<G: Loopback> Driver<G> {
         self.g
     }
 
-    /// Pushes frames through the graph for about `seconds` (at least one), adding
-    /// to the totals.
+    /// Pushes frames through the graph for about `seconds` (in steps of 64 frames
+    /// between readings of the clock), adding to the totals.
     pub(crate) fn run_for(&mut self, seconds: f64) {
         let start = Instant::now();
         let c0 = clocks();
