@@ -240,6 +240,25 @@ impl EngineSet {
         }
     }
 
+    /// Whether every op of `ops` takes `first`, the first op's route: one pass that
+    /// reads each op's algorithm and length, and the size classes looked up once
+    /// for the shortest and the longest (the classes between them must all go to
+    /// the same engine too).
+    #[inline]
+    fn one_route(&self, first: Route, ops: &[AeadOp]) -> bool {
+        let (mut shortest, mut longest, mut other_alg) = (u32::MAX, 0u32, false);
+        for o in ops {
+            shortest = shortest.min(o.len);
+            longest = longest.max(o.len);
+            other_alg |= o.alg != first.alg;
+        }
+        let classes = size_class::of(shortest)..=size_class::of(longest);
+        !other_alg
+            && self.choice[first.alg.index()][classes]
+                .iter()
+                .all(|&e| e == first.engine)
+    }
+
     /// Runs a vector of ops. The common case (every op of one algorithm and of sizes
     /// that one engine serves, as in most WireGuard frames) is one engine call on the
     /// caller's vector. Otherwise the ops are copied out into one group per
@@ -249,7 +268,7 @@ impl EngineSet {
         let Some(first) = ops.first().map(|o| self.route(o)) else {
             return;
         };
-        if ops[1..].iter().all(|o| self.route(o) == first) {
+        if self.one_route(first, ops) {
             match first.engine {
                 Some(i) => self.engines[i].process(keys, mem, ops),
                 None => unsupported(ops),
@@ -475,6 +494,32 @@ mod tests {
         let calls = std::mem::take(&mut *log.lock().unwrap());
         assert_eq!(calls.len(), 2);
         assert!(calls.iter().all(|c| c.engine == "small"));
+    }
+
+    /// A vector whose shortest and longest ops are both one engine's, with a class
+    /// of the other engine's between them, still sends each op where its class goes.
+    #[test]
+    fn a_class_between_the_shortest_and_the_longest_is_not_skipped() {
+        let (mut set, log) = two_engines();
+        let (s, l) = (Some("small"), Some("large"));
+        set.choose_by_class(CHACHA, [s, l, s, s, s]).unwrap();
+        let keys = KeyRegistry::new(1);
+        for lens in [vec![64, 600], vec![64, 300, 600]] {
+            let mut ops: Vec<AeadOp> = lens
+                .iter()
+                .enumerate()
+                .map(|(i, &len)| op(i as u32, CHACHA, len))
+                .collect();
+            set.process(&keys, &mut [], &mut ops);
+            log.lock().unwrap().clear();
+            for o in &ops {
+                assert_eq!(
+                    o.status,
+                    mark_of(set.chosen_for(o.alg, o.len)),
+                    "{lens:?}: {o:?}"
+                );
+            }
+        }
     }
 
     #[test]
