@@ -279,6 +279,7 @@ impl Device {
 
 /// The ticket for a packet with `counter` on `peer`'s session `k`, if it may be
 /// decrypted now; the device's and a follower's data path alike. Changes nothing.
+#[inline]
 pub(crate) fn recv_ticket_on(
     peer: PeerId,
     k: &Keypair,
@@ -315,6 +316,7 @@ pub(crate) fn commit_on(
 }
 
 /// May a packet with `counter` be decrypted on `k` now? Changes nothing.
+#[inline]
 fn check_receive(k: &Keypair, counter: u64, now: Instant) -> Result<(), DropReason> {
     if !k.can_receive(now) {
         return Err(DropReason::KeyExpired);
