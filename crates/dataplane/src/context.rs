@@ -111,7 +111,9 @@ impl WgTunnel {
     }
 
     /// One packet sent to `peer`: told to the device (or, on a follower, the run's
-    /// report) once its run ends (see `wireguard::runs`).
+    /// report) once its run ends (see `wireguard::runs`). Inlined: per packet it is
+    /// a compare and three adds.
+    #[inline]
     pub(crate) fn note_sent(
         &mut self,
         peer: PeerId,
@@ -157,6 +159,8 @@ impl WgTunnel {
 
     /// One packet received, its counter committed: told to the device (or, on a
     /// follower, the run's report) once its run ends (see `wireguard::runs`).
+    /// Inlined: per packet it is three compares and three adds.
+    #[inline]
     pub(crate) fn note_received(
         &mut self,
         t: &RecvTicket,
@@ -181,6 +185,7 @@ impl WgTunnel {
         }
     }
 
+    #[inline(never)]
     fn tell_sent(&mut self, run: &SentRun, now: Instant) {
         match &mut self.follower {
             Some(f) => f.follower.note_sent_run(run),
@@ -188,6 +193,7 @@ impl WgTunnel {
         }
     }
 
+    #[inline(never)]
     fn tell_received(&mut self, run: &ReceivedRun, now: Instant) {
         match &mut self.follower {
             Some(f) => f.follower.note_received_run(run),

@@ -224,6 +224,7 @@ impl AeadStage for WgEncrypt {
     }
 
     /// After the crypto: count the send and pass the packet on, or drop it.
+    #[inline]
     fn finish(
         cx: &mut Context,
         h: Handle,
