@@ -255,7 +255,7 @@ pub struct AeadOp {
 impl AeadOp {
     /// An in-place AEAD op: text at `text`, tag right behind it (WireGuard's and ESP's
     /// layout).
-    pub fn in_place(
+    pub const fn in_place(
         alg: Algorithm,
         key: crate::KeyHandle,
         direction: Direction,

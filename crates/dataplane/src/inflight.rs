@@ -55,7 +55,7 @@ pub enum Resume {
 /// engine is synchronous and the caller runs the ops itself.
 pub(crate) fn park_frame(
     cx: &mut Context,
-    ops: &mut Vec<AeadOp>,
+    ops: &[AeadOp],
     packets: impl Iterator<Item = (usize, Handle, Resume)>,
     next: &mut [u16],
 ) -> bool {
@@ -67,7 +67,7 @@ pub(crate) fn park_frame(
     // (KEEP) and touched by no one until the frame returns, and the graph's run waits
     // for every frame before it returns, so the arena outlives them all.
     #[allow(unsafe_code)]
-    let seq = unsafe { engine.submit(mem, len, std::mem::take(ops)) };
+    let seq = unsafe { engine.submit(mem, len, ops.to_vec()) };
     cx.inflight.park(
         seq,
         packets.map(|(i, h, resume)| {

@@ -11,7 +11,7 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
-use crate::graph::{FREE, Node, NodeInfo};
+use crate::graph::{FRAME_LEN, FREE, Node, NodeInfo};
 use crate::inflight::{Resume, park_frame};
 use crypto::{AeadOp, OpStatus};
 
@@ -80,19 +80,39 @@ pub struct Done {
 
 /// A crypto node: one batch of ops per frame.
 pub struct AeadNode<S: AeadStage> {
+    /// A frame's ops, written from the front into slots kept for a whole frame:
+    /// making an op is a store, not a push that reloads and stores the length.
     ops: Vec<AeadOp>,
     /// Per op: the packet's place in the frame and how to finish it, written when
     /// the op is made; the op's status is copied in once the batch has run, so a
-    /// frame's records are built once and not copied again.
+    /// frame's records are built once and not copied again. Slots, as `ops`.
     done: Vec<Done>,
     scratch: S::Scratch,
 }
 
+/// What an unused slot holds.
+const NO_OP: AeadOp = AeadOp::in_place(
+    crypto::Algorithm::ChaCha20Poly1305,
+    crypto::KeyHandle::INVALID,
+    crypto::Direction::Encrypt,
+    [0; crypto::aead::NONCE_LEN],
+    crypto::Span::EMPTY,
+    crypto::Span::EMPTY,
+);
+const NOT_DONE: Done = Done {
+    index: 0,
+    status: OpStatus::Pending,
+    resume: Resume::Encrypt {
+        peer: wireguard::PeerId(u32::MAX),
+        inner_len: 0,
+    },
+};
+
 impl<S: AeadStage> Default for AeadNode<S> {
     fn default() -> Self {
         AeadNode {
-            ops: Vec::new(),
-            done: Vec::new(),
+            ops: vec![NO_OP; FRAME_LEN],
+            done: vec![NOT_DONE; FRAME_LEN],
             scratch: S::Scratch::default(),
         }
     }
@@ -123,37 +143,40 @@ impl<S: AeadStage> AeadNode<S> {
         next: &mut [u16],
         c: &mut NodeCounters,
     ) {
-        self.ops.clear();
-        self.done.clear();
+        if self.ops.len() < packets.len() {
+            // Frames are at most FRAME_LEN packets; a longer one still finds slots.
+            self.ops.resize(packets.len(), NO_OP);
+            self.done.resize(packets.len(), NOT_DONE);
+        }
+        let mut n = 0;
         let mut memo = S::Memo::default();
         for (index, &h) in packets.iter().enumerate() {
             if let Some((op, resume)) = S::prepare(cx, &mut memo, h, &mut next[index], c) {
-                self.ops.push(op);
-                self.done.push(Done {
+                self.ops[n] = op;
+                self.done[n] = Done {
                     index,
                     status: op.status,
                     resume,
-                });
+                };
+                n += 1;
             }
         }
         // What the memo holds (a session the frame's own commits may retire) is let
         // go before the ops run and the packets are finished.
         drop(memo);
-        if self.ops.is_empty() {
+        if n == 0 {
             return;
         }
-        let parked = self
-            .done
-            .iter()
-            .map(|d| (d.index, packets[d.index], d.resume));
-        if S::PARKS && park_frame(cx, &mut self.ops, parked, next) {
+        let (ops, done) = (&mut self.ops[..n], &mut self.done[..n]);
+        let parked = done.iter().map(|d| (d.index, packets[d.index], d.resume));
+        if S::PARKS && park_frame(cx, ops, parked, next) {
             return;
         }
-        cx.run_ops(&mut self.ops);
-        for (d, op) in self.done.iter_mut().zip(&self.ops) {
+        cx.run_ops(ops);
+        for (d, op) in done.iter_mut().zip(ops.iter()) {
             d.status = op.status;
         }
-        S::finish_frame(cx, &mut self.scratch, packets, &self.done, next, c);
+        S::finish_frame(cx, &mut self.scratch, packets, done, next, c);
     }
 }
 
