@@ -162,31 +162,39 @@ impl AeadStage for WgDecrypt {
     ) {
         v.clear();
         let mut sources = SourceMemo::default();
+        // Verified packets are gathered in runs on one session as they are checked.
+        let mut session = None;
         for d in done {
             match verify(cx, &mut sources, packets[d.index], d) {
-                Ok((p, counter)) => v.push(p, counter),
+                Ok((p, counter)) => {
+                    let this = Some((p.ticket.peer, p.ticket.local_index));
+                    if session != this {
+                        v.end_run();
+                        session = this;
+                    }
+                    v.packets.push(p);
+                    v.counters.push(counter);
+                }
                 Err(e) => {
                     c.drop(e);
                     next[d.index] = FREE;
                 }
             }
         }
-        // The counters committed, one batch per run of packets on one session; a
-        // run the device refuses whole (its session gone) keeps the reason.
+        v.end_run();
+        v.accepted.resize(v.packets.len(), false);
+        // The counters committed, one batch per run; a run the device refuses whole
+        // (its session gone) keeps the reason.
         let mut start = 0;
-        while start < v.packets.len() {
+        for run in &mut v.runs {
+            let range = start..run.0;
             let t = v.packets[start].ticket;
-            let same_session =
-                |p: &&Packet| (p.ticket.peer, p.ticket.local_index) == (t.peer, t.local_index);
-            let end = start + v.packets[start..].iter().take_while(same_session).count();
-            let range = start..end;
-            let refused = cx
+            run.1 = cx
                 .tunnels
                 .wg
                 .commit_counters(&t, &v.counters[range.clone()], &mut v.accepted[range])
                 .err();
-            v.runs.push((end, refused));
-            start = end;
+            start = run.0;
         }
         // Then each packet passed on, or dropped: a counter not taken is a replay
         // unless its run was refused whole.
@@ -239,10 +247,12 @@ impl Verified {
         self.runs.clear();
     }
 
-    fn push(&mut self, p: Packet, counter: u64) {
-        self.packets.push(p);
-        self.counters.push(counter);
-        self.accepted.push(false);
+    /// Ends the run of packets gathered since the last run ended, if any.
+    fn end_run(&mut self) {
+        let end = self.packets.len();
+        if self.runs.last().map_or(0, |r| r.0) < end {
+            self.runs.push((end, None));
+        }
     }
 }
 
@@ -313,16 +323,15 @@ fn verify(
 /// An accepted packet: the device hears of it (once per run), and the inner packet
 /// goes on to the TUN (a keepalive ends here).
 fn deliver(cx: &mut Context, h: Handle, p: &Packet, c: &mut NodeCounters) -> u16 {
-    let meta = cx.arena.meta(h);
-    let (wire_len, src) = (meta.len as usize, meta.addr);
+    // The metadata borrowed once, beside the device.
+    let m = cx.arena.meta_mut(h);
     cx.tunnels
         .wg
-        .note_received(&p.ticket, p.data, wire_len, src, cx.now);
+        .note_received(&p.ticket, p.data, m.len as usize, m.addr, cx.now);
     if !p.data {
         c.consumed += 1;
         return FREE;
     }
-    let m = cx.arena.meta_mut(h);
     m.offset += TRANSPORT_HEADER_LEN as u16;
     m.len = p.inner_len; // strips the padding
     m.peer = p.ticket.peer.0;
