@@ -246,6 +246,11 @@ impl EngineSet {
     /// the same engine too).
     #[inline]
     fn one_route(&self, first: Route, ops: &[AeadOp]) -> bool {
+        let choice = &self.choice[first.alg.index()];
+        if choice.iter().all(|&e| e == first.engine) {
+            // One engine for every size of the algorithm: only the algorithms count.
+            return ops.iter().all(|o| o.alg == first.alg);
+        }
         let (mut shortest, mut longest, mut other_alg) = (u32::MAX, 0u32, false);
         for o in ops {
             shortest = shortest.min(o.len);
@@ -253,10 +258,7 @@ impl EngineSet {
             other_alg |= o.alg != first.alg;
         }
         let classes = size_class::of(shortest)..=size_class::of(longest);
-        !other_alg
-            && self.choice[first.alg.index()][classes]
-                .iter()
-                .all(|&e| e == first.engine)
+        !other_alg && choice[classes].iter().all(|&e| e == first.engine)
     }
 
     /// Runs a vector of ops. The common case (every op of one algorithm and of sizes
