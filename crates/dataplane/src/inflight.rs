@@ -34,6 +34,8 @@ pub enum Resume {
     Encrypt {
         peer: PeerId,
         inner_len: usize,
+        /// The framed packet's length on the wire, as the node set it.
+        wire_len: usize,
     },
     Decrypt {
         ticket: RecvTicket,
@@ -240,6 +242,7 @@ mod tests {
         Resume::Encrypt {
             peer: PeerId(0),
             inner_len: len,
+            wire_len: len + 32,
         }
     }
 

@@ -53,13 +53,6 @@ impl SentRun {
             bytes: wire_len as u64,
         }
     }
-
-    #[inline]
-    fn add(&mut self, other: &SentRun) {
-        self.packets += other.packets;
-        self.data += other.data;
-        self.bytes += other.bytes;
-    }
 }
 
 impl ReceivedRun {
@@ -89,13 +82,18 @@ impl RunTally {
     /// One packet sent to `peer` (`plaintext_len` 0 is a keepalive).
     #[inline]
     pub fn sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize) -> Option<SentRun> {
-        let one = SentRun::one(peer, plaintext_len, wire_len);
+        // Field by field, as `received`: no run of one is made for a packet that
+        // joins the run already open.
         match self.sent.as_mut() {
             Some(r) if r.peer == peer => {
-                r.add(&one);
+                r.packets += 1;
+                r.data += u64::from(plaintext_len > 0);
+                r.bytes += wire_len as u64;
                 None
             }
-            _ => self.sent.replace(one),
+            _ => self
+                .sent
+                .replace(SentRun::one(peer, plaintext_len, wire_len)),
         }
     }
 

@@ -105,6 +105,7 @@ const NOT_DONE: Done = Done {
     resume: Resume::Encrypt {
         peer: wireguard::PeerId(u32::MAX),
         inner_len: 0,
+        wire_len: 0,
     },
 };
 

@@ -215,24 +215,35 @@ impl AeadStage for WgEncrypt {
             Span::EMPTY,
             Span::new((Arena::offset_of(h) + start) as u32, padded as u32),
         );
+        let wire_len = TRANSPORT_HEADER_LEN + padded + TAG_LEN;
         let meta = cx.arena.meta_mut(h);
         meta.offset = header as u16;
-        meta.len = (TRANSPORT_HEADER_LEN + padded + TAG_LEN) as u16;
+        meta.len = wire_len as u16;
         meta.addr = ticket.endpoint;
         meta.peer = peer.0;
-        Some((op, Resume::Encrypt { peer, inner_len }))
+        let resume = Resume::Encrypt {
+            peer,
+            inner_len,
+            wire_len,
+        };
+        Some((op, resume))
     }
 
     /// After the crypto: count the send and pass the packet on, or drop it.
     #[inline]
     fn finish(
         cx: &mut Context,
-        h: Handle,
+        _h: Handle,
         status: OpStatus,
         resume: Resume,
         c: &mut NodeCounters,
     ) -> u16 {
-        let Resume::Encrypt { peer, inner_len } = resume else {
+        let Resume::Encrypt {
+            peer,
+            inner_len,
+            wire_len,
+        } = resume
+        else {
             c.drop(EncryptError::NotParked);
             return FREE;
         };
@@ -240,7 +251,6 @@ impl AeadStage for WgEncrypt {
             c.drop(EncryptError::EngineFailed);
             return FREE;
         }
-        let wire_len = cx.arena.meta(h).len as usize;
         cx.tunnels.wg.note_sent(peer, inner_len, wire_len, cx.now);
         Next::Udp as u16
     }
