@@ -132,6 +132,13 @@ pub fn addrs(buf: &[u8]) -> Result<(IpAddr, IpAddr)> {
     Ok((packet.src_addr(), packet.dst_addr()))
 }
 
+/// The destination address of the IP packet at the start of `buf`, after the
+/// same checks as [`addrs`]: what routing a packet out needs.
+#[inline]
+pub fn dst_addr(buf: &[u8]) -> Result<IpAddr> {
+    IpPacket::parse(buf).map(|p| p.dst_addr())
+}
+
 /// The length the IP header at the start of `buf` claims, checked against
 /// `buf`: what remains of a decrypted WireGuard payload once its padding is
 /// cut off.

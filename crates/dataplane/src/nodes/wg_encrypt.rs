@@ -128,8 +128,8 @@ impl AeadStage for WgEncrypt {
                 p => Some(PeerId(p)),
             }
         } else {
-            match wire::ip::addrs(data) {
-                Ok((_, dst)) => match memo.route {
+            match wire::ip::dst_addr(data) {
+                Ok(dst) => match memo.route {
                     Some((last, peer)) if last == dst => peer,
                     _ => {
                         let peer = wg.peer_for_destination(dst);
