@@ -205,6 +205,23 @@ mod tests {
         }
     }
 
+    /// The destination alone is refused and read as the pair of addresses is, at
+    /// every length of both captures and with every first byte.
+    #[test]
+    fn the_destination_alone_agrees_with_both_addresses() {
+        for packet in [hex(TUN_UDP_V4), hex(TUN_UDP_V6)] {
+            for len in 0..=packet.len() {
+                let b = &packet[..len];
+                assert_eq!(dst_addr(b), addrs(b).map(|(_, dst)| dst), "{len} bytes");
+            }
+            for first in 0..=255u8 {
+                let mut b = packet.clone();
+                b[0] = first;
+                assert_eq!(dst_addr(&b), addrs(&b).map(|(_, dst)| dst), "first {first}");
+            }
+        }
+    }
+
     #[test]
     fn no_length_panics() {
         for packet in [hex(TUN_UDP_V4), hex(TUN_UDP_V6)] {
