@@ -243,14 +243,14 @@ impl EngineSet {
     /// Whether every op of `ops` takes `first`, the first op's route: one pass that
     /// reads each op's algorithm and length, and the size classes looked up once
     /// for the shortest and the longest (the classes between them must all go to
-    /// the same engine too).
+    /// the same engine too); only the algorithms when one engine serves every size.
     #[inline]
     fn one_route(&self, first: Route, ops: &[AeadOp]) -> bool {
-        let choice = &self.choice[first.alg.index()];
-        if choice.iter().all(|&e| e == first.engine) {
+        if first.engine.is_some() && self.sole(first.alg) == first.engine {
             // One engine for every size of the algorithm: only the algorithms count.
             return ops.iter().all(|o| o.alg == first.alg);
         }
+        let choice = &self.choice[first.alg.index()];
         let (mut shortest, mut longest, mut other_alg) = (u32::MAX, 0u32, false);
         for o in ops {
             shortest = shortest.min(o.len);
