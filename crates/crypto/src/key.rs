@@ -210,6 +210,11 @@ impl KeyRegistry {
 /// An engine's cache of expanded keys, indexed like the registry's slots.
 pub struct KeyCache<E> {
     entries: Vec<Option<(u32, Algorithm, E)>>,
+    /// Entries replaced by a newer key of the same slot since the last `sync` (or
+    /// [`KeyCache::drop_retired`]): kept, not dropped, so that an engine may hold on
+    /// to what an earlier lookup of the same call returned (see
+    /// [`KeyCache::get_or_expand`]).
+    retired: Vec<E>,
     epoch: u64,
     /// The registry the entries came from: an engine may be handed another one (a
     /// calibration's, then the data path's), whose handles reuse the same numbers.
@@ -220,6 +225,7 @@ impl<E> Default for KeyCache<E> {
     fn default() -> Self {
         KeyCache {
             entries: Vec::new(),
+            retired: Vec::new(),
             epoch: 0,
             registry: 0,
         }
@@ -230,6 +236,7 @@ impl<E> KeyCache<E> {
     /// Drops cached keys that the registry no longer holds. Cheap when nothing was
     /// removed since the last call: one atomic load.
     pub fn sync(&mut self, reg: &KeyRegistry) {
+        self.drop_retired();
         if reg.id() != self.registry {
             self.entries.clear();
             self.registry = reg.id();
@@ -278,8 +285,18 @@ impl<E> KeyCache<E> {
         }
     }
 
+    /// Drops the entries that newer keys replaced (see [`KeyCache::get_or_expand`]).
+    pub fn drop_retired(&mut self) {
+        self.retired.clear();
+    }
+
     /// The expanded key for `h`, expanding it with `expand` on first use.
     /// `None` when the handle is stale or names a key of another algorithm.
+    ///
+    /// An entry that a newer key of the same slot replaces is kept until the next
+    /// `sync` or `drop_retired`, and growing the cache moves entries but not what
+    /// they own on the heap: so where `E` keeps the expanded key behind a pointer
+    /// (a `Box`), the key a lookup found stays where it is, unchanged, until then.
     #[inline]
     pub fn get_or_expand(
         &mut self,
@@ -300,7 +317,9 @@ impl<E> KeyCache<E> {
             if self.entries.len() <= i {
                 self.entries.resize_with(i + 1, || None);
             }
-            self.entries[i] = Some((h.generation, alg, expanded));
+            if let Some((_, _, old)) = self.entries[i].replace((h.generation, alg, expanded)) {
+                self.retired.push(old);
+            }
         }
         self.entries[i].as_ref().map(|(_, _, e)| e)
     }
@@ -319,6 +338,45 @@ mod tests {
         assert_eq!(a.index, b.index);
         assert!(reg.get(a).is_none());
         assert_eq!(reg.get(b).unwrap().bytes(), &[2; 32]);
+    }
+
+    /// A cached key that a newer key of its slot replaces is dropped only when the
+    /// engine says its call is done (or at the next call's sync): a lookup earlier
+    /// in the same call may still be in use.
+    #[test]
+    fn a_replaced_cache_entry_lives_until_the_call_is_done() {
+        use std::cell::Cell;
+        use std::rc::Rc;
+        struct Tracked(Rc<Cell<u32>>);
+        impl Drop for Tracked {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let alg = Algorithm::ChaCha20Poly1305;
+        let reg = KeyRegistry::new(4);
+        let drops = Rc::new(Cell::new(0));
+        let expand = |_: &KeyMaterial| Some(Tracked(drops.clone()));
+        let mut cache = KeyCache::default();
+        let replace_in_one_call = |cache: &mut KeyCache<Tracked>, key: u8| {
+            let a = reg.insert(alg, &[key; 32]).unwrap();
+            cache.sync(&reg);
+            cache.get_or_expand(&reg, a, alg, expand).unwrap();
+            reg.remove(a);
+            let b = reg.insert(alg, &[key + 1; 32]).unwrap();
+            assert_eq!(a.index, b.index);
+            cache.get_or_expand(&reg, b, alg, expand).unwrap();
+            reg.remove(b);
+        };
+        replace_in_one_call(&mut cache, 1);
+        assert_eq!(drops.get(), 0, "dropped while the call may still use it");
+        cache.drop_retired();
+        assert_eq!(drops.get(), 1);
+        replace_in_one_call(&mut cache, 3);
+        // The first round's second key goes at this sync (its key was removed).
+        assert_eq!(drops.get(), 2);
+        cache.sync(&reg);
+        assert_eq!(drops.get(), 4, "the retired entry and the removed key's");
     }
 
     #[test]
