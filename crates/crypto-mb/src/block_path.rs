@@ -29,19 +29,20 @@ pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8, otk: Option<*mu
     let text = unsafe { base.add(j.text) };
     let Some(otk) = otk else {
         // SAFETY: as above.
-        return unsafe { chacha_run(k, &j.row, 1, text, j.len) };
+        return unsafe { chacha_run(k, j.row, &j.nonce, 1, text, j.len) };
     };
     let mut idle = [0u8; 64];
     let stride = 64 * k.chacha_lanes;
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.chacha_lanes as u32);
     // Block b of the stream is lane b % lanes in step b / lanes; block 0 is the key,
     // block b > 0 is text bytes 64 (b - 1)...
-    st.load(0, &j.row, 0, otk, 64);
+    st.load(0, j.row, &j.nonce, 0, otk, 64);
     for lane in 1..k.chacha_lanes {
         let at = 64 * (lane - 1);
         st.load(
             lane,
-            &j.row,
+            j.row,
+            &j.nonce,
             lane as u32,
             text.wrapping_add(at),
             j.len.saturating_sub(at),
@@ -60,12 +61,20 @@ pub(crate) unsafe fn chacha(k: &Kernels, j: &Job, base: *mut u8, otk: Option<*mu
     unsafe { (k.chacha)(&mut st, blocks.div_ceil(k.chacha_lanes) - 1) };
 }
 
-/// The keystream of `row` from block `counter` on, XORed over `len` bytes at `text`.
+/// The keystream of the key of `row` and `nonce` from block `counter` on, XORed
+/// over `len` bytes at `text`.
 ///
 /// # Safety
-/// `k`'s kernels run on this CPU; `text` is valid for reading and writing `len`
-/// bytes, which nothing else touches during the call.
-pub(crate) unsafe fn chacha_run(k: &Kernels, row: &Row, counter: u32, text: *mut u8, len: usize) {
+/// `k`'s kernels run on this CPU; `row` points at a live row; `text` is valid for
+/// reading and writing `len` bytes, which nothing else touches during the call.
+pub(crate) unsafe fn chacha_run(
+    k: &Kernels,
+    row: *const Row,
+    nonce: &[u32; 3],
+    counter: u32,
+    text: *mut u8,
+    len: usize,
+) {
     let mut idle = [0u8; 64];
     let stride = 64 * k.chacha_lanes;
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), stride, k.chacha_lanes as u32);
@@ -76,6 +85,7 @@ pub(crate) unsafe fn chacha_run(k: &Kernels, row: &Row, counter: u32, text: *mut
         st.load(
             lane,
             row,
+            nonce,
             ctr,
             text.wrapping_add(at),
             len.saturating_sub(at),
@@ -172,7 +182,7 @@ pub(crate) unsafe fn poly(
     let tail = &*tail;
     // The MAC input as runs of whole blocks (as `lane_path::segments`).
     let runs: [(*const u8, usize); 4] = [
-        (base.wrapping_add(j.aad), j.aad_len / 16),
+        (base.wrapping_add(j.aad), j.aad_len as usize / 16),
         (tail.as_ptr(), !j.aad_len.is_multiple_of(16) as usize),
         (base.wrapping_add(j.text), j.len / 16),
         if !j.len.is_multiple_of(16) {

@@ -2,27 +2,40 @@
 //! in place: the scheduler has copied an out-of-place input to its output range),
 //! the expanded key and nonce, and the per-op scratch the passes share.
 
-use crate::lanes::Row;
+use crate::lanes::{IDLE_ROW, Row};
 
+/// One cache line: every pass of the scheduler reads the jobs, most of them all of
+/// the jobs, so their size is what a vector of small ops streams through the cache.
 #[derive(Clone, Copy)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub(crate) struct Job {
-    /// ChaCha20's initial state for this op: key and nonce (the lanes read it).
-    pub row: Row,
-    /// The op's index in the caller's vector.
-    pub op: usize,
+    /// The key's ChaCha20 row (constants and key), where the engine's key cache
+    /// keeps it, unchanged and in place, until the engine's call returns (see
+    /// `KeyCache::get_or_expand`): one row for every op on the key, not a copy each.
+    pub row: *const Row,
     /// Text (plaintext or ciphertext) at `text..text + len`, in place.
     pub text: usize,
     pub len: usize,
     pub aad: usize,
-    pub aad_len: usize,
     pub tag: usize,
+    /// The nonce as ChaCha20 state words 13..16.
+    pub nonce: [u32; 3],
+    /// The op's index in the caller's vector.
+    pub op: u32,
+    pub aad_len: u32,
     pub decrypt: bool,
 }
 
+const _: () = assert!(core::mem::size_of::<Job>() == 64);
+
+// SAFETY: `row` is only read during the engine call that set it, on that call's
+// thread; between calls the jobs are scratch, rewritten before they are read.
+unsafe impl Send for Job {}
+
 impl Job {
     pub const EMPTY: Job = Job {
-        row: crate::lanes::ZERO_ROW,
+        row: &IDLE_ROW,
+        nonce: [0; 3],
         op: 0,
         text: 0,
         len: 0,
@@ -71,5 +84,27 @@ impl Scratch {
         let used = jobs.min(self.otk.len());
         self.otk[..used].fill([0; 64]);
         core::hint::black_box(&mut self.otk);
+    }
+}
+
+/// What the engine learnt of a vector's jobs while making them, so that the passes
+/// need not read every job again to find it out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Census {
+    /// Every job has one shape: text length, aad length and direction (a data
+    /// path's usual frame). Then the lane order needs no sort and the jobs make
+    /// whole groups with no run to find.
+    pub uniform: bool,
+    pub decrypts: usize,
+}
+
+impl Census {
+    /// The census of `jobs`, counted (for callers that did not keep one).
+    pub fn of(jobs: &[Job]) -> Census {
+        let shape = |j: &Job| (j.len, j.aad_len, j.decrypt);
+        Census {
+            uniform: jobs.windows(2).all(|w| shape(&w[0]) == shape(&w[1])),
+            decrypts: jobs.iter().filter(|j| j.decrypt).count(),
+        }
     }
 }

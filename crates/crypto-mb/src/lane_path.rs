@@ -9,6 +9,7 @@ use crate::dispatch::Kernels;
 use crate::field::Limbs;
 use crate::job::Job;
 use crate::lanes::{ChachaLanes, MAX_CHACHA_LANES, MAX_LANES, PolyLanes, Radix};
+use crate::scheduler::MacOut;
 
 /// Runs ChaCha20 for the jobs in `order` through the lanes.
 ///
@@ -50,10 +51,10 @@ pub(crate) unsafe fn chacha(
                 let body = (text && j.len > 0).then(|| (unsafe { base.add(j.text) }, j.len));
                 if !text || !j.decrypt {
                     // SAFETY: slot i exists (caller).
-                    st.load(lane, &j.row, 0, unsafe { otk.add(i) }.cast(), 64);
+                    st.load(lane, j.row, &j.nonce, 0, unsafe { otk.add(i) }.cast(), 64);
                     *then = body;
                 } else if let Some((p, n)) = body {
-                    st.load(lane, &j.row, 1, p, n);
+                    st.load(lane, j.row, &j.nonce, 1, p, n);
                 }
             }
             busy |= st.rem[lane] != 0;
@@ -76,6 +77,7 @@ pub(crate) unsafe fn chacha(
 ///
 /// # Safety
 /// As [`chacha`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn chacha_groups(
     k: &Kernels,
     jobs: &[Job],
@@ -83,6 +85,7 @@ pub(crate) unsafe fn chacha_groups(
     otk: *mut [u8; 64],
     base: *mut u8,
     text: bool,
+    uniform: bool,
     rest: &mut Vec<u32>,
 ) {
     // Without text every job is one block, whatever its length: pass 1 takes the
@@ -93,7 +96,7 @@ pub(crate) unsafe fn chacha_groups(
     };
     let mut idle = [0u8; 64];
     let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
-    groups_of_one_shape(order, k.chacha_lanes, shape, rest, |members| {
+    groups_of_one_shape(order, k.chacha_lanes, uniform, shape, rest, |members| {
         // SAFETY: as the caller guarantees for every listed job.
         unsafe { chacha_group(k, &mut st, jobs, members, otk, base, text) };
     });
@@ -101,20 +104,27 @@ pub(crate) unsafe fn chacha_groups(
 
 /// Cuts `order` into runs of jobs of one `shape`, hands each whole group of `lanes`
 /// jobs of a run to `group`, and appends the rest of each run to `rest`, in order.
+/// `uniform` says that every job of the vector has one shape (see
+/// `job::Census`): then `order` is one run, known without reading a job.
 fn groups_of_one_shape<S: PartialEq>(
     order: &[u32],
     lanes: usize,
+    uniform: bool,
     shape: impl Fn(u32) -> S,
     rest: &mut Vec<u32>,
     mut group: impl FnMut(&[u32]),
 ) {
     let mut at = 0;
     while at < order.len() {
-        let first = shape(order[at]);
-        let run = order[at..]
-            .iter()
-            .take_while(|&&i| shape(i) == first)
-            .count();
+        let run = if uniform {
+            order.len()
+        } else {
+            let first = shape(order[at]);
+            order[at..]
+                .iter()
+                .take_while(|&&i| shape(i) == first)
+                .count()
+        };
         let whole = run / lanes * lanes;
         order[at..at + whole]
             .chunks_exact(lanes)
@@ -146,7 +156,9 @@ unsafe fn chacha_group(
         for (lane, &i) in members.iter().enumerate() {
             let i = i as usize;
             // SAFETY: slot i exists (caller).
-            st.load(lane, &jobs[i].row, 0, unsafe { otk.add(i) }.cast(), 64);
+            let j = &jobs[i];
+            // SAFETY: slot i exists (caller).
+            st.load(lane, j.row, &j.nonce, 0, unsafe { otk.add(i) }.cast(), 64);
         }
         // SAFETY: every lane points at its 64-byte key slot; rows are the jobs'.
         unsafe { (k.chacha)(st, 1) };
@@ -160,7 +172,7 @@ unsafe fn chacha_group(
         // SAFETY: the text range is in the memory (caller).
         let p = unsafe { base.add(j.text) };
         if decrypt {
-            st.load(lane, &j.row, 1, p, len);
+            st.load(lane, j.row, &j.nonce, 1, p, len);
         } else {
             st.ptr[lane] = p;
             st.rem[lane] = len;
@@ -195,7 +207,7 @@ fn parts(j: &Job, s: &mut [(Part, usize); 4]) -> usize {
             n += 1;
         }
     };
-    push(Part::Aad, j.aad_len / 16);
+    push(Part::Aad, j.aad_len as usize / 16);
     push(Part::AadTail, !j.aad_len.is_multiple_of(16) as usize);
     push(Part::Text, j.len / 16);
     if !j.len.is_multiple_of(16) {
@@ -236,7 +248,7 @@ fn segments(j: &Job, base: *const u8, tail: *const u8, s: &mut [(*const u8, usiz
 /// # Safety
 /// The job's aad and text ranges lie in the memory at `base`.
 pub(crate) unsafe fn fill_tail(j: &Job, base: *const u8, tail: &mut [u8; 48]) {
-    let (a, t) = (j.aad_len % 16, j.len % 16);
+    let (a, t) = (j.aad_len as usize % 16, j.len % 16);
     // Only what the segments will read: WireGuard pads its plaintext to 16 bytes and
     // has no aad, so usually just the lengths.
     if a != 0 {
@@ -244,7 +256,11 @@ pub(crate) unsafe fn fill_tail(j: &Job, base: *const u8, tail: &mut [u8; 48]) {
         // SAFETY: the aad's last partial block is inside the memory; at most 15 bytes
         // go to the tail's first block.
         unsafe {
-            core::ptr::copy_nonoverlapping(base.add(j.aad + j.aad_len - a), tail.as_mut_ptr(), a)
+            core::ptr::copy_nonoverlapping(
+                base.add(j.aad + j.aad_len as usize - a),
+                tail.as_mut_ptr(),
+                a,
+            )
         };
     }
     if t != 0 {
@@ -350,12 +366,13 @@ pub(crate) unsafe fn poly(
 /// lengths), the usual make-up of a data path's vector. The lanes of a group run the
 /// same segments in step, so they start together, run with no refill in between and
 /// finish together, and the path's vector code clamps their keys and makes their
-/// tags (`k.poly_group`) instead of scalar code lane by lane. Tags go to `mac[job]`. The
-/// jobs of `order` that make no whole group are appended to `rest`, in order, for
-/// [`poly`] and [`finish`].
+/// tags (`k.poly_group`) instead of scalar code lane by lane. Tags go where `out`
+/// says. The jobs of `order` that make no whole group are appended to `rest`, in
+/// order, for [`poly`] and [`finish`].
 ///
 /// # Safety
-/// As [`poly`], with `mac` with a slot for every listed job.
+/// As [`poly`], with `out` a slot for every listed job (`Slots`), or the memory at
+/// `base` (`Packets`: writable, and the jobs' tags in it).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn poly_groups(
     k: &Kernels,
@@ -364,7 +381,8 @@ pub(crate) unsafe fn poly_groups(
     base: *const u8,
     otk: *const [u8; 64],
     tail: *mut [u8; 48],
-    mac: *mut [u8; 16],
+    out: MacOut,
+    uniform: bool,
     rest: &mut Vec<u32>,
 ) {
     let shape = |i: u32| {
@@ -373,9 +391,9 @@ pub(crate) unsafe fn poly_groups(
     };
     let mut st = PolyLanes::idle(k.radix);
     let mut lanes = GroupLanes::new();
-    groups_of_one_shape(order, k.lanes, shape, rest, |members| {
+    groups_of_one_shape(order, k.lanes, uniform, shape, rest, |members| {
         // SAFETY: as the caller guarantees for every listed job.
-        unsafe { poly_group(k, &mut st, &mut lanes, jobs, members, base, otk, tail, mac) };
+        unsafe { poly_group(k, &mut st, &mut lanes, jobs, members, base, otk, tail, out) };
     });
 }
 
@@ -413,7 +431,7 @@ unsafe fn poly_group(
     base: *const u8,
     otk: *const [u8; 64],
     tail: *mut [u8; 48],
-    mac: *mut [u8; 16],
+    out: MacOut,
 ) {
     let GroupLanes { starts, keys, macs } = lanes;
     let first = &jobs[members[0] as usize];
@@ -441,7 +459,10 @@ unsafe fn poly_group(
         };
         starts[lane] = part_starts(j, base, t);
         keys[lane] = otk.wrapping_add(i).cast();
-        macs[lane] = mac.wrapping_add(i).cast();
+        macs[lane] = match out {
+            MacOut::Slots(mac) => mac.wrapping_add(i).cast(),
+            MacOut::Packets(base) => base.wrapping_add(j.tag),
+        };
     }
     // SAFETY: every lane's key slot holds 32 readable bytes and its mac slot 16
     // writable ones (caller); each part's blocks are in the memory or the tail.

@@ -23,32 +23,30 @@ pub(crate) const ZERO_ROW: Row = Row([0; 16]);
 pub(crate) static IDLE_ROW: Row = ZERO_ROW;
 
 /// A ChaCha20 initial state (section 2.3): constants, key, counter, nonce. The
-/// counter word is not used by the kernels, which take counters from the lanes.
+/// kernels read only the constants and the key from it: counters and nonces come
+/// from the lanes, so one row serves every op on its key.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 pub(crate) struct Row(pub [u32; 16]);
 
 impl Row {
-    pub fn new(key: &[u32; 8], nonce: &[u32; 3]) -> Row {
+    /// The row of `key`, its counter and nonce words zero.
+    pub fn new(key: &[u32; 8]) -> Row {
         let mut w = [0u32; 16];
         w[..4].copy_from_slice(&crate::scalar::SIGMA);
         w[4..12].copy_from_slice(key);
-        w[13..].copy_from_slice(nonce);
         Row(w)
     }
 
     pub fn key(&self) -> [u32; 8] {
         self.0[4..12].try_into().expect("8 words")
     }
-
-    pub fn nonce(&self) -> [u32; 3] {
-        self.0[13..].try_into().expect("3 words")
-    }
 }
 
-/// ChaCha20 lanes: each lane's initial state row (by pointer: a kernel loads the 16
-/// rows and transposes them in registers, cheaper than scattering 12 words per lane
-/// refill), its block counter, and where its keystream goes.
+/// ChaCha20 lanes: each lane's key row (by pointer: a kernel loads the 16 rows and
+/// transposes them in registers, cheaper than scattering 8 key words per lane
+/// refill), its nonce and block counter (one array per state word, which a kernel
+/// loads as they are), and where its keystream goes.
 ///
 /// One kernel step makes one keystream block per lane, XORs its first
 /// `min(rem, 64)` bytes into `ptr`, then moves `ptr` on by `stride`, `rem` down by
@@ -58,6 +56,8 @@ impl Row {
 #[repr(C, align(64))]
 pub(crate) struct ChachaLanes {
     pub ctr: [u32; MAX_CHACHA_LANES],
+    /// State words 13, 14 and 15 (the nonce) of every lane.
+    pub nonce: [[u32; MAX_CHACHA_LANES]; 3],
     pub row: [*const Row; MAX_CHACHA_LANES],
     pub ptr: [*mut u8; MAX_CHACHA_LANES],
     pub rem: [usize; MAX_CHACHA_LANES],
@@ -70,6 +70,7 @@ impl ChachaLanes {
     pub fn idle(idle: *mut u8, stride: usize, ctr_step: u32) -> ChachaLanes {
         ChachaLanes {
             ctr: [0; MAX_CHACHA_LANES],
+            nonce: [[0; MAX_CHACHA_LANES]; 3],
             row: [&IDLE_ROW; MAX_CHACHA_LANES],
             ptr: [idle; MAX_CHACHA_LANES],
             rem: [0; MAX_CHACHA_LANES],
@@ -78,9 +79,21 @@ impl ChachaLanes {
         }
     }
 
-    /// Points `lane` at a new stream. `row` must stay valid while the lanes are used.
-    pub fn load(&mut self, lane: usize, row: &Row, ctr: u32, ptr: *mut u8, rem: usize) {
+    /// Points `lane` at a new stream: the key of `row` (which must stay valid while
+    /// the lanes are used), `nonce`, from block `ctr` on.
+    pub fn load(
+        &mut self,
+        lane: usize,
+        row: *const Row,
+        nonce: &[u32; 3],
+        ctr: u32,
+        ptr: *mut u8,
+        rem: usize,
+    ) {
         self.row[lane] = row;
+        for (words, &n) in self.nonce.iter_mut().zip(nonce) {
+            words[lane] = n;
+        }
         self.ctr[lane] = ctr;
         self.ptr[lane] = ptr;
         self.rem[lane] = rem;

@@ -57,7 +57,7 @@ pub use dispatch::Path;
 use crypto::key::KeyCache;
 use crypto::{AeadOp, Algorithm, Direction, Engine, KeyMaterial, KeyRegistry, OpStatus};
 use dispatch::Kernels;
-use job::{Job, Scratch};
+use job::{Census, Job, Scratch};
 use zeroize::Zeroize;
 
 /// The shortest op the scheduler sends through the block path on the AVX-512
@@ -71,14 +71,15 @@ pub const BLOCK_MIN_LEN_16: usize = 512;
 /// The same for the 8-lane AVX2 path (`crossover avx2`: 0.86x at 512, 1.15x at 1024).
 pub const BLOCK_MIN_LEN_8: usize = 1024;
 
-/// A ChaCha20 key as an initial state row with counter and nonce 0: an op's row is
-/// a copy with its nonce written in. Zeroed when the cache drops it.
+/// A ChaCha20 key as an initial state row, which every op on the key points at (the
+/// lanes bring the ops' nonces and counters). Boxed, so that it stays in place while
+/// the cache grows (see `KeyCache::get_or_expand`). Zeroed when the cache drops it.
 struct ChachaKey(lanes::Row);
 
 impl ChachaKey {
-    fn expand(m: &KeyMaterial) -> Option<ChachaKey> {
+    fn expand(m: &KeyMaterial) -> Option<Box<ChachaKey>> {
         (m.alg == Algorithm::ChaCha20Poly1305)
-            .then(|| ChachaKey(lanes::Row::new(&scalar::key_words(m.bytes()), &[0; 3])))
+            .then(|| Box::new(ChachaKey(lanes::Row::new(&scalar::key_words(m.bytes())))))
     }
 }
 
@@ -92,7 +93,7 @@ pub struct MbEngine {
     path: Path,
     kernels: Option<Kernels>,
     split: scheduler::Split,
-    keys: KeyCache<ChachaKey>,
+    keys: KeyCache<Box<ChachaKey>>,
     jobs: Vec<Job>,
     scratch: Scratch,
     lists: scheduler::Lists,
@@ -171,6 +172,13 @@ impl Engine for MbEngine {
             self.jobs.resize(ops.len(), Job::EMPTY);
         }
         let mut n = 0;
+        // The census (see `Census`), taken as the jobs are made: the first job's
+        // shape, whether every later one matched it, and the decryptions.
+        let mut first = None;
+        let mut census = Census {
+            uniform: true,
+            decrypts: 0,
+        };
         for (i, op) in ops.iter_mut().enumerate() {
             if op.status != OpStatus::Pending {
                 continue;
@@ -194,15 +202,23 @@ impl Engine for MbEngine {
                 mem.copy_within(op.src_span().range(), op.dst as usize);
             }
             let j = &mut self.jobs[n];
-            j.row = key.0;
-            j.row.0[13..].copy_from_slice(&scalar::nonce_words(&op.nonce));
-            j.op = i;
+            j.row = &key.0;
+            j.nonce = scalar::nonce_words(&op.nonce);
+            j.op = i as u32;
             j.text = op.dst as usize;
             j.len = op.len as usize;
             j.aad = op.aad.offset as usize;
-            j.aad_len = op.aad.len as usize;
+            j.aad_len = op.aad.len;
             j.tag = op.tag as usize;
             j.decrypt = op.direction == Direction::Decrypt;
+            // An encryption that got this far cannot fail: the passes write its
+            // tag into the packet and nothing more about it.
+            if !j.decrypt {
+                op.status = OpStatus::Ok;
+            }
+            census.decrypts += j.decrypt as usize;
+            let shape = (j.len, j.aad_len, j.decrypt);
+            census.uniform &= *first.get_or_insert(shape) == shape;
             n += 1;
         }
         let jobs = &mut self.jobs[..n];
@@ -212,16 +228,18 @@ impl Engine for MbEngine {
                 k,
                 self.split,
                 jobs,
+                census,
                 &mut self.scratch,
                 &mut self.lists,
                 mem,
                 ops,
             ),
         }
-        // Keys and one-time keys do not outlive the call in scratch (see `Scratch::wipe`).
+        // One-time keys do not outlive the call in scratch (see `Scratch::wipe`);
+        // the jobs hold no key, only where the cache keeps it, and keys a newer one
+        // replaced during the call are dropped (and zeroed) now that no job needs them.
         self.scratch.wipe(n);
-        jobs.iter_mut().for_each(|j| j.row = lanes::ZERO_ROW);
-        core::hint::black_box(jobs);
+        self.keys.drop_retired();
     }
 }
 

@@ -33,17 +33,18 @@ pub fn chacha20(
     let Some(k) = kernels(path) else {
         return scalar::chacha20(key, nonce, counter, data);
     };
-    let row = Row::new(&scalar::key_words(key), &scalar::nonce_words(nonce));
+    let nonce = scalar::nonce_words(nonce);
+    let row = Row::new(&scalar::key_words(key));
     let (p, len) = (data.as_mut_ptr(), data.len());
     match layout {
         Layout::AcrossLanes => {
             // SAFETY: `k` is for this CPU (checked); `p` is valid for `len` bytes.
-            unsafe { block_path::chacha_run(&k, &row, counter, p, len) }
+            unsafe { block_path::chacha_run(&k, &row, &nonce, counter, p, len) }
         }
         Layout::OneLane => {
             let mut idle = [0u8; 64];
             let mut st = ChachaLanes::idle(idle.as_mut_ptr(), 64, 1);
-            st.load(0, &row, counter, p, len);
+            st.load(0, &row, &nonce, counter, p, len);
             // SAFETY: as above; lane 0's `rem` counts bytes of `data` from `ptr`.
             unsafe { (k.chacha)(&mut st, len.div_ceil(64)) };
         }

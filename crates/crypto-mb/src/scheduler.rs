@@ -16,7 +16,7 @@
 //! first (see [`Split`]).
 
 use crate::dispatch::Kernels;
-use crate::job::{Job, Scratch};
+use crate::job::{Census, Job, Scratch};
 use crate::{block_path, lane_path, scalar};
 use crypto::{AeadOp, OpStatus};
 
@@ -49,10 +49,11 @@ fn verdict(mac: &[u8; 16], tag: &[u8]) -> OpStatus {
 /// The scalar path: each job start to end.
 pub(crate) fn run_scalar(jobs: &[Job], mem: &mut [u8], ops: &mut [AeadOp]) {
     for j in jobs {
-        let (key, nonce) = (j.row.key(), j.row.nonce());
+        // SAFETY: a job's row is its key's, live until the engine's call returns.
+        let (key, nonce) = (unsafe { &*j.row }.key(), j.nonce);
         let otk = scalar::block(&key, 0, &nonce);
         let text = j.text..j.text + j.len;
-        let aad = j.aad..j.aad + j.aad_len;
+        let aad = j.aad..j.aad + j.aad_len as usize;
         let status = if j.decrypt {
             let mac = scalar::aead_tag(&otk, &mem[aad], &mem[text.clone()]);
             let status = verdict(&mac, &mem[j.tag..j.tag + 16]);
@@ -68,7 +69,7 @@ pub(crate) fn run_scalar(jobs: &[Job], mem: &mut [u8], ops: &mut [AeadOp]) {
             mem[j.tag..j.tag + 16].copy_from_slice(&mac);
             OpStatus::Ok
         };
-        ops[j.op].status = status;
+        ops[j.op as usize].status = status;
     }
 }
 
@@ -91,14 +92,14 @@ fn blocks(j: &Job) -> usize {
 }
 
 /// Fills `lists.lane` (longest first) and `lists.block`.
-fn split(k: &Kernels, how: Split, jobs: &[Job], lists: &mut Lists) {
+fn split(k: &Kernels, how: Split, jobs: &[Job], uniform: bool, lists: &mut Lists) {
     lists.lane.clear();
     lists.block.clear();
     lists.lane.extend(0..jobs.len() as u32);
     // Longest first: the lanes drain on the shortest packets (see lane_path). Equal
     // lengths, the common case, are sorted already.
     let longer_first = |a: &u32, b: &u32| jobs[*a as usize].len >= jobs[*b as usize].len;
-    if !lists.lane.is_sorted_by(longer_first) {
+    if !uniform && !lists.lane.is_sorted_by(longer_first) {
         lists
             .lane
             .sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i as usize].len));
@@ -133,17 +134,21 @@ fn split(k: &Kernels, how: Split, jobs: &[Job], lists: &mut Lists) {
 }
 
 /// The vector paths.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_vector(
     k: &Kernels,
     how: Split,
     jobs: &[Job],
+    census: Census,
     scratch: &mut Scratch,
     lists: &mut Lists,
     mem: &mut [u8],
     ops: &mut [AeadOp],
 ) {
+    debug_assert_eq!(census, Census::of(jobs));
+    let uniform = census.uniform;
     scratch.reset(jobs.len());
-    split(k, how, jobs, lists);
+    split(k, how, jobs, uniform, lists);
 
     // SAFETY (every unsafe block below): `k` came from `Kernels::for_path`, which
     // checked the CPU; every job was validated against `mem` (its ranges lie inside,
@@ -154,7 +159,7 @@ pub(crate) fn run_vector(
     // A data path's vector is usually all one direction: the passes of the other
     // are skipped, not run over an empty list, and the lane order serves a pass
     // as it is where every job of the list qualifies.
-    let decrypts = jobs.iter().filter(|j| j.decrypt).count();
+    let decrypts = census.decrypts;
     let encrypts = jobs.len() - decrypts;
     let Lists {
         lane,
@@ -170,19 +175,19 @@ pub(crate) fn run_vector(
         pick.clear();
         pick.extend((0..jobs.len() as u32).filter(|&i| jobs[i as usize].decrypt));
         // SAFETY: as stated at the top of this function.
-        unsafe { chacha_pass(k, jobs, pick, rest, scratch, mem, false) };
+        unsafe { chacha_pass(k, jobs, pick, uniform, rest, scratch, mem, false) };
 
         // 2. Tags of decryptions, checked before any of their plaintext is made.
         let order = one_direction(jobs, lane, pick, encrypts == 0, true);
-        mac_pass(k, jobs, order, block, rest, scratch, mem, true);
+        mac_pass(k, jobs, order, block, uniform, rest, scratch, mem, true);
         for (i, j) in jobs.iter().enumerate().filter(|(_, j)| j.decrypt) {
-            ops[j.op].status = verdict(&scratch.mac[i], &mem[j.tag..j.tag + 16]);
-            failed += (ops[j.op].status != OpStatus::Ok) as usize;
+            ops[j.op as usize].status = verdict(&scratch.mac[i], &mem[j.tag..j.tag + 16]);
+            failed += (ops[j.op as usize].status != OpStatus::Ok) as usize;
         }
     }
 
     // 3. ChaCha20 over encryptions and decryptions that verified.
-    let wanted = |j: &Job| !j.decrypt || ops[j.op].status == OpStatus::Ok;
+    let wanted = |j: &Job| !j.decrypt || ops[j.op as usize].status == OpStatus::Ok;
     let order: &[u32] = if failed == 0 {
         lane
     } else {
@@ -191,7 +196,7 @@ pub(crate) fn run_vector(
         pick
     };
     // SAFETY: as stated at the top of this function.
-    unsafe { chacha_pass(k, jobs, order, rest, scratch, mem, true) };
+    unsafe { chacha_pass(k, jobs, order, uniform, rest, scratch, mem, true) };
     let otk = scratch.otk.as_mut_ptr();
     let base = mem.as_mut_ptr();
     for &i in block.iter() {
@@ -204,20 +209,17 @@ pub(crate) fn run_vector(
         }
     }
 
-    // 4. Tags of encryptions.
+    // 4. Tags of encryptions, written into the packets (their statuses are `Ok`
+    // since the engine took them: nothing after validation can fail an encryption).
     if encrypts > 0 {
         let order = one_direction(jobs, lane, pick, decrypts == 0, false);
-        mac_pass(k, jobs, order, block, rest, scratch, mem, false);
-        for (i, j) in jobs.iter().enumerate().filter(|(_, j)| !j.decrypt) {
-            mem[j.tag..j.tag + 16].copy_from_slice(&scratch.mac[i]);
-            ops[j.op].status = OpStatus::Ok;
-        }
+        mac_pass(k, jobs, order, block, uniform, rest, scratch, mem, false);
     }
 
     // 5. No unauthenticated output: a failed decryption leaves zeros.
     if failed > 0 {
         for j in jobs.iter().filter(|j| j.decrypt) {
-            if ops[j.op].status != OpStatus::Ok {
+            if ops[j.op as usize].status != OpStatus::Ok {
                 mem[j.text..j.text + j.len].fill(0);
             }
         }
@@ -249,10 +251,12 @@ fn one_direction<'a>(
 ///
 /// # Safety
 /// As in `run_vector`, for the jobs in `order`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn chacha_pass(
     k: &Kernels,
     jobs: &[Job],
     order: &[u32],
+    uniform: bool,
     rest: &mut Vec<u32>,
     scratch: &mut Scratch,
     mem: &mut [u8],
@@ -263,31 +267,40 @@ unsafe fn chacha_pass(
     rest.clear();
     // SAFETY: as the caller guarantees.
     unsafe {
-        lane_path::chacha_groups(k, jobs, order, otk, base, text, rest);
+        lane_path::chacha_groups(k, jobs, order, otk, base, text, uniform, rest);
         lane_path::chacha(k, jobs, rest, otk, base, text);
     }
 }
 
 /// Poly1305 over `order` (the lane order's jobs of one direction) and the block
-/// path's jobs of that direction, into `scratch.mac`.
+/// path's jobs of that direction: decryptions' tags into `scratch.mac`, for the
+/// comparison; encryptions' into the packets.
 #[allow(clippy::too_many_arguments)]
 fn mac_pass(
     k: &Kernels,
     jobs: &[Job],
     order: &[u32],
     block: &[u32],
+    uniform: bool,
     rest: &mut Vec<u32>,
     scratch: &mut Scratch,
     mem: &mut [u8],
     decrypt: bool,
 ) {
-    let base = mem.as_ptr();
+    let base_mut = mem.as_mut_ptr();
+    let base = base_mut.cast_const();
     let (otk, tail) = (scratch.otk.as_ptr(), scratch.tail.as_mut_ptr());
+    let mac = scratch.mac.as_mut_ptr();
+    let out = if decrypt {
+        MacOut::Slots(mac)
+    } else {
+        MacOut::Packets(base_mut)
+    };
     // Whole groups of one shape first; what is left goes lane by lane below.
     rest.clear();
-    let mac = scratch.mac.as_mut_ptr();
-    // SAFETY: as in `run_vector`; this pass only reads packet memory.
-    unsafe { lane_path::poly_groups(k, jobs, order, base, otk, tail, mac, rest) };
+    // SAFETY: as in `run_vector`; this pass reads the aad and text of packet memory
+    // and writes only tags, which overlap neither (validated).
+    unsafe { lane_path::poly_groups(k, jobs, order, base, otk, tail, out, uniform, rest) };
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
     unsafe { lane_path::poly(k, jobs, rest, base, otk, tail, &mut scratch.acc) };
     lane_path::finish(k.radix, rest, &scratch.acc, &scratch.otk, &mut scratch.mac);
@@ -299,4 +312,22 @@ fn mac_pass(
                 unsafe { block_path::poly(k, j, base, &scratch.otk[i], &mut scratch.tail[i]) };
         }
     }
+    if !decrypt {
+        for &i in rest
+            .iter()
+            .chain(block.iter().filter(|&&i| !jobs[i as usize].decrypt))
+        {
+            let j = &jobs[i as usize];
+            mem[j.tag..j.tag + 16].copy_from_slice(&scratch.mac[i as usize]);
+        }
+    }
+}
+
+/// Where the MAC pass's group kernels write each job's tag.
+#[derive(Clone, Copy)]
+pub(crate) enum MacOut {
+    /// Into the job's slot of `Scratch::mac` (at this pointer to slot 0).
+    Slots(*mut [u8; 16]),
+    /// Into the packet, at the job's tag offset from this base.
+    Packets(*mut u8),
 }

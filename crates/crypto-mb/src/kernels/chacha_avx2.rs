@@ -100,20 +100,24 @@ fn transpose8(a: [__m256i; 8]) -> [__m256i; 8] {
 /// bytes at each of the `n` steps (`ptr` moving on by `stride`).
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
-    // SAFETY: every lane's row pointer is valid (a job's row or IDLE_ROW), a row is
-    // 64 bytes; the first 8 counters are 32 bytes.
-    let (low, high, ctr) = unsafe {
+    // SAFETY: every lane's row pointer is valid (a job's key row or IDLE_ROW), a row
+    // is 64 bytes; the first 8 counters and nonce words of each kind are 32 bytes.
+    let (low, high, ctr, nonce) = unsafe {
         let row = |l: usize, half: usize| _mm256_load_si256(st.row[l].cast::<__m256i>().add(half));
         (
             core::array::from_fn(|l| row(l, 0)),
             core::array::from_fn(|l| row(l, 1)),
             _mm256_loadu_si256(st.ctr.as_ptr().cast()),
+            st.nonce
+                .map(|words| _mm256_loadu_si256(words.as_ptr().cast())),
         )
     };
-    // Rows in, words out: words 0..8 from the rows' first halves, 8..16 from the second.
+    // Rows in, words out: words 0..8 from the rows' first halves, 8..16 from the
+    // second; the rows' counter and nonce words are replaced by the lanes' own.
     let (w0, w1) = (transpose8(low), transpose8(high));
     let mut init: [__m256i; 16] = core::array::from_fn(|w| if w < 8 { w0[w] } else { w1[w - 8] });
     init[12] = ctr;
+    init[13..].copy_from_slice(&nonce);
     let step = _mm256_set1_epi32(st.ctr_step as i32);
     for _ in 0..n {
         let mut x = init;

@@ -106,15 +106,21 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     // word w of its 16 lanes, the layout the rounds work on.
     let mut init = [0usize, 1].map(|g| {
         // SAFETY: every lane's row pointer is valid (the type keeps it so: a job's
-        // row or IDLE_ROW), a row is 64 bytes; the counters are 32 x 4 bytes.
-        let (rows, ctr) = unsafe {
+        // key row or IDLE_ROW), a row is 64 bytes; the counters and each nonce word
+        // are 32 x 4 bytes.
+        let (rows, ctr, nonce) = unsafe {
             (
                 core::array::from_fn(|l| _mm512_load_si512(st.row[16 * g + l].cast())),
                 _mm512_loadu_si512(st.ctr.as_ptr().add(16 * g).cast()),
+                st.nonce
+                    .map(|words| _mm512_loadu_si512(words.as_ptr().add(16 * g).cast())),
             )
         };
+        // The rows' own counter and nonce words are not used (the transpose's
+        // shuffles that would make them are dead code).
         let mut w = transpose(rows);
         w[12] = ctr;
+        w[13..].copy_from_slice(&nonce);
         w
     });
     let step = _mm512_set1_epi32(st.ctr_step as i32);
