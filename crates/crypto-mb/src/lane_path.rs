@@ -150,37 +150,24 @@ unsafe fn chacha_group(
 ) {
     let first = &jobs[members[0] as usize];
     let (len, decrypt) = (first.len, first.decrypt);
-    // Block 0 into the one-time-key slots: every job's without text, an
-    // encryption's before its text.
-    if !text || !decrypt {
-        for (lane, &i) in members.iter().enumerate() {
-            let i = i as usize;
-            // SAFETY: slot i exists (caller).
-            let j = &jobs[i];
-            // SAFETY: slot i exists (caller).
-            st.load(lane, j.row, &j.nonce, 0, unsafe { otk.add(i) }.cast(), 64);
-        }
-        // SAFETY: every lane points at its 64-byte key slot; rows are the jobs'.
-        unsafe { (k.chacha)(st, 1) };
-    }
-    if !text || len == 0 {
-        return;
-    }
-    // Blocks 1.. over the text: the counters run on from block 0 where it was made.
+    // Block 0 into the one-time-key slots, in the first step of the same call as
+    // the text that follows it (see `ChachaLanes::keyed`): every job's without
+    // text, an encryption's before its text. A decryption's text comes later, its
+    // counters from 1.
+    let keyed = !text || !decrypt;
+    let body = if text { len } else { 0 };
     for (lane, &i) in members.iter().enumerate() {
-        let j = &jobs[i as usize];
-        // SAFETY: the text range is in the memory (caller).
-        let p = unsafe { base.add(j.text) };
-        if decrypt {
-            st.load(lane, j.row, &j.nonce, 1, p, len);
-        } else {
-            st.ptr[lane] = p;
-            st.rem[lane] = len;
-        }
+        let (i, j) = (i as usize, &jobs[i as usize]);
+        // Formed, not used, without text: `rem` is 0.
+        let p = base.wrapping_add(j.text);
+        st.load(lane, j.row, &j.nonce, (!keyed) as u32, p, body);
+        // Slot i exists (caller).
+        st.key[lane] = otk.wrapping_add(i).cast();
     }
-    // SAFETY: every lane has `rem` valid bytes of its job's text at `ptr`; the rows
-    // stay the jobs' through all the steps.
-    unsafe { (k.chacha)(st, len.div_ceil(64)) };
+    st.keyed = keyed;
+    // SAFETY: every lane has `rem` valid bytes of its job's text at `ptr` and a
+    // 64-byte key slot; the rows stay the jobs' through all the steps.
+    unsafe { (k.chacha)(st, keyed as usize + body.div_ceil(64)) };
 }
 
 /// Where a run of whole MAC input blocks lies: in packet memory (the aad, the

@@ -50,7 +50,10 @@ impl Row {
 ///
 /// One kernel step makes one keystream block per lane, XORs its first
 /// `min(rem, 64)` bytes into `ptr`, then moves `ptr` on by `stride`, `rem` down by
-/// `stride` (to 0 at most) and the counter up by `ctr_step`. The lane path keeps
+/// `stride` (to 0 at most) and the counter up by `ctr_step`. A call with `keyed` set
+/// first stores each lane's block whole at `key[lane]` instead (a one-time key: the
+/// text's lanes need not be loaded and transposed a second time for it), moving
+/// only the counter on, and clears `keyed`. The lane path keeps
 /// stride 64 and step 1 (one packet per lane); the block path puts consecutive blocks
 /// of one packet in the lanes, with stride 64 * lanes and step = lanes.
 #[repr(C, align(64))]
@@ -61,6 +64,10 @@ pub(crate) struct ChachaLanes {
     pub row: [*const Row; MAX_CHACHA_LANES],
     pub ptr: [*mut u8; MAX_CHACHA_LANES],
     pub rem: [usize; MAX_CHACHA_LANES],
+    /// Where the first step's blocks go when `keyed`: 64 writable bytes each, for
+    /// every lane.
+    pub key: [*mut u8; MAX_CHACHA_LANES],
+    pub keyed: bool,
     pub stride: usize,
     pub ctr_step: u32,
 }
@@ -74,6 +81,8 @@ impl ChachaLanes {
             row: [&IDLE_ROW; MAX_CHACHA_LANES],
             ptr: [idle; MAX_CHACHA_LANES],
             rem: [0; MAX_CHACHA_LANES],
+            key: [core::ptr::null_mut(); MAX_CHACHA_LANES],
+            keyed: false,
             stride,
             ctr_step,
         }

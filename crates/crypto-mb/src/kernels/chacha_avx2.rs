@@ -97,7 +97,9 @@ fn transpose8(a: [__m256i; 8]) -> [__m256i; 8] {
 /// # Safety
 /// The CPU has AVX2; lanes 0..8 have `row` pointing at a live row, and those with
 /// `rem > 0` have `ptr` valid for reading and writing their next `min(rem, 64)`
-/// bytes at each of the `n` steps (`ptr` moving on by `stride`).
+/// bytes at each of the `n` steps (`ptr` moving on by `stride`; with `keyed`, each
+/// of the `n - 1` steps after the first); with `keyed`, lanes 0..8 have `key` valid
+/// for writing 64 bytes.
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     // SAFETY: every lane's row pointer is valid (a job's key row or IDLE_ROW), a row
@@ -119,6 +121,7 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     init[12] = ctr;
     init[13..].copy_from_slice(&nonce);
     let step = _mm256_set1_epi32(st.ctr_step as i32);
+    let mut keyed = core::mem::take(&mut st.keyed);
     for _ in 0..n {
         let mut x = init;
         chacha_rounds!(quarter_round, &mut x);
@@ -127,6 +130,17 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
         }
         let low = transpose8([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]]);
         let high = transpose8([x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15]]);
+        init[12] = _mm256_add_epi32(init[12], step);
+        if core::mem::take(&mut keyed) {
+            for l in 0..8 {
+                // SAFETY: with `keyed` every lane's key slot takes 64 bytes (caller).
+                unsafe {
+                    _mm256_storeu_si256(st.key[l].cast(), low[l]);
+                    _mm256_storeu_si256(st.key[l].add(32).cast(), high[l]);
+                }
+            }
+            continue;
+        }
         for l in 0..8 {
             let (p, rem) = (st.ptr[l], st.rem[l]);
             if rem >= 64 {
@@ -152,7 +166,6 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
             st.ptr[l] = p.wrapping_add(st.stride);
             st.rem[l] = rem.saturating_sub(st.stride);
         }
-        init[12] = _mm256_add_epi32(init[12], step);
     }
     // SAFETY: the first 8 words of the 16-word counter array.
     unsafe { _mm256_storeu_si256(st.ctr.as_mut_ptr().cast(), init[12]) };

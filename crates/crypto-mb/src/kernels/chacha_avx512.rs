@@ -99,7 +99,9 @@ fn transpose(x: [__m512i; 16]) -> [__m512i; 16] {
 /// # Safety
 /// The CPU has AVX-512F and AVX-512BW; every lane's `row` points at a live [`Row`];
 /// every lane with `rem > 0` has `ptr` valid for reading and writing its next
-/// `min(rem, 64)` bytes at each of the `n` steps (`ptr` moving on by `stride`).
+/// `min(rem, 64)` bytes at each of the `n` steps (`ptr` moving on by `stride`; with
+/// `keyed`, each of the `n - 1` steps after the first); with `keyed`, every lane's
+/// `key` is valid for writing 64 bytes.
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     // Row l of the input is lane l's state; transposed, register w of a group is
@@ -124,6 +126,7 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
         w
     });
     let step = _mm512_set1_epi32(st.ctr_step as i32);
+    let mut keyed = core::mem::take(&mut st.keyed);
     for _ in 0..n {
         let mut x = init;
         chacha_rounds!(quarter_round, &mut x);
@@ -132,6 +135,14 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
                 *w = _mm512_add_epi32(*w, i);
             }
             let rows = transpose(x[g]);
+            if keyed {
+                for (l, row) in rows.iter().enumerate() {
+                    // SAFETY: with `keyed` every lane's key slot takes 64 bytes (caller).
+                    unsafe { _mm512_storeu_si512(st.key[16 * g + l].cast(), *row) };
+                }
+                init[g][12] = _mm512_add_epi32(init[g][12], step);
+                continue;
+            }
             for (l, row) in rows.iter().enumerate() {
                 let l = 16 * g + l;
                 let (p, rem) = (st.ptr[l], st.rem[l]);
@@ -156,6 +167,7 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
             }
             init[g][12] = _mm512_add_epi32(init[g][12], step);
         }
+        keyed = false;
     }
     for (g, init) in init.iter().enumerate() {
         // SAFETY: counters 16 g .. 16 g + 16 are inside the 32-entry array.
