@@ -179,6 +179,11 @@ impl Engine for MbEngine {
             uniform: true,
             decrypts: 0,
         };
+        // The last key found, for the next op: a vector's ops are mostly on one key,
+        // and two ops in a row with one handle find the same entry (nothing changes
+        // the cache between them; what a later miss replaces is kept until the call
+        // ends: see `KeyCache::get_or_expand`).
+        let mut last_key: Option<(crypto::KeyHandle, *const lanes::Row)> = None;
         for (i, op) in ops.iter_mut().enumerate() {
             if op.status != OpStatus::Pending {
                 continue;
@@ -191,18 +196,26 @@ impl Engine for MbEngine {
                 op.status = status;
                 continue;
             }
-            let Some(key) = self
-                .keys
-                .get_or_expand(keys, op.key, op.alg, ChachaKey::expand)
-            else {
-                op.status = OpStatus::BadKey;
-                continue;
+            let row = match last_key {
+                Some((h, row)) if h == op.key => row,
+                _ => {
+                    let Some(key) =
+                        self.keys
+                            .get_or_expand(keys, op.key, op.alg, ChachaKey::expand)
+                    else {
+                        op.status = OpStatus::BadKey;
+                        continue;
+                    };
+                    let row: *const lanes::Row = &key.0;
+                    last_key = Some((op.key, row));
+                    row
+                }
             };
             if op.src != op.dst {
                 mem.copy_within(op.src_span().range(), op.dst as usize);
             }
             let j = &mut self.jobs[n];
-            j.row = &key.0;
+            j.row = row;
             j.nonce = scalar::nonce_words(&op.nonce);
             j.op = i as u32;
             j.text = op.dst as usize;
