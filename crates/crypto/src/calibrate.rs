@@ -149,9 +149,17 @@ fn timed(time: Duration, mut round: impl FnMut() -> bool) -> Option<(u64, f64)> 
     Some((rounds, start.elapsed().as_secs_f64()))
 }
 
+/// Engines that measured within this fraction of a class's fastest count as fast as
+/// it: the class then stays with the engine of the class below, when that engine is
+/// among them. A difference this small is more often a shared machine's noise than
+/// the engines', and a class that changed engine on it sent a size range to an
+/// engine a fifth slower there now and then.
+pub const SAME_SPEED: f64 = 0.05;
+
 /// Measures every engine of `set` on every algorithm it serves at the size of every
-/// class, `time` each (in two turns), and routes each class of each algorithm to
-/// the engine with the most Mpps at that size. Algorithms pinned in `keep` are measured but not
+/// class, `time` each (in three turns), and routes each class of each algorithm to
+/// the engine with the most Mpps at that size (or the class below's, within
+/// [`SAME_SPEED`] of it). Algorithms pinned in `keep` are measured but not
 /// rerouted. Returns all measurements.
 pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec<Measurement> {
     calibrate_only(set, time, keep, &Algorithm::ALL)
@@ -166,17 +174,21 @@ pub fn calibrate_only(
     keep: &[Algorithm],
     only: &[Algorithm],
 ) -> Vec<Measurement> {
-    // Two rounds of half the time, the engines taking turns at each point, and the
-    // better of each engine's two kept: a burst of other work on the machine then
-    // spoils one measurement of one engine, not the choice (measured one engine
-    // after another, a burst during one engine's turn handed the class to another,
-    // the portable reference engine included).
+    // Rounds of a part of the time each, the engines taking turns at each point,
+    // and the best of each engine's turns kept: a burst of other work on the
+    // machine then spoils one measurement of one engine, not the choice (measured
+    // one engine after another, a burst during one engine's turn handed the class
+    // to another, the portable reference engine included). Three rounds, not two:
+    // with two, a shared 2-vCPU machine still now and then spoiled both of the
+    // faster engine's turns at one size and gave the class to an engine a fifth
+    // slower there.
+    const ROUNDS: u32 = 3;
     let mut all: Vec<Measurement> = Vec::new();
-    for _ in 0..2 {
+    for _ in 0..ROUNDS {
         for &alg in only {
             for &size in &size_class::SIZES {
                 for engine in set.engines_mut() {
-                    let Some(m) = measure(engine, alg, size, time / 2) else {
+                    let Some(m) = measure(engine, alg, size, time / ROUNDS) else {
                         continue;
                     };
                     let same = |o: &&mut Measurement| {
@@ -209,17 +221,41 @@ pub fn calibrate_only(
                 }
             })
             .collect();
-        let names = size_class::SIZES.map(|size| {
-            all.iter()
-                .filter(|m| m.alg == alg && m.size == size && sync.contains(&m.engine))
-                .max_by(|a, b| a.mpps.total_cmp(&b.mpps))
-                .map(|m| m.engine)
-        });
+        let names = choose_classes(alg, &all, &sync);
         // Refused only when a class went unmeasured while an asynchronous engine
         // serves the algorithm; the choice then stays as it was.
         let _ = set.choose_by_class(alg, names);
     }
     all
+}
+
+/// The engine for each class of `alg`, from measurements `all`, among the engines
+/// `eligible`: the fastest at the class's size, or the class below's engine when it
+/// measured within [`SAME_SPEED`] of the fastest there. `None` for a class with no
+/// measurement.
+fn choose_classes(
+    alg: Algorithm,
+    all: &[Measurement],
+    eligible: &[&'static str],
+) -> [Option<&'static str>; size_class::COUNT] {
+    let mut names: [Option<&'static str>; size_class::COUNT] = [None; size_class::COUNT];
+    for (class, &size) in size_class::SIZES.iter().enumerate() {
+        let here = || {
+            all.iter()
+                .filter(|m| m.alg == alg && m.size == size && eligible.contains(&m.engine))
+        };
+        let Some(best) = here().max_by(|a, b| a.mpps.total_cmp(&b.mpps)) else {
+            continue;
+        };
+        names[class] = Some(best.engine);
+        let below = class.checked_sub(1).and_then(|c| names[c]);
+        if let Some(below) = below
+            && here().any(|m| m.engine == below && m.mpps >= best.mpps * (1.0 - SAME_SPEED))
+        {
+            names[class] = Some(below);
+        }
+    }
+    names
 }
 
 #[cfg(test)]
@@ -286,6 +322,49 @@ mod tests {
         }
     }
 
+    /// A class stays with the class below's engine when another beat it there by
+    /// less than `SAME_SPEED`, and goes to the other when it beat it by more; an
+    /// engine not eligible (asynchronous) is never chosen, however fast.
+    #[test]
+    fn a_class_changes_engine_only_for_a_clear_lead() {
+        let alg = Algorithm::ChaCha20Poly1305;
+        let m = |engine, size, mpps| Measurement {
+            engine,
+            alg,
+            size,
+            mpps,
+            gbps: 0.0,
+        };
+        let [s0, s1, s2, s3, s4] = size_class::SIZES;
+        let all = [
+            m("a", s0, 10.0),
+            m("b", s0, 5.0),
+            // b ahead by 3%: a keeps the class.
+            m("a", s1, 8.0),
+            m("b", s1, 8.24),
+            // b ahead by 10%: b takes it.
+            m("a", s2, 5.0),
+            m("b", s2, 5.5),
+            // a ahead of b by 4%: b, the class below's engine, keeps it.
+            m("a", s3, 3.12),
+            m("b", s3, 3.0),
+            // An asynchronous engine far ahead, and a within 5% of b: b.
+            m("a", s4, 1.96),
+            m("b", s4, 2.0),
+            m("async", s4, 9.0),
+        ];
+        let names = choose_classes(alg, &all, &["a", "b"]);
+        assert_eq!(
+            names,
+            [Some("a"), Some("a"), Some("b"), Some("b"), Some("b")]
+        );
+        // Nothing measured for another algorithm: no choice.
+        assert_eq!(
+            choose_classes(Algorithm::Aes128Gcm, &all, &["a", "b"]),
+            [None; size_class::COUNT]
+        );
+    }
+
     #[test]
     fn each_class_goes_to_the_engine_fastest_at_its_size() {
         let mut set = EngineSet::new(vec![
@@ -310,11 +389,12 @@ mod tests {
         };
         assert!(fast("small", 64) > fast("large", 64));
         assert!(fast("large", 1518) > fast("small", 1518));
-        // At 570 bytes both are fast: whichever measured faster has it.
-        let at_570 = if fast("small", 570) >= fast("large", 570) {
-            "small"
-        } else {
+        // At 570 bytes both are fast: the class below's engine keeps it unless the
+        // other measured faster by more than `SAME_SPEED`.
+        let at_570 = if fast("large", 570) * (1.0 - SAME_SPEED) > fast("small", 570) {
             "large"
+        } else {
+            "small"
         };
         let want = [
             ("small", 64),
