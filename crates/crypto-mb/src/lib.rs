@@ -71,21 +71,37 @@ pub const BLOCK_MIN_LEN_16: usize = 512;
 /// The same for the 8-lane AVX2 path (`crossover avx2`: 0.86x at 512, 1.15x at 1024).
 pub const BLOCK_MIN_LEN_8: usize = 1024;
 
-/// A ChaCha20 key as an initial state row, which every op on the key points at (the
-/// lanes bring the ops' nonces and counters). Boxed, so that it stays in place while
-/// the cache grows (see `KeyCache::get_or_expand`). Zeroed when the cache drops it.
-struct ChachaKey(lanes::Row);
+/// A ChaCha20 key as an initial state row on the heap, which every op on the key
+/// points at (the lanes bring the ops' nonces and counters): it stays in place while
+/// the cache grows or retires the entry (see `KeyCache::get_or_expand`). Held by a
+/// raw pointer, not a `Box`: the cache moves its entries, and a moved `Box` would
+/// claim its row uniquely again, against the jobs' pointers into it. Zeroed and
+/// freed when the cache drops it.
+struct ChachaKey(core::ptr::NonNull<lanes::Row>);
+
+// SAFETY: a `ChachaKey` owns its row alone (made in `expand`, freed in `drop`); the
+// jobs' pointers into it are used only during the engine call that made them.
+unsafe impl Send for ChachaKey {}
 
 impl ChachaKey {
-    fn expand(m: &KeyMaterial) -> Option<Box<ChachaKey>> {
-        (m.alg == Algorithm::ChaCha20Poly1305)
-            .then(|| Box::new(ChachaKey(lanes::Row::new(&scalar::key_words(m.bytes())))))
+    fn expand(m: &KeyMaterial) -> Option<ChachaKey> {
+        (m.alg == Algorithm::ChaCha20Poly1305).then(|| {
+            let row = Box::new(lanes::Row::new(&scalar::key_words(m.bytes())));
+            ChachaKey(core::ptr::NonNull::from(Box::leak(row)))
+        })
+    }
+
+    fn row(&self) -> *const lanes::Row {
+        self.0.as_ptr()
     }
 }
 
 impl Drop for ChachaKey {
     fn drop(&mut self) {
-        self.0.0.zeroize();
+        // SAFETY: the pointer came from `Box::leak` in `expand` and is dropped once,
+        // here; no job uses it after its call.
+        let mut row = unsafe { Box::from_raw(self.0.as_ptr()) };
+        row.0.zeroize();
     }
 }
 
@@ -93,7 +109,7 @@ pub struct MbEngine {
     path: Path,
     kernels: Option<Kernels>,
     split: scheduler::Split,
-    keys: KeyCache<Box<ChachaKey>>,
+    keys: KeyCache<ChachaKey>,
     jobs: Vec<Job>,
     scratch: Scratch,
     lists: scheduler::Lists,
@@ -165,6 +181,11 @@ impl Engine for MbEngine {
     }
 
     fn process(&mut self, keys: &KeyRegistry, mem: &mut [u8], ops: &mut [AeadOp]) {
+        // Jobs name their ops by a 32-bit index (a frame is 256 ops).
+        assert!(
+            u32::try_from(ops.len()).is_ok(),
+            "more than 2^32 ops in one call"
+        );
         self.keys.sync(keys);
         // Jobs are written in place, field by field: building one on the stack and
         // moving it in made every push wait on failed store-to-load forwarding.
@@ -206,7 +227,7 @@ impl Engine for MbEngine {
                         op.status = OpStatus::BadKey;
                         continue;
                     };
-                    let row: *const lanes::Row = &key.0;
+                    let row = key.row();
                     last_key = Some((op.key, row));
                     row
                 }

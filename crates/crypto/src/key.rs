@@ -233,8 +233,9 @@ impl<E> Default for KeyCache<E> {
 }
 
 impl<E> KeyCache<E> {
-    /// Drops cached keys that the registry no longer holds. Cheap when nothing was
-    /// removed since the last call: one atomic load.
+    /// Drops cached keys that the registry no longer holds, and the entries newer
+    /// keys replaced during the last call (see [`KeyCache::get_or_expand`]). Cheap
+    /// when nothing was removed since the last call: one atomic load.
     pub fn sync(&mut self, reg: &KeyRegistry) {
         self.drop_retired();
         if reg.id() != self.registry {
@@ -283,6 +284,7 @@ impl<E> KeyCache<E> {
                 },
             };
         }
+        self.drop_retired();
     }
 
     /// Drops the entries that newer keys replaced (see [`KeyCache::get_or_expand`]).
@@ -296,7 +298,8 @@ impl<E> KeyCache<E> {
     /// An entry that a newer key of the same slot replaces is kept until the next
     /// `sync` or `drop_retired`, and growing the cache moves entries but not what
     /// they own on the heap: so where `E` keeps the expanded key behind a pointer
-    /// (a `Box`), the key a lookup found stays where it is, unchanged, until then.
+    /// (one that moving does not reassert, such as a raw pointer it frees on drop),
+    /// the key a lookup found stays where it is, unchanged, until then.
     #[inline]
     pub fn get_or_expand(
         &mut self,
