@@ -1,6 +1,7 @@
 //! One validated op as the drivers see it: offsets into packet memory (the op made
-//! in place: the scheduler has copied an out-of-place input to its output range),
-//! the expanded key and nonce, and the per-op scratch the passes share.
+//! in place: the engine has copied an out-of-place input to its output range),
+//! where its expanded key is and its nonce, and the per-op scratch the passes
+//! share.
 
 use crate::lanes::{IDLE_ROW, Row};
 

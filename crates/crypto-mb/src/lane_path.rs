@@ -164,10 +164,14 @@ unsafe fn chacha_group(
         // Slot i exists (caller).
         st.key[lane] = otk.wrapping_add(i).cast();
     }
+    let steps = keyed as usize + body.div_ceil(64);
+    if steps == 0 {
+        return; // decryptions with no text
+    }
     st.keyed = keyed;
     // SAFETY: every lane has `rem` valid bytes of its job's text at `ptr` and a
     // 64-byte key slot; the rows stay the jobs' through all the steps.
-    unsafe { (k.chacha)(st, keyed as usize + body.div_ceil(64)) };
+    unsafe { (k.chacha)(st, steps) };
 }
 
 /// Where a run of whole MAC input blocks lies: in packet memory (the aad, the

@@ -51,9 +51,10 @@ impl Row {
 /// One kernel step makes one keystream block per lane, XORs its first
 /// `min(rem, 64)` bytes into `ptr`, then moves `ptr` on by `stride`, `rem` down by
 /// `stride` (to 0 at most) and the counter up by `ctr_step`. A call with `keyed` set
-/// first stores each lane's block whole at `key[lane]` instead (a one-time key: the
-/// text's lanes need not be loaded and transposed a second time for it), moving
-/// only the counter on, and clears `keyed`. The lane path keeps
+/// makes its first step store each lane's block whole at `key[lane]` instead (a
+/// one-time key: the text's lanes need not be loaded and transposed a second time
+/// for it), moving only the counter on; a kernel clears `keyed` (a call with `keyed`
+/// has at least that one step). The lane path keeps
 /// stride 64 and step 1 (one packet per lane); the block path puts consecutive blocks
 /// of one packet in the lanes, with stride 64 * lanes and step = lanes.
 #[repr(C, align(64))]

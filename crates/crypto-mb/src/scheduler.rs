@@ -299,7 +299,10 @@ fn mac_pass(
     // Whole groups of one shape first; what is left goes lane by lane below.
     rest.clear();
     // SAFETY: as in `run_vector`; this pass reads the aad and text of packet memory
-    // and writes only tags, which overlap neither (validated).
+    // and writes only encryptions' tags, each of which overlaps neither its own op's
+    // aad nor its text (validated) nor, by the engine's contract (ops of one vector
+    // do not overlap each other's memory), any other op's: reads and writes go
+    // through the one base pointer.
     unsafe { lane_path::poly_groups(k, jobs, order, base, otk, tail, out, uniform, rest) };
     // SAFETY: as in `run_vector`; this pass only reads packet memory.
     unsafe { lane_path::poly(k, jobs, rest, base, otk, tail, &mut scratch.acc) };

@@ -121,6 +121,10 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
     init[12] = ctr;
     init[13..].copy_from_slice(&nonce);
     let step = _mm256_set1_epi32(st.ctr_step as i32);
+    debug_assert!(
+        n > 0 || !st.keyed,
+        "a keyed call makes at least its key step"
+    );
     let mut keyed = core::mem::take(&mut st.keyed);
     for _ in 0..n {
         let mut x = init;

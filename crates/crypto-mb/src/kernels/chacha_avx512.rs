@@ -126,6 +126,10 @@ pub(crate) unsafe fn steps(st: &mut ChachaLanes, n: usize) {
         w
     });
     let step = _mm512_set1_epi32(st.ctr_step as i32);
+    debug_assert!(
+        n > 0 || !st.keyed,
+        "a keyed call makes at least its key step"
+    );
     let mut keyed = core::mem::take(&mut st.keyed);
     for _ in 0..n {
         let mut x = init;
