@@ -34,6 +34,12 @@ const _: () = assert!(core::mem::size_of::<Job>() == 64);
 unsafe impl Send for Job {}
 
 impl Job {
+    /// What a uniform vector's jobs share (see [`Census`]): text length, aad
+    /// length, direction.
+    pub fn shape(&self) -> (usize, u32, bool) {
+        (self.len, self.aad_len, self.decrypt)
+    }
+
     pub const EMPTY: Job = Job {
         row: &IDLE_ROW,
         nonce: [0; 3],
@@ -102,9 +108,8 @@ pub(crate) struct Census {
 impl Census {
     /// The census of `jobs`, counted (for callers that did not keep one).
     pub fn of(jobs: &[Job]) -> Census {
-        let shape = |j: &Job| (j.len, j.aad_len, j.decrypt);
         Census {
-            uniform: jobs.windows(2).all(|w| shape(&w[0]) == shape(&w[1])),
+            uniform: jobs.windows(2).all(|w| w[0].shape() == w[1].shape()),
             decrypts: jobs.iter().filter(|j| j.decrypt).count(),
         }
     }

@@ -251,7 +251,7 @@ impl Engine for MbEngine {
                 op.status = OpStatus::Ok;
             }
             census.decrypts += j.decrypt as usize;
-            let shape = (j.len, j.aad_len, j.decrypt);
+            let shape = j.shape();
             census.uniform &= *first.get_or_insert(shape) == shape;
             n += 1;
         }
