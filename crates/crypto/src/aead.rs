@@ -338,6 +338,23 @@ impl AeadOp {
     /// rules of its kind (see [`AeadOp`]). Engines call this before touching memory.
     #[inline]
     pub fn validate(&self, mem_len: usize) -> Result<(), OpStatus> {
+        // WireGuard's ops (an AEAD, in place, no AAD) are most of a tunnel's, and
+        // for them the rules come down to three ranges fitting and two of them
+        // apart: checked alone, in half the instructions of every rule in turn.
+        if self.src == self.dst && self.aad.len == 0 && !self.alg.is_chained() {
+            let mem = mem_len as u64;
+            let (text, tag) = (self.dst_span(), self.tag_span());
+            let fits = u64::from(self.aad.offset) <= mem && text.end() <= mem && tag.end() <= mem;
+            return match fits && !tag.overlaps(text) {
+                true => Ok(()),
+                false => Err(OpStatus::BadRange),
+            };
+        }
+        self.validate_rules(mem_len)
+    }
+
+    /// [`AeadOp::validate`], every rule in turn.
+    fn validate_rules(&self, mem_len: usize) -> Result<(), OpStatus> {
         let fits = |s: Span| s.end() <= mem_len as u64;
         let (src, dst, tag) = (self.src_span(), self.dst_span(), self.tag_span());
         if !(fits(self.aad) && fits(src) && fits(dst) && fits(tag)) {
@@ -438,6 +455,35 @@ mod tests {
             tag,
             status: OpStatus::Pending,
         }
+    }
+
+    /// The check for in-place ops without AAD decides every such op as all the
+    /// rules do: every placement of text, tag and empty AAD in and around memories
+    /// of a few sizes, at lengths from none to past a tag, for each AEAD.
+    #[test]
+    fn in_place_ops_without_aad_are_judged_as_by_every_rule() {
+        let mut judged = 0;
+        for alg in [Algorithm::ChaCha20Poly1305, Algorithm::Aes256Gcm] {
+            for mem_len in [0usize, 16, 17, 31, 32, 33, 48] {
+                for text in 0..40u32 {
+                    for len in [0u32, 1, 15, 16, 17, 32] {
+                        for tag in 0..52u32 {
+                            for aad in [0u32, 16, 47, 48, 49, u32::MAX] {
+                                let mut o = op(text, text, len, tag, Span::new(aad, 0));
+                                o.alg = alg;
+                                assert_eq!(
+                                    o.validate(mem_len),
+                                    o.validate_rules(mem_len),
+                                    "{o:?} in {mem_len}"
+                                );
+                                judged += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(judged > 100_000);
     }
 
     #[test]
