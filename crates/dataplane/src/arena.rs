@@ -8,6 +8,7 @@
 // The arena's memory is reached through raw pointers on purpose (see `base`).
 #![allow(unsafe_code)]
 
+use crate::rx_starts::RxStarts;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub const FRAME_SIZE: usize = 2048;
@@ -258,21 +259,21 @@ impl Arena {
         self.lent
     }
 
-    /// Lends `f` mutable views of several buffers at once, each from `offset` to the
-    /// end less the tail room, in the order of `handles` (distinct, at most
-    /// [`RX_BATCH`]): what a driver reads a batch into. The views live in an array on
-    /// the stack, so a batch allocates nothing.
+    /// Lends `f` mutable views of several buffers at once, each from its start in
+    /// `starts`, all as long as the least room a start leaves before the tail room,
+    /// in the order of `handles` (distinct, at most [`RX_BATCH`]): what a driver
+    /// reads a batch into. Each buffer's packet is set to begin at its start. The
+    /// views live in an array on the stack, so a batch allocates nothing.
     pub fn with_rx_slices<R>(
         &mut self,
         handles: &[Handle],
-        offset: usize,
+        starts: RxStarts,
         f: impl FnOnce(&mut [&mut [u8]]) -> R,
     ) -> R {
         assert!(
             handles.len() <= RX_BATCH,
             "more than {RX_BATCH} buffers at once"
         );
-        let len = FRAME_SIZE - offset - TAILROOM;
         // Distinct handles make disjoint slices; a repeat would alias.
         for &h in handles {
             assert!(self.in_use[h as usize], "buffer {h} is not allocated");
@@ -284,9 +285,12 @@ impl Arena {
         for &h in handles {
             self.seen[h as usize] = false;
         }
+        let len = starts.least_room();
         let mut views: [&mut [u8]; RX_BATCH] = std::array::from_fn(|_| Default::default());
         for (view, &h) in views.iter_mut().zip(handles) {
+            let offset = starts.of(h);
             let p = self.bytes(h, offset, len);
+            self.meta[h as usize].offset = offset as u16;
             // SAFETY: each slice lies inside its own buffer (checked by `bytes`) and
             // the handles are distinct (checked above), so the slices are disjoint;
             // `&mut self` keeps them exclusive while `f` runs, and they do not outlive it.
@@ -328,7 +332,7 @@ mod tests {
         let mut a = Arena::new(4);
         let hs = [a.alloc().unwrap(), a.alloc().unwrap(), a.alloc().unwrap()];
         let order = [hs[2], hs[0], hs[1]];
-        a.with_rx_slices(&order, HEADROOM, |views| {
+        a.with_rx_slices(&order, RxStarts::AT_HEADROOM, |views| {
             assert_eq!(views.len(), 3);
             for (i, s) in views.iter_mut().enumerate() {
                 assert_eq!(s.len(), FRAME_SIZE - HEADROOM - TAILROOM);
@@ -342,11 +346,32 @@ mod tests {
     }
 
     #[test]
+    fn rx_slices_begin_at_each_buffers_start_and_the_packet_with_them() {
+        let mut a = Arena::new(8);
+        let hs: Vec<Handle> = (0..8).map(|_| a.alloc().unwrap()).collect();
+        let starts = RxStarts::spread(0, 1888).unwrap();
+        a.with_rx_slices(&hs, starts, |views| {
+            for (s, &h) in views.iter_mut().zip(&hs) {
+                assert_eq!(s.len(), 1888);
+                s[..2].copy_from_slice(&[h as u8, 0xee]);
+            }
+        });
+        let mut seen = std::collections::BTreeSet::new();
+        for &h in &hs {
+            assert_eq!(a.meta(h).offset as usize, starts.of(h));
+            seen.insert(starts.of(h));
+            a.meta_mut(h).len = 2;
+            assert_eq!(a.data(h), &[h as u8, 0xee]);
+        }
+        assert_eq!(seen.len(), 3, "{seen:?}");
+    }
+
+    #[test]
     #[should_panic(expected = "twice")]
     fn a_buffer_lent_twice_in_one_batch_is_caught() {
         let mut a = Arena::new(2);
         let x = a.alloc().unwrap();
-        a.with_rx_slices(&[x, x], HEADROOM, |_| ());
+        a.with_rx_slices(&[x, x], RxStarts::AT_HEADROOM, |_| ());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use dataplane::context::OutputId;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
-use dataplane::{Arena, HEADROOM, Handle};
+use dataplane::{Arena, Handle, RxStarts};
 use io::netns::{NetNs, VethEnd, is_root, skip_test, veth_pair};
 use io::{Interest, PacketPort, PollFd, poll};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,8 +86,9 @@ fn run_gateway(macs: ([u8; 6], [u8; 6]), stop: &AtomicBool) -> Vec<(String, u64)
                     None => break,
                 }
             }
-            let n =
-                arena.with_rx_slices(&handles, HEADROOM, |bufs| port.recv_batch(bufs, &mut lens));
+            let n = arena.with_rx_slices(&handles, RxStarts::AT_HEADROOM, |bufs| {
+                port.recv_batch(bufs, &mut lens)
+            });
             for (&h, &len) in handles.iter().zip(&lens).take(n) {
                 arena.meta_mut(h).len = len as u16;
             }

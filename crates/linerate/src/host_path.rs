@@ -6,7 +6,7 @@
 use crate::counter_report::CounterReport;
 use dataplane::graph::FRAME_LEN;
 use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
-use dataplane::{HEADROOM, Handle};
+use dataplane::{Handle, RxStarts};
 use io::{GsoSendBatch, RecvBatch, RecvMeta, SendBatch, TunDevice, UdpSocket};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Instant;
@@ -107,7 +107,7 @@ impl HostPath {
             }
             let (udp, rx, metas) = (&self.udp, &mut self.rx, &mut self.metas);
             let arena = self.wg.context_mut().arena_mut();
-            let n = arena.with_rx_slices(&self.handles, HEADROOM, |bufs| {
+            let n = arena.with_rx_slices(&self.handles, RxStarts::AT_HEADROOM, |bufs| {
                 udp.recv_batch_with(rx, bufs, metas).unwrap_or(0)
             });
             self.good.clear();
@@ -141,8 +141,9 @@ impl HostPath {
             }
             let (tun, lens) = (&self.tun, &mut self.lens);
             let arena = self.wg.context_mut().arena_mut();
-            let res =
-                arena.with_rx_slices(&self.handles, HEADROOM, |bufs| tun.read_batch(bufs, lens));
+            let res = arena.with_rx_slices(&self.handles, RxStarts::AT_HEADROOM, |bufs| {
+                tun.read_batch(bufs, lens)
+            });
             let n = match res {
                 Ok(n) => n,
                 Err(e) => {

@@ -11,7 +11,7 @@
 
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
-use dataplane::{HEADROOM, Handle};
+use dataplane::{Handle, RxStarts};
 use io::{Fanout, PacketPort, XdpAttachment, XdpMode, XdpOptions, XdpPort};
 use std::os::fd::RawFd;
 
@@ -274,7 +274,9 @@ impl Port {
             return 0;
         }
         let lens = &mut self.lens;
-        let n = arena.with_rx_slices(&self.handles, HEADROOM, |bufs| port.recv_batch(bufs, lens));
+        let n = arena.with_rx_slices(&self.handles, RxStarts::AT_HEADROOM, |bufs| {
+            port.recv_batch(bufs, lens)
+        });
         for (&h, &len) in self.handles.iter().zip(lens.iter()).take(n) {
             arena.meta_mut(h).len = len as u16;
             self.counters.rx_bytes += len as u64;
