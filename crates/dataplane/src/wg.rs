@@ -18,6 +18,7 @@ use crate::counters::ErrorInfo;
 use crate::counters::NodeCounters;
 use crate::graph::{Graph, Node, NodeId, Rebind};
 use crate::nodes::{DecryptError, EncryptError, InputError, Output, WgDecrypt, WgEncrypt, WgInput};
+use crate::rx_starts::RxStarts;
 use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
 use std::time::Instant;
@@ -29,6 +30,27 @@ use wireguard::Device;
 /// interface asking for more is refused.
 pub const MAX_MTU: usize =
     FRAME_SIZE - HEADROOM - TAILROOM - wire::wireguard::TRANSPORT_HEADER_LEN - crypto::TAG_LEN;
+
+/// The largest datagram a host takes whole: a transport message carrying an inner
+/// packet of [`MAX_MTU`].
+pub const MAX_DATAGRAM: usize = wire::wireguard::TRANSPORT_HEADER_LEN + MAX_MTU + crypto::TAG_LEN;
+
+/// Where a host reads datagrams from its UDP socket: nothing is ever put in front of
+/// a received datagram in its buffer (it only loses its header on the way in), so
+/// no headroom is kept, and every start leaves room for [`MAX_DATAGRAM`].
+pub fn udp_rx_starts() -> RxStarts {
+    // FRAME_SIZE - TAILROOM holds MAX_DATAGRAM from offset HEADROOM on (MAX_MTU's
+    // definition), so from 0 too.
+    RxStarts::spread(0, MAX_DATAGRAM).unwrap_or(RxStarts::AT_HEADROOM)
+}
+
+/// Where a host reads inner packets from its TUN: the WireGuard header goes in front
+/// of them in place, and every start leaves room for a packet of the interface's
+/// `mtu` ([`MAX_MTU`] while it is not known, 0).
+pub fn tun_rx_starts(mtu: usize) -> RxStarts {
+    let room = if mtu == 0 { MAX_MTU } else { mtu.min(MAX_MTU) };
+    RxStarts::spread(wire::wireguard::TRANSPORT_HEADER_LEN, room).unwrap_or(RxStarts::AT_HEADROOM)
+}
 
 /// Encrypted datagrams for the UDP socket; each buffer's meta.addr is its destination.
 pub const UDP_OUT: OutputId = OutputId(0);
@@ -167,5 +189,37 @@ impl WgGraph {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rx_starts::LINE;
+    use wire::wireguard::TRANSPORT_HEADER_LEN;
+
+    /// Every start leaves what each direction does in place room in its buffer.
+    #[test]
+    fn host_receive_starts_leave_each_packet_its_room() {
+        let udp = udp_rx_starts();
+        assert_eq!(udp.least_room(), MAX_DATAGRAM);
+        for mtu in [0, 576, 1280, 1420, 1500, 1800, MAX_MTU, MAX_MTU + 1, 9000] {
+            let tun = tun_rx_starts(mtu);
+            let largest = if mtu == 0 { MAX_MTU } else { mtu.min(MAX_MTU) };
+            assert!(tun.least_room() >= largest, "{mtu}");
+            for h in 0..4 {
+                let at = tun.of(h);
+                // The header goes in front; the padded packet and its tag behind.
+                assert!(at >= TRANSPORT_HEADER_LEN, "{mtu}: {at}");
+                let padded = wire::wireguard::padded_len(largest, mtu);
+                assert!(at + padded + crypto::TAG_LEN <= FRAME_SIZE, "{mtu}: {at}");
+            }
+        }
+        // At the usual MTUs the starts spread over three lines, on their boundaries.
+        let mut at: Vec<usize> = (0..4).map(|h| tun_rx_starts(1420).of(h)).collect();
+        at.sort_unstable();
+        at.dedup();
+        assert_eq!(at.len(), 3);
+        assert!(at.iter().all(|a| a % LINE == 0));
     }
 }

@@ -15,7 +15,7 @@ use crate::bench_raw::{RawMeter, engine_at};
 use crate::engines;
 use dataplane::counters::clocks;
 use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
-use dataplane::{Arena, Context, Handle, NodeCounters};
+use dataplane::{Arena, Context, Handle, NodeCounters, RxStarts};
 use std::fmt::Write as _;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -391,6 +391,12 @@ pub(crate) trait Loopback: Send + Sized {
     /// Whether a drop for `reason` is a packet a worker sealed too late for the
     /// window of a tunnel it shares (counted, not an error).
     fn is_late(reason: &str) -> bool;
+    /// Where the driver makes inner packets of at most `largest` bytes in their
+    /// buffers: where the tunnel's source of them receives them (a port's frames at
+    /// the headroom, unless the tunnel says otherwise).
+    fn rx_starts(&self, _largest: usize) -> RxStarts {
+        RxStarts::AT_HEADROOM
+    }
 }
 
 impl Loopback for WgGraph {
@@ -431,6 +437,11 @@ impl Loopback for WgGraph {
 
     fn is_late(reason: &str) -> bool {
         reason == DropReason::Replay.name()
+    }
+
+    /// Where a host's TUN read puts them, on an interface whose MTU carries them.
+    fn rx_starts(&self, largest: usize) -> RxStarts {
+        dataplane::wg::tun_rx_starts(largest)
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::bench::{Loopback, Measured, Size, inner_packet};
 use dataplane::counters::clocks;
 use dataplane::graph::FRAME_LEN as FRAME;
-use dataplane::{HEADROOM, Handle};
+use dataplane::{Handle, RxStarts};
 use std::time::{Duration, Instant};
 
 /// A worker's graph and what it has measured so far.
@@ -18,6 +18,9 @@ pub(crate) struct Driver<G: Loopback> {
     back: Vec<Handle>,
     /// The number of the next packet made (its size, for IMIX, and its IP id).
     seq: usize,
+    /// Where each buffer's packet is made: where the tunnel's source of inner
+    /// packets would receive it (see `Loopback::rx_starts`).
+    starts: RxStarts,
     m: Measured,
 }
 
@@ -41,8 +44,10 @@ impl<G: Loopback> Driver<G> {
                 .collect(),
             ..Measured::default()
         };
+        let starts = g.rx_starts(size.sizes().into_iter().max().unwrap_or(0));
         Driver {
             g,
+            starts,
             size,
             handles: Vec::with_capacity(FRAME),
             back: Vec::with_capacity(FRAME),
@@ -77,9 +82,12 @@ impl<G: Loopback> Driver<G> {
             for _ in 0..FRAME {
                 let Some(h) = arena.alloc() else { break };
                 let len = self.size.nth(self.seq);
+                let start = self.starts.of(h);
                 let buf = arena.buffer_mut(h);
-                inner_packet(&mut buf[HEADROOM..], len, self.seq as u16);
-                arena.meta_mut(h).len = len as u16;
+                inner_packet(&mut buf[start..], len, self.seq as u16);
+                let meta = arena.meta_mut(h);
+                meta.offset = start as u16;
+                meta.len = len as u16;
                 self.m.bytes += len as u64;
                 self.seq += 1;
                 self.handles.push(h);

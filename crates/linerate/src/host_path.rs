@@ -4,9 +4,9 @@
 //! threads touch them.
 
 use crate::counter_report::CounterReport;
+use dataplane::Handle;
 use dataplane::graph::FRAME_LEN;
-use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph};
-use dataplane::{Handle, RxStarts};
+use dataplane::wg::{TUN_OUT, UDP_OUT, WgGraph, tun_rx_starts, udp_rx_starts};
 use io::{GsoSendBatch, RecvBatch, RecvMeta, SendBatch, TunDevice, UdpSocket};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Instant;
@@ -107,7 +107,7 @@ impl HostPath {
             }
             let (udp, rx, metas) = (&self.udp, &mut self.rx, &mut self.metas);
             let arena = self.wg.context_mut().arena_mut();
-            let n = arena.with_rx_slices(&self.handles, RxStarts::AT_HEADROOM, |bufs| {
+            let n = arena.with_rx_slices(&self.handles, udp_rx_starts(), |bufs| {
                 udp.recv_batch_with(rx, bufs, metas).unwrap_or(0)
             });
             self.good.clear();
@@ -140,10 +140,10 @@ impl HostPath {
                 return Ok(());
             }
             let (tun, lens) = (&self.tun, &mut self.lens);
+            let starts = tun_rx_starts(self.wg.context().wg_mtu());
             let arena = self.wg.context_mut().arena_mut();
-            let res = arena.with_rx_slices(&self.handles, RxStarts::AT_HEADROOM, |bufs| {
-                tun.read_batch(bufs, lens)
-            });
+            let res =
+                arena.with_rx_slices(&self.handles, starts, |bufs| tun.read_batch(bufs, lens));
             let n = match res {
                 Ok(n) => n,
                 Err(e) => {
