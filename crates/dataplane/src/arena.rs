@@ -1,9 +1,10 @@
 //! One block of fixed-size packet buffers, allocated once. A packet is a handle (the
 //! buffer's number) plus [`PacketMeta`]. Buffers are 2048 bytes with [`HEADROOM`]
-//! bytes kept free in front for outer headers, so encapsulation never copies; the
-//! layout (equal frames, one page-aligned block) is what an AF_XDP UMEM wants: a
-//! driver registers the block ([`Arena::umem`]) and the kernel writes and reads the
-//! buffers in place.
+//! bytes kept free in front for outer headers, so encapsulation never copies (a
+//! receive that needs less in front may start its packets elsewhere: see
+//! [`RxStarts`]); the layout (equal frames, one page-aligned block) is what an
+//! AF_XDP UMEM wants: a driver registers the block ([`Arena::umem`]) and the kernel
+//! writes and reads the buffers in place.
 
 // The arena's memory is reached through raw pointers on purpose (see `base`).
 #![allow(unsafe_code)]
