@@ -26,8 +26,7 @@ impl RxStarts {
     /// again with any outer header in front.
     pub const AT_HEADROOM: RxStarts = RxStarts::fixed(HEADROOM as u16);
 
-    /// Every buffer's receive at `offset` (an AF_XDP port's, whose offset the kernel
-    /// fixes).
+    /// Every buffer's receive at `offset`.
     pub const fn fixed(offset: u16) -> RxStarts {
         RxStarts {
             by_low_bits: [offset; 4],

@@ -46,7 +46,10 @@ pub fn udp_rx_starts() -> RxStarts {
 
 /// Where a host reads inner packets from its TUN: the WireGuard header goes in front
 /// of them in place, and every start leaves room for a packet of the interface's
-/// `mtu` ([`MAX_MTU`] while it is not known, 0).
+/// `mtu` ([`MAX_MTU`] while it is not known, 0). An MTU raised on the interface is
+/// followed when the worker next looks at it; until then a packet longer than the
+/// old MTU's starts leave room for is cut and counted (`tun.too_big`), as one longer
+/// than [`MAX_MTU`] always is.
 pub fn tun_rx_starts(mtu: usize) -> RxStarts {
     let room = if mtu == 0 { MAX_MTU } else { mtu.min(MAX_MTU) };
     RxStarts::spread(wire::wireguard::TRANSPORT_HEADER_LEN, room).unwrap_or(RxStarts::AT_HEADROOM)
