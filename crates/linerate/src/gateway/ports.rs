@@ -11,7 +11,7 @@
 
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
-use dataplane::{Handle, RxStarts};
+use dataplane::{HEADROOM, Handle, RxStarts};
 use io::{Fanout, PacketPort, XdpAttachment, XdpMode, XdpOptions, XdpPort};
 use std::os::fd::RawFd;
 
@@ -29,10 +29,23 @@ const XDP_FILL_TARGET: usize = 512;
 /// headroom: its own 256 bytes already leave the graph's 128 for outer headers).
 const XDP_DATA_OFFSET: usize = io::xdp::XDP_PACKET_HEADROOM as usize;
 
+/// Where an AF_PACKET port on `mtu` has its frames copied in: from 256 bytes in, as
+/// an AF_XDP port's (room in front for every outer header a frame may get, VXLAN
+/// and WireGuard over IPv6 both), at up to three starts a cache line apart (see
+/// `dataplane::rx_starts`) as far as a frame of the MTU, VLAN tag included, leaves
+/// room; from the headroom where an MTU leaves too little for that.
+pub fn packet_rx_starts(mtu: u16) -> RxStarts {
+    let room = usize::from(mtu) + wire::ethernet::MAX_HEADER_LEN;
+    RxStarts::spread(XDP_DATA_OFFSET, room)
+        .or_else(|| RxStarts::spread(HEADROOM, room))
+        .unwrap_or(RxStarts::AT_HEADROOM)
+}
+
 /// How a port reaches its interface.
 pub enum Driver {
-    /// AF_PACKET with memory-mapped rings: frames are copied in and out.
-    Packet(PacketPort),
+    /// AF_PACKET with memory-mapped rings: frames are copied in and out, in at the
+    /// starts given.
+    Packet(PacketPort, RxStarts),
     /// AF_XDP on the arena: no copy in the gateway (the kernel copies on veth).
     Xdp(Box<XdpDriver>),
 }
@@ -125,6 +138,7 @@ impl Port {
         id: PortId,
         name: &str,
         ifname: &str,
+        mtu: u16,
         fanout: Option<(u16, Fanout)>,
     ) -> Result<Port, String> {
         let p = PacketPort::open(ifname, PACKET_RING_FRAMES)
@@ -135,7 +149,8 @@ impl Port {
             p.join_fanout(group, how)
                 .map_err(|e| format!("port {name}: {e}"))?;
         }
-        Ok(Port::new(id, name, ifname, Driver::Packet(p)))
+        let starts = packet_rx_starts(mtu);
+        Ok(Port::new(id, name, ifname, Driver::Packet(p, starts)))
     }
 
     /// The frames an AF_XDP port on `mtu` needs room for, or why they do not fit a
@@ -235,14 +250,14 @@ impl Port {
     /// The fd to poll for received frames.
     pub fn fd(&self) -> RawFd {
         match &self.driver {
-            Driver::Packet(p) => p.as_raw_fd(),
+            Driver::Packet(p, _) => p.as_raw_fd(),
             Driver::Xdp(x) => x.xsk.as_raw_fd(),
         }
     }
 
     pub fn driver_name(&self) -> &'static str {
         match &self.driver {
-            Driver::Packet(_) => "af_packet",
+            Driver::Packet(..) => "af_packet",
             Driver::Xdp(_) => "af_xdp",
         }
     }
@@ -250,15 +265,15 @@ impl Port {
     /// Buffers of the arena the driver holds now (lent to the kernel).
     pub fn buffers_held(&self) -> usize {
         match &self.driver {
-            Driver::Packet(_) => 0,
+            Driver::Packet(..) => 0,
             Driver::Xdp(x) => x.filled + x.xsk.tx_in_flight(),
         }
     }
 
     /// Reads one batch of frames into the graph; how many came.
     pub fn receive(&mut self, gw: &mut GatewayGraph) -> usize {
-        let port = match &mut self.driver {
-            Driver::Packet(p) => p,
+        let (port, starts) = match &mut self.driver {
+            Driver::Packet(p, starts) => (p, *starts),
             Driver::Xdp(x) => return Self::receive_xdp(x, self.id, &mut self.counters, gw),
         };
         self.handles.clear();
@@ -274,9 +289,7 @@ impl Port {
             return 0;
         }
         let lens = &mut self.lens;
-        let n = arena.with_rx_slices(&self.handles, RxStarts::AT_HEADROOM, |bufs| {
-            port.recv_batch(bufs, lens)
-        });
+        let n = arena.with_rx_slices(&self.handles, starts, |bufs| port.recv_batch(bufs, lens));
         for (&h, &len) in self.handles.iter().zip(lens.iter()).take(n) {
             arena.meta_mut(h).len = len as u16;
             self.counters.rx_bytes += len as u64;
@@ -349,7 +362,7 @@ impl Port {
             return;
         };
         let port = match &mut self.driver {
-            Driver::Packet(p) => p,
+            Driver::Packet(p, _) => p,
             Driver::Xdp(x) => return Self::transmit_xdp(x, queue, &mut self.counters, gw),
         };
         let c = &mut self.counters;
@@ -374,7 +387,7 @@ impl Port {
     /// What the driver counts beyond the port's own counters, by name.
     pub fn driver_counters(&self) -> Vec<(&'static str, u64)> {
         match &self.driver {
-            Driver::Packet(p) => vec![
+            Driver::Packet(p, _) => vec![
                 ("rx_truncated", p.rx_truncated()),
                 ("rx_dropped", p.rx_dropped()),
                 ("tx_too_big", p.tx_too_big()),
@@ -393,5 +406,43 @@ impl Port {
                 ("rx_kick_errors", x.xsk.rx_kick_errors()),
             ],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::FRAME_SIZE;
+
+    fn distinct(s: RxStarts) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..4).map(|h| s.of(h)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// An AF_PACKET port's frames get an AF_XDP port's room in front and room for a
+    /// tagged frame of the MTU behind, spread where the MTU leaves room; a large MTU
+    /// gets the headroom and the room the buffers had before.
+    #[test]
+    fn packet_ports_receive_past_the_xdp_headroom_while_the_mtu_leaves_room() {
+        assert_eq!(distinct(packet_rx_starts(1500)), [256, 320, 384]);
+        assert_eq!(distinct(packet_rx_starts(1700)), [256]);
+        for mtu in [576, 1280, 1500, 1600, 1700, 1742] {
+            let s = packet_rx_starts(mtu);
+            assert!((0..4).all(|h| s.of(h) >= XDP_DATA_OFFSET), "{mtu}");
+            assert!(s.least_room() >= usize::from(mtu) + 18, "{mtu}");
+        }
+        for mtu in [1800, 1870] {
+            let s = packet_rx_starts(mtu);
+            assert!((0..4).all(|h| s.of(h) >= HEADROOM), "{mtu}");
+            assert!(s.least_room() >= usize::from(mtu) + 18, "{mtu}");
+        }
+        let s = packet_rx_starts(9000);
+        assert_eq!(s, RxStarts::AT_HEADROOM);
+        assert_eq!(
+            s.least_room(),
+            FRAME_SIZE - HEADROOM - dataplane::arena::TAILROOM
+        );
     }
 }

@@ -424,7 +424,7 @@ fn open_ports(
                 let group = (workers > 1)
                     .then(|| ((std::process::id() as u16).wrapping_add(i as u16), how));
                 (0..workers)
-                    .map(|_| Port::open_packet(id, &p.name, &p.interface, group))
+                    .map(|_| Port::open_packet(id, &p.name, &p.interface, p.mtu, group))
                     .collect::<Result<Vec<_>, _>>()?
             }
         };
