@@ -48,6 +48,7 @@ mod job;
 mod kernels;
 mod lane_path;
 mod lanes;
+mod longest_first;
 pub mod raw;
 mod scalar;
 mod scheduler;

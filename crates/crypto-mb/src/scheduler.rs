@@ -17,12 +17,14 @@
 
 use crate::dispatch::Kernels;
 use crate::job::{Census, Job, Scratch};
+use crate::longest_first::LengthBuckets;
 use crate::{block_path, lane_path, scalar};
 use crypto::{AeadOp, OpStatus};
 
 /// Lists of job indices, kept between calls so that a steady state allocates nothing.
 #[derive(Default)]
 pub(crate) struct Lists {
+    buckets: LengthBuckets,
     lane: Vec<u32>,
     block: Vec<u32>,
     pick: Vec<u32>,
@@ -97,12 +99,12 @@ fn split(k: &Kernels, how: Split, jobs: &[Job], uniform: bool, lists: &mut Lists
     lists.block.clear();
     lists.lane.extend(0..jobs.len() as u32);
     // Longest first: the lanes drain on the shortest packets (see lane_path). Equal
-    // lengths, the common case, are sorted already.
+    // lengths, the common case, are in order already.
     let longer_first = |a: &u32, b: &u32| jobs[*a as usize].len >= jobs[*b as usize].len;
     if !uniform && !lists.lane.is_sorted_by(longer_first) {
         lists
-            .lane
-            .sort_unstable_by_key(|&i| core::cmp::Reverse(jobs[i as usize].len));
+            .buckets
+            .longest_first(jobs.len(), |i| jobs[i].len, &mut lists.lane);
     }
     let cut = match how {
         Split::Threshold(t) => lists.lane.partition_point(|&i| jobs[i as usize].len >= t),
@@ -166,6 +168,7 @@ pub(crate) fn run_vector(
         block,
         pick,
         rest,
+        ..
     } = lists;
 
     // 1. One-time keys of decryptions, needed first; encryptions make theirs in the
