@@ -52,7 +52,16 @@ pub(super) fn route(
     let mut ok = true;
     let pfx = match prefix(r.prefix.get_ref()) {
         Ok(p) => {
-            if let Some(first) = seen.get(&p) {
+            // A connected network or an own address is routed by its port; a
+            // [[route]] for the same prefix would replace that route, whatever its
+            // target, and cut the port's network off.
+            if let Some(why) = raw.ports.iter().find_map(|port| match port {
+                Item::Ok { value, .. } => own_route(p, value),
+                Item::Broken(_) => None,
+            }) {
+                cx.err(r.prefix.span(), &format!("{path}.prefix"), why);
+                ok = false;
+            } else if let Some(first) = seen.get(&p) {
                 cx.err(
                     r.prefix.span(),
                     &format!("{path}.prefix"),
@@ -134,12 +143,6 @@ pub(super) fn route(
                 return None;
             }
             Ok(port) => {
-                if let (Some(p), Item::Ok { value, .. }) = (pfx, &raw.ports[port])
-                    && let Some(why) = own_route(p, value)
-                {
-                    cx.err(r.prefix.span(), &format!("{path}.prefix"), why);
-                    return None;
-                }
                 let via = match &r.via {
                     None => None,
                     Some(v) => Some(via(cx, v, &format!("{path}.via"), pfx, &raw.ports, port)?),

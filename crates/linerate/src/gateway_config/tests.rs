@@ -456,6 +456,32 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         ],
     ),
     (
+        "route out of another port to a port's own network",
+        true,
+        "[[port]]\nname = \"wan\"\ninterface = \"eth1\"\naddresses = [\"198.18.2.1/24\"]\n\
+         [[route]]\nprefix = \"198.18.1.0/24\"\nport = \"wan\"\nvia = \"198.18.2.254\"\n",
+        &[
+            "gw.toml:10: route[0].prefix: 198.18.1.0/24 is a network of port \"lan\", routed without a [[route]]",
+        ],
+    ),
+    (
+        "route into a tunnel for a port's own network",
+        true,
+        "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\n\
+         [[route]]\nprefix = \"198.18.1.0/24\"\ntunnel = \"wg0\"\n",
+        &[
+            "gw.toml:10: route[0].prefix: 198.18.1.0/24 is a network of port \"lan\", routed without a [[route]]",
+        ],
+    ),
+    (
+        "two ports on overlapping networks",
+        true,
+        "[[port]]\nname = \"wan\"\ninterface = \"eth1\"\naddresses = [\"198.18.0.1/16\"]\n",
+        &[
+            "gw.toml:8: port[1].addresses[0]: network 198.18.0.0/16 overlaps 198.18.1.0/24, a network of port[0] (\"lan\"): ports need networks apart",
+        ],
+    ),
+    (
         "duplicate route prefix",
         true,
         "[[route]]\nprefix = \"198.18.3.0/24\"\nblackhole = true\n[[route]]\nprefix = \"198.18.3.0/24\"\nport = \"lan\"\n",

@@ -425,6 +425,7 @@ fn port(
     };
     let (addresses, addresses_ok) = cx.addresses(p.addresses.as_ref(), &path, taken);
     ok &= addresses_ok;
+    ok &= networks_apart(cx, p, &path, &addresses, earlier);
 
     let v6 = addresses.iter().find(|(a, _)| a.is_ipv6());
     let mut mtu = DEFAULT_PORT_MTU;
@@ -477,6 +478,52 @@ fn port(
         mtu,
         zero_copy,
     })
+}
+
+/// Each network of port `p` (its `addresses`, parsed) lies apart from every network
+/// of the ports before it: two ports on overlapping networks would leave the FIB
+/// to pick one of them for hosts of both, and cut the other's off.
+fn networks_apart(
+    cx: &mut Ctx<'_, '_>,
+    p: &RawPort,
+    path: &str,
+    addresses: &[(IpAddr, u8)],
+    earlier: &[(usize, &RawPort)],
+) -> bool {
+    let mut ok = true;
+    let spans = p.addresses.iter().flat_map(|a| a.get_ref().iter());
+    for (k, (&(addr, len), span)) in addresses.iter().zip(spans).enumerate() {
+        let net = Prefix { addr, len }.network();
+        let clash = earlier.iter().find_map(|(j, q)| {
+            q.addresses
+                .iter()
+                .flat_map(|a| a.get_ref().iter())
+                .filter_map(|b| addr_len(b.get_ref(), "").ok())
+                .map(|(a, l)| Prefix { addr: a, len: l }.network())
+                .find(|other| overlap(net, *other))
+                .map(|other| (*j, other, q.name.get_ref()))
+        });
+        if let Some((j, other, name)) = clash {
+            cx.err(
+                span.span(),
+                &format!("{path}.addresses[{k}]"),
+                format!(
+                    "network {net} overlaps {other}, a network of port[{j}] ({name:?}): ports need networks apart"
+                ),
+            );
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// Whether two networks share an address: the shorter one holds the other's start.
+fn overlap(a: Prefix, b: Prefix) -> bool {
+    if a.addr.is_ipv4() != b.addr.is_ipv4() {
+        return false;
+    }
+    let len = a.len.min(b.len);
+    Prefix { addr: a.addr, len }.network() == Prefix { addr: b.addr, len }.network()
 }
 
 /// A WireGuard interface's addresses are the gateway's own: none may be a port's or
