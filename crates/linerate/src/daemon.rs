@@ -104,8 +104,10 @@ pub fn run(
     for line in choices {
         eprintln!("linerate: engine for {line}");
     }
-    let now = Instant::now();
-    let mut device = wireguard::Device::new(keys.clone(), now, SystemTime::now());
+    // One time base for every device of the process: an instant and the wall
+    // clock read together.
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let mut device = wireguard::Device::new(keys.clone(), now, wall);
     if let Some(t) = std::env::var("LINERATE_UNDER_LOAD_HANDSHAKES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -139,7 +141,7 @@ pub fn run(
             let _ = owner.wake();
         });
         wg.context_mut().lead_wg_follower(inbox);
-        let own = wireguard::Device::new(keys.clone(), now, SystemTime::now());
+        let own = wireguard::Device::new(keys.clone(), now, wall);
         let set = crate::engines::replica(&keys, wg.context().engines())?;
         let mut g = WgGraph::new(Arena::new(ARENA_BUFFERS), own, set, now);
         g.context_mut().follow_wg_device(link);

@@ -101,9 +101,9 @@ pub fn pin_to(core: usize) -> Result<(), String> {
 fn owner_device(
     config: &GatewayConfig,
     keys: &Arc<KeyRegistry>,
-    now: Instant,
+    (now, wall): (Instant, SystemTime),
 ) -> Result<Device, String> {
-    let mut device = Device::new(keys.clone(), now, SystemTime::now());
+    let mut device = Device::new(keys.clone(), now, wall);
     if let Some(wg) = config.wireguard.first() {
         device.set_private_key(Some(PrivateKey::from_bytes(*wg.private_key)));
         for p in &wg.peers {
@@ -294,18 +294,22 @@ fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
 
 /// Every worker's graph: the owner's (first) holds the device; each other follows
 /// it, with its own arena and engines, and hears the neighbors the others hear.
+/// `clock` is the gateway's one time base: an instant and the wall-clock time read
+/// together, so that handshake timestamps and `wg show`'s times never run ahead
+/// of the wall clock by however long the calibration took.
 fn build_graphs(
     config: &GatewayConfig,
     owner_waker: &Arc<Waker>,
-    now: Instant,
+    clock: (Instant, SystemTime),
 ) -> Result<Vec<GatewayGraph>, String> {
+    let now = clock.0;
     let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
     let (engines, choices) =
         crate::engines::configured_set(&keys, None, CALIBRATION_TIME, &crypto::Algorithm::ALL)?;
     for line in choices {
         eprintln!("linerate: engine for {line}");
     }
-    let mut device = owner_device(config, &keys, now)?;
+    let mut device = owner_device(config, &keys, clock)?;
     device.publish();
     let cell = device.view_cell();
     let sas = esp_sas(config, &keys)?;
@@ -318,7 +322,7 @@ fn build_graphs(
         });
         graphs[0].context_mut().lead_wg_follower(inbox);
         let set = crate::engines::replica(&keys, graphs[0].context().engines())?;
-        let own = Device::new(keys.clone(), now, SystemTime::now());
+        let own = Device::new(keys.clone(), now, clock.1);
         let mut g = build_graph(config, set, own, &sas, now)?;
         g.context_mut().follow_wg_device(link);
         graphs.push(g);
@@ -453,9 +457,9 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     if let Some(Some(core)) = config.workers.first() {
         pin_to(*core)?;
     }
-    let now = Instant::now();
+    let clock = (Instant::now(), SystemTime::now());
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
-    let mut graphs = build_graphs(&config, &waker, now)?;
+    let mut graphs = build_graphs(&config, &waker, clock)?;
     let ike_conns = super::ike::connections(&config)?;
     let ike_inbox = (!ike_conns.is_empty()).then(|| {
         let (inbox, rx) = dataplane::ike::IkeInbox::new();
