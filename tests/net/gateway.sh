@@ -29,7 +29,7 @@ GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
-SCENARIOS=(ping tcp ttl_and_pmtu neighbors bad_input reload interop_a_initiates
+SCENARIOS=(ping tcp one_flow ttl_and_pmtu neighbors bad_input reload interop_a_initiates
   interop_b_initiates metrics workers)
 
 # shellcheck source=tests/net/gateway_lib.sh
@@ -49,6 +49,18 @@ runtime_packets() {
 
 scenario_ping() {
   both_up
+  # The gateway's clock: a handshake's time is never ahead of the wall clock (the
+  # engines' calibration at start takes a good part of a second). To the
+  # nanosecond, from the UAPI socket.
+  local hs_time now
+  in_ns "$NS_HA" ping -n -q -c 1 -W 5 "$H4_B" >/dev/null 2>&1 || true
+  hs_time=$(printf 'get=1\n\n' | "$PYTHON" tests/net/uapi.py ask "$WG_SOCK_DIR/$WG_A.sock" |
+    awk -F= '/^last_handshake_time_sec=/ { s = $2 } /^last_handshake_time_nsec=/ { n = $2 }
+      END { printf "%d.%09d", s, n }')
+  now=$(date +%s.%N)
+  log "    last handshake at $hs_time, now $now"
+  assert "the last handshake is not in the future" \
+    awk -v h="$hs_time" -v n="$now" 'BEGIN { exit !(h > 0 && h <= n) }'
   assert "host a pings host b over IPv4 (handshake first)" ping_ok "$NS_HA" "$H4_B" 3 15
   assert "host a pings host b over IPv6" ping_ok "$NS_HA" "$H6_B"
   assert "host b pings host a over IPv4" ping_ok "$NS_HB" "$H4_A"
@@ -87,6 +99,45 @@ scenario_tcp() {
   assert "gateway a counted both payloads" test "${rx:-0}" -ge "$PAYLOAD_BYTES" -a "${tx:-0}" -ge "$PAYLOAD_BYTES"
   sleep 0.5
   assert "no buffer leaked on gateway a" buffers_all_back a
+}
+
+# one_tcp_flow SECONDS: one iperf3 TCP flow from host a to host b for SECONDS
+# while host a pings host b 100 times a second; prints the flow's retransmits,
+# its Mbit/s and the pings lost ("R MBPS LOSS%").
+one_tcp_flow() {
+  local secs=$1 port=5201 ping
+  timeout $((secs + 30)) ip netns exec "$NS_HB" iperf3 -s -1 -B "$H4_B" -p $port \
+    >"$LR_TMP/iperf-server.log" 2>&1 &
+  wait_until 5 "iperf3 server" eval "[ -n \"\$(ip netns exec '$NS_HB' ss -Hltn 'sport = :$port')\" ]"
+  in_ns "$NS_HA" ping -n -q -i 0.01 -c $((secs * 100)) -W 1 "$H4_B" >"$LR_TMP/ping.log" 2>&1 &
+  ping=$!
+  timeout $((secs + 30)) ip netns exec "$NS_HA" iperf3 -c "$H4_B" -p $port -t "$secs" -J \
+    >"$LR_TMP/iperf.json" || true
+  wait "$ping" || true
+  "$PYTHON" - "$LR_TMP/iperf.json" "$LR_TMP/ping.log" <<'PY'
+import json, re, sys
+end = json.load(open(sys.argv[1]))["end"]
+loss = re.search(r"([0-9.]+)% packet loss", open(sys.argv[2]).read())
+print(end["sum_sent"].get("retransmits", 0), "%.0f" % (end["sum_received"]["bits_per_second"] / 1e6),
+      (loss.group(1) if loss else "100") + "%")
+PY
+}
+
+# One TCP flow as fast as it goes, and pings beside it: no port of either
+# gateway loses a frame (an AF_XDP port's buffers lent to the kernel must not
+# run out under one flow), and no ping is lost.
+scenario_one_flow() {
+  both_up
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  local retransmits mbps loss
+  read -r retransmits mbps loss < <(one_tcp_flow 8)
+  log "    one TCP flow for 8 s ($GW_DRIVER): $mbps Mbit/s, $retransmits retransmits; 100 pings a second beside it: $loss lost"
+  log "    frames the ports lost: gateway a $(gw_counter a 'port-.*\.drop\..*'), gateway b $(gw_counter b 'port-.*\.drop\..*')"
+  gw_show a errors | sed 's/^/    a| /' >&2
+  gw_show b errors | sed 's/^/    b| /' >&2
+  assert "gateway a's ports lost no frame" test "$(gw_counter a 'port-.*\.drop\..*')" -eq 0
+  assert "gateway b's ports lost no frame" test "$(gw_counter b 'port-.*\.drop\..*')" -eq 0
+  assert_eq "no ping lost beside the flow" "0%" "$loss"
 }
 
 scenario_ttl_and_pmtu() {
@@ -284,7 +335,7 @@ scenario_metrics() {
   gw_config a "$W4_B:51820" ''
   # The metrics listen on an address of the gateway host's own (the kernel's).
   ip -n "$NS_GA" addr add 198.18.99.1/32 dev lo
-  sed -i "s|^buffers = 4096|buffers = 4096\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
+  sed -i "s|^buffers = 8192|buffers = 8192\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
   gw_config b
   gw_start a
   gw_start b
@@ -296,6 +347,42 @@ import urllib.request; print(urllib.request.urlopen("http://198.18.99.1:9586/met
   assert "last handshake" grep -q '^wireguard_peer_last_handshake_seconds{.*} [1-9]' <<<"$text"
   assert "port counters" grep -q '^linerate_port_rx_packets_total{port="lan"} [1-9]' <<<"$text"
   assert "node drops by reason" grep -q '^linerate_node_drops_total{node="ip4-input",reason="bad-checksum"} 0' <<<"$text"
+  assert "port drops, each frame under one reason" grep -q '^linerate_port_drops_total{port="lan",reason="rx-fill-empty"} 0' <<<"$text"
+  # Five clients that connect and say nothing, and one that sends a byte a second:
+  # a scrape beside them is answered at once.
+  local idle=() i
+  for ((i = 0; i < 5; i++)); do
+    ip netns exec "$NS_GA" "$PYTHON" -c '
+import socket, time; s = socket.create_connection(("198.18.99.1", 9586)); time.sleep(30)' &
+    idle+=($!)
+  done
+  ip netns exec "$NS_GA" "$PYTHON" -c '
+import socket, time
+s = socket.create_connection(("198.18.99.1", 9586))
+for b in b"GET /metrics HTTP/1.1\r\n" * 2:
+    s.send(bytes([b])); time.sleep(1)' &
+  idle+=($!)
+  wait_until 5 "six idle connections" eval \
+    "[ \"\$(ip netns exec '$NS_GA' ss -Htn state established '( dport = :9586 )' | wc -l)\" -ge 6 ]"
+  local took
+  took=$(ip netns exec "$NS_GA" "$PYTHON" -c '
+import time, urllib.request
+t = time.monotonic()
+body = urllib.request.urlopen("http://198.18.99.1:9586/metrics", timeout=10).read()
+assert b"linerate_port_rx_packets_total" in body
+print("%.2f" % (time.monotonic() - t))' || echo failed)
+  log "    a scrape beside five idle clients and a slow one took $took s"
+  assert "a scrape beside idle and slow clients is answered within a second" \
+    awk -v t="$took" 'BEGIN { exit !(t + 0 < 1 && t != "failed") }'
+  local head
+  head=$(ip netns exec "$NS_GA" "$PYTHON" -c '
+import urllib.request
+r = urllib.request.urlopen(urllib.request.Request("http://198.18.99.1:9586/metrics", method="HEAD"), timeout=5)
+print(r.status, r.headers["Content-Length"], len(r.read()))' || true)
+  log "    HEAD /metrics: status, length, body bytes: $head"
+  assert "HEAD /metrics: 200, the length, no body" grep -Eq '^200 [1-9][0-9]* 0$' <<<"$head"
+  kill "${idle[@]}" 2>/dev/null || true
+  wait "${idle[@]}" 2>/dev/null || true
 }
 
 # ---------------------------------------------------------------------------

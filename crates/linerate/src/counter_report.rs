@@ -76,6 +76,18 @@ impl CounterReport {
         }
     }
 
+    /// Drops counted outside the graph (a port's driver), listed as the node `name`
+    /// with those reasons and nothing else.
+    pub fn add_drops(&mut self, name: &str, drops: &[(&'static str, u64)]) {
+        let row = self.row(name);
+        for &(reason, v) in drops {
+            match row.drops.iter_mut().find(|(r, _)| r == reason) {
+                Some((_, total)) => *total += v,
+                None => row.drops.push((reason.to_string(), v)),
+            }
+        }
+    }
+
     pub fn add_other(&mut self, name: &str, value: u64) {
         self.other.push((name.to_string(), value));
     }

@@ -72,6 +72,11 @@ pub fn errors(text: &str) -> Result<(), String> {
     for (count, node, reason) in &rows {
         let meaning = dataplane::wg::explain(node, reason)
             .or_else(|| dataplane::gateway::explain(node, reason))
+            .or_else(|| {
+                node.starts_with("port-")
+                    .then(|| crate::gateway::port_drops::meaning(reason))
+                    .flatten()
+            })
             .unwrap_or("");
         println!("{count:>12}  {node:<16} {reason:<20} {meaning}");
     }

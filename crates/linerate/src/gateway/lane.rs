@@ -40,6 +40,8 @@ pub struct PortSnapshot {
     pub driver: &'static str,
     pub counters: PortCounters,
     pub driver_counters: Vec<(&'static str, u64)>,
+    /// The frames the driver lost, by reason, each once.
+    pub drops: Vec<(&'static str, u64)>,
 }
 
 /// What one worker has done, for `show` and the metrics, taken on its own thread.
@@ -123,7 +125,7 @@ impl Lane {
                 ("rx_bytes", c.rx_bytes),
                 ("tx_packets", c.tx_packets),
                 ("tx_bytes", c.tx_bytes),
-                ("rx_no_buffer", c.rx_no_buffer),
+                ("rx_no_buffer_polls", c.rx_no_buffer_polls),
                 ("tx_dropped", c.tx_dropped),
             ] {
                 r.add_other(&format!("port.{}.{name}", p.name), v);
@@ -131,6 +133,7 @@ impl Lane {
             for (name, v) in p.driver_counters() {
                 r.add_other(&format!("port.{}.{name}", p.name), v);
             }
+            r.add_drops(&super::port_drops::node_name(&p.name), &p.drops());
         }
         let cx = self.gw.context();
         let arena = cx.arena();
@@ -158,6 +161,7 @@ impl Lane {
                     driver: p.driver_name(),
                     counters: p.counters(),
                     driver_counters: p.driver_counters(),
+                    drops: p.drops(),
                 })
                 .collect(),
             neighbors: self.gw.context().ip().neighbors().entries(),

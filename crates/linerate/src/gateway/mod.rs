@@ -12,6 +12,7 @@ mod follower;
 mod ike;
 mod lane;
 mod metrics;
+pub mod port_drops;
 mod ports;
 mod reload;
 mod report;

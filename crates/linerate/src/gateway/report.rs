@@ -54,12 +54,17 @@ impl Shown<'_> {
             a.rx_bytes += b.rx_bytes;
             a.tx_packets += b.tx_packets;
             a.tx_bytes += b.tx_bytes;
-            a.rx_no_buffer += b.rx_no_buffer;
+            a.rx_no_buffer_polls += b.rx_no_buffer_polls;
             a.tx_dropped += b.tx_dropped;
-            for &(name, v) in &p.driver_counters {
-                match sum.driver_counters.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, total)) => *total += v,
-                    None => sum.driver_counters.push((name, v)),
+            for (list, more) in [
+                (&mut sum.driver_counters, &p.driver_counters),
+                (&mut sum.drops, &p.drops),
+            ] {
+                for &(name, v) in more {
+                    match list.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, total)) => *total += v,
+                        None => list.push((name, v)),
+                    }
                 }
             }
         }
@@ -109,7 +114,7 @@ fn interfaces(w: &Shown<'_>) -> String {
         let addrs: Vec<String> = iface.addrs.iter().map(|a| a.to_string()).collect();
         let _ = writeln!(
             out,
-            "{} ({}, {}, {workers} worker{}) mac {} mtu {}\n  addresses {}\n  rx {} packets {} bytes, no buffer {}\n  tx {} packets {} bytes, dropped {}",
+            "{} ({}, {}, {workers} worker{}) mac {} mtu {}\n  addresses {}\n  rx {} packets {} bytes, polls without a free buffer {}\n  tx {} packets {} bytes, dropped {}",
             p.name,
             p.ifname,
             p.driver,
@@ -123,7 +128,7 @@ fn interfaces(w: &Shown<'_>) -> String {
             },
             c.rx_packets,
             c.rx_bytes,
-            c.rx_no_buffer,
+            c.rx_no_buffer_polls,
             c.tx_packets,
             c.tx_bytes,
             c.tx_dropped,
@@ -324,18 +329,13 @@ fn metrics(w: &Shown<'_>) -> String {
     family(
         "linerate_port_drops_total",
         "counter",
-        "Frames the port's driver dropped, by reason.",
+        "Frames the port's driver lost, each once, by reason (`linerate show errors`).",
         port_totals
             .iter()
             .flat_map(|p| {
-                let c = p.counters;
-                [
-                    ("rx_no_buffer", c.rx_no_buffer),
-                    ("tx_dropped", c.tx_dropped),
-                ]
-                .into_iter()
-                .chain(p.driver_counters.iter().copied())
-                .map(move |(r, v)| (format!("port=\"{}\",reason=\"{r}\"", label(&p.name)), v))
+                p.drops
+                    .iter()
+                    .map(move |(r, v)| (format!("port=\"{}\",reason=\"{r}\"", label(&p.name)), *v))
             })
             .collect(),
     );

@@ -341,6 +341,7 @@ fn build_graphs(
 fn open_xdp_queues(
     id: PortId,
     p: &gateway_config::PortConfig,
+    config: &GatewayConfig,
     graphs: &mut [GatewayGraph],
 ) -> Result<Vec<Port>, String> {
     Port::check_xdp_mtu(&p.name, p.mtu)?;
@@ -375,6 +376,7 @@ fn open_xdp_queues(
             .map_err(|e| format!("port {}: {e}", p.name))?;
     }
     let mut ports = Vec::with_capacity(workers);
+    let fill = super::ports::xdp_fill_target(config.buffers, config.ports.len());
     for (w, gw) in graphs.iter_mut().enumerate() {
         ports.push(Port::open_xdp(
             id,
@@ -382,6 +384,7 @@ fn open_xdp_queues(
             &program,
             w as u32,
             p.zero_copy,
+            fill,
             gw,
         )?);
     }
@@ -406,7 +409,7 @@ fn open_ports(
         let id = PortId(i as u16);
         let xdp = match p.driver {
             Driver::AfPacket => None,
-            Driver::AfXdp => match open_xdp_queues(id, p, graphs) {
+            Driver::AfXdp => match open_xdp_queues(id, p, config, graphs) {
                 Ok(ports) => Some(ports),
                 Err(e) => {
                     eprintln!("linerate: {e}; falling back to AF_PACKET");
