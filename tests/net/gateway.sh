@@ -29,7 +29,7 @@ GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
-SCENARIOS=(ping tcp one_flow ttl_and_pmtu neighbors bad_input reload interop_a_initiates
+SCENARIOS=(ping tcp one_flow ttl_and_pmtu small_wan neighbors bad_input reload interop_a_initiates
   interop_b_initiates metrics workers)
 
 # shellcheck source=tests/net/gateway_lib.sh
@@ -170,6 +170,60 @@ scenario_ttl_and_pmtu() {
   assert "a ping of exactly the tunnel MTU passes" ping_ok "$NS_HA" "$H4_B" 1 5
   out=$(in_ns "$NS_HA" ping -n -c 2 -W 2 -M do -s $((TUNNEL_MTU - 28)) "$H4_B" 2>&1 || true)
   assert "1420-byte DF packets cross" grep -q ' 0% packet loss' <<<"$out"
+}
+
+# stop_gateways: both gateways stopped (SIGTERM), their processes gone.
+stop_gateways() {
+  kill "$GW_PID_A" "$GW_PID_B" 2>/dev/null || true
+  wait "$GW_PID_A" "$GW_PID_B" 2>/dev/null || true
+}
+
+# A WAN smaller than the tunnel needs: the gateways lower the tunnel's MTU to
+# what fits (gateway a at start, from its peer's endpoint; gateway b, which
+# learns the endpoint, on its first outer packet too big), and the LAN hosts
+# hear that MTU in fragmentation-needed. Then an interface MTU smaller than its
+# port's configuration: read, said and used.
+scenario_small_wan() {
+  topology
+  local ns s out
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set wan mtu 1400; done
+  gw_config a "$W4_B:51820"
+  gw_config b
+  for s in a b; do sed -i '/^interface = "wan"$/a mtu = 1400' "$LR_TMP/gw-$s.toml"; done
+  gw_start a
+  gw_start b
+  assert "gateway a said the tunnel runs at the MTU the WAN leaves (1400 - 60)" \
+    grep -q "the tunnel runs at mtu 1340" "$LR_TMP/gw-a.log"
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -M do -s 1392 "$H4_B" 2>&1 || true)
+  log "    ping -M do -s 1392: $(head -2 <<<"$out" | tail -1)"
+  assert "a 1420-byte DF packet: fragmentation needed, mtu = 1340" grep -q "mtu = 1340" <<<"$out"
+  # Gateway b learns its peer's endpoint from the handshake: its first reply too
+  # large for its WAN is dropped (the MTU lowered then), the later ones fit.
+  out=$(in_ns "$NS_HA" ping -n -c 3 -i 0.3 -W 2 -M do -s 1312 "$H4_B" 2>&1 || true)
+  log "    ping -M do -s 1312: $(grep -o '[0-9]* received' <<<"$out") of 3"
+  assert "1340-byte DF packets cross (the first reply may be the one that taught gateway b)" \
+    grep -Eq ' 3 received| 2 received' <<<"$out"
+  make_payload 20
+  assert "20 MiB host a -> host b over a 1400-byte WAN, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
+  assert "20 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H4_A"
+  log "    gateway b: $(gw_show b interfaces | grep '(wireguard)')"
+  # (Each worker lowers its own copy of the tunnel's MTU; the owner's is shown.)
+  assert "gateway b lowered its tunnel's MTU on its own outer packet, counted" \
+    counter_at_least b 'ip-rewrite\.drop\.own-too-big' 1
+  assert "no error addressed to gateway b itself" test "$(gw_counter b 'ip-local\.drop\.unserved')" -eq 0
+  stop_gateways
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set wan mtu 1460; done
+  gw_config a "$W4_B:51820"
+  gw_config b
+  gw_start a
+  gw_start b
+  assert "gateway a said its WAN interface's MTU is less than the configuration's" \
+    grep -q "interface wan has MTU 1460, less than the configured 1500" "$LR_TMP/gw-a.log"
+  assert "and runs its WAN port at 1460" grep -q "^wan (wan, .* mtu 1460" <<<"$(gw_show a interfaces)"
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  assert "20 MiB host a -> host b over a 1460-byte WAN, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
+  assert "20 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H4_A"
 }
 
 scenario_neighbors() {

@@ -31,6 +31,10 @@ use wireguard::Device;
 pub const MAX_MTU: usize =
     FRAME_SIZE - HEADROOM - TAILROOM - wire::wireguard::TRANSPORT_HEADER_LEN - crypto::TAG_LEN;
 
+/// What WireGuard adds to an inner packet inside its UDP datagram: the transport
+/// header and the tag (padding aside, which never takes a packet past the MTU).
+pub const OUTER_OVERHEAD: usize = wire::wireguard::TRANSPORT_HEADER_LEN + crypto::TAG_LEN;
+
 /// The largest datagram a host takes whole: a transport message carrying an inner
 /// packet of [`MAX_MTU`].
 pub const MAX_DATAGRAM: usize = wire::wireguard::TRANSPORT_HEADER_LEN + MAX_MTU + crypto::TAG_LEN;

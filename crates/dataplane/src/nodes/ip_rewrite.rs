@@ -19,6 +19,7 @@ crate::node_errors! {
     /// Why ip-rewrite drops a packet.
     pub enum IpRewriteError {
         TooBig => "too-big", "Longer than the port's MTU with DF (or IPv6): answered with needs fragmentation / too big.";
+        OwnTooBig => "own-too-big", "A packet the gateway made itself (a tunnel's outer packet) longer than the port's MTU: dropped; a WireGuard tunnel's MTU is lowered to fit it (show interfaces), so its senders hear the MTU that fits.";
         NoPort => "no-port", "Routed to a port that is not configured.";
         NoHeadroom => "no-headroom", "No room in front of the packet for an Ethernet header.";
         QueueFull => "neighbor-queue-full", "Already 4 packets wait for the next hop to answer.";
@@ -115,9 +116,17 @@ impl PerPacket for IpRewrite {
             .map(|p| (p.mtu, p.mac))
             .ok_or(IpRewriteError::NoPort)?;
         if m.len > mtu {
+            let data = cx.arena.data(h);
+            if let Some(src) = source_of(data)
+                && cx.ip.interfaces.owner(src).is_some()
+            {
+                // An error about our own packet would be addressed to ourselves:
+                // the inner sender must hear of it instead, from the tunnel's MTU.
+                lower_wg_mtu_to_fit(cx, h, usize::from(mtu));
+                return Err(IpRewriteError::OwnTooBig);
+            }
             // IPv6 is never fragmented on the way, nor IPv4 with DF (RFC 1191: tell
             // the source the MTU); IPv4 without DF is cut to fit.
-            let data = cx.arena.data(h);
             let may_fragment =
                 data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
             cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
@@ -146,6 +155,38 @@ impl PerPacket for IpRewrite {
                 Resolved::Waiting => KEEP,
             },
         )
+    }
+}
+
+/// An IP packet's source address.
+fn source_of(ip: &[u8]) -> Option<std::net::IpAddr> {
+    match ip.first()? >> 4 {
+        4 => <[u8; 4]>::try_from(ip.get(12..16)?)
+            .ok()
+            .map(|a| std::net::Ipv4Addr::from(a).into()),
+        6 => <[u8; 16]>::try_from(ip.get(8..24)?)
+            .ok()
+            .map(|a| std::net::Ipv6Addr::from(a).into()),
+        _ => None,
+    }
+}
+
+/// When `h` is a WireGuard datagram of ours (UDP from the listen port) that a port
+/// of `mtu` cannot carry, lowers the tunnel's MTU so that its outer packets fit:
+/// from then on `ip-lookup` answers larger inner packets with the MTU that fits.
+fn lower_wg_mtu_to_fit(cx: &mut Context, h: Handle, mtu: usize) {
+    let data = cx.arena.data(h);
+    let (ip_len, proto) = match data[0] >> 4 {
+        4 => (usize::from(data[0] & 0x0f) * 4, data.get(9).copied()),
+        _ => (wire::ipv6::HEADER_LEN, data.get(6).copied()),
+    };
+    let listen = cx.wg_listen_port();
+    let from_wg = proto == Some(wire::ip::protocol::UDP)
+        && listen != 0
+        && data.get(ip_len..ip_len + 2) == Some(&listen.to_be_bytes()[..]);
+    let fits = mtu.saturating_sub(ip_len + wire::udp::HEADER_LEN + crate::wg::OUTER_OVERHEAD);
+    if from_wg && fits > 0 && (cx.wg_mtu() == 0 || fits < cx.wg_mtu()) {
+        cx.set_wg_mtu(fits);
     }
 }
 

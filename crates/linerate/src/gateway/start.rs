@@ -145,7 +145,7 @@ fn build_graph(
         gw.add_port(Interface {
             name: p.name.clone(),
             mac,
-            mtu: p.mtu,
+            mtu: port_mtu(p),
             addrs,
             output: dataplane::OutputId(0),
         })
@@ -292,6 +292,84 @@ fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
     Ok(())
 }
 
+/// The MTU a port runs with: the configured one, or its interface's where that is
+/// smaller (the kernel drops, uncounted, every frame past the interface's MTU,
+/// so the gateway must not make them).
+fn port_mtu(p: &gateway_config::PortConfig) -> u16 {
+    match io::netdev::mtu(&p.interface) {
+        Ok(m) => p.mtu.min(u16::try_from(m).unwrap_or(u16::MAX)),
+        Err(_) => p.mtu,
+    }
+}
+
+/// Says where a port's interface has another MTU than its configuration.
+fn say_port_mtus(config: &GatewayConfig) {
+    for p in &config.ports {
+        let Ok(m) = io::netdev::mtu(&p.interface) else {
+            continue;
+        };
+        if m < u32::from(p.mtu) {
+            eprintln!(
+                "linerate: warning: port {}: interface {} has MTU {m}, less than the configured {} (mtu = 1500 when left out): the port runs at {m}",
+                p.name, p.interface, p.mtu
+            );
+        } else if m > u32::from(p.mtu) {
+            eprintln!(
+                "linerate: warning: port {}: interface {} has MTU {m}, more than the configured {}: the port sends at most {} and drops, counted, what arrives larger",
+                p.name, p.interface, p.mtu, p.mtu
+            );
+        }
+    }
+}
+
+/// The WireGuard tunnel's MTU, lowered where its outer packets could not leave by
+/// the port the FIB routes a peer's configured endpoint through (IPv4 adds 60
+/// bytes, IPv6 80); said on stderr. Endpoints learned later are covered as the
+/// packets go: `ip-rewrite` lowers the MTU the same way on the first outer packet
+/// that does not fit.
+fn fit_tunnel_to_ports(config: &GatewayConfig, graphs: &mut [GatewayGraph]) {
+    let Some(wg) = config.wireguard.first() else {
+        return;
+    };
+    let Some(first) = graphs.first() else {
+        return;
+    };
+    let ip = first.context().ip();
+    let mut least: Option<(usize, String, u16)> = None;
+    for e in wg.peers.iter().filter_map(|p| p.endpoint) {
+        let port = match ip.fib().lookup(e.ip()) {
+            Some(dataplane::fib::RouteTarget::Via { port, .. })
+            | Some(dataplane::fib::RouteTarget::Attached { port }) => port,
+            _ => continue,
+        };
+        let Some(iface) = ip.interfaces().get(port) else {
+            continue;
+        };
+        let outer = if e.is_ipv4() {
+            wire::ipv4::HEADER_LEN
+        } else {
+            wire::ipv6::HEADER_LEN
+        } + wire::udp::HEADER_LEN
+            + dataplane::wg::OUTER_OVERHEAD;
+        let fits = usize::from(iface.mtu).saturating_sub(outer);
+        if least.as_ref().is_none_or(|l| fits < l.0) {
+            least = Some((fits, iface.name.clone(), iface.mtu));
+        }
+    }
+    let configured = usize::from(wg.mtu);
+    if let Some((fits, port, mtu)) = least
+        && fits < configured
+    {
+        eprintln!(
+            "linerate: warning: wireguard {}: with mtu {configured} its outer packets are larger than port {port} (mtu {mtu}) carries toward the peers' endpoints: the tunnel runs at mtu {fits} (write mtu = {fits} in [[wireguard]] to say so)",
+            wg.name
+        );
+        for g in graphs {
+            g.set_wireguard(wg.listen_port, fits);
+        }
+    }
+}
+
 /// Every worker's graph: the owner's (first) holds the device; each other follows
 /// it, with its own arena and engines, and hears the neighbors the others hear.
 /// `clock` is the gateway's one time base: an instant and the wall-clock time read
@@ -344,7 +422,7 @@ fn open_xdp_queues(
     config: &GatewayConfig,
     graphs: &mut [GatewayGraph],
 ) -> Result<Vec<Port>, String> {
-    Port::check_xdp_mtu(&p.name, p.mtu)?;
+    Port::check_xdp_mtu(&p.name, port_mtu(p))?;
     let workers = graphs.len();
     match io::netdev::rx_queues(&p.interface) {
         Ok(q) if (q as usize) < workers => {
@@ -431,7 +509,7 @@ fn open_ports(
                 let group = (workers > 1)
                     .then(|| ((std::process::id() as u16).wrapping_add(i as u16), how));
                 (0..workers)
-                    .map(|_| Port::open_packet(id, &p.name, &p.interface, p.mtu, group))
+                    .map(|_| Port::open_packet(id, &p.name, &p.interface, port_mtu(p), group))
                     .collect::<Result<Vec<_>, _>>()?
             }
         };
@@ -462,7 +540,9 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     }
     let clock = (Instant::now(), SystemTime::now());
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
+    say_port_mtus(&config);
     let mut graphs = build_graphs(&config, &waker, clock)?;
+    fit_tunnel_to_ports(&config, &mut graphs);
     let ike_conns = super::ike::connections(&config)?;
     let ike_inbox = (!ike_conns.is_empty()).then(|| {
         let (inbox, rx) = dataplane::ike::IkeInbox::new();
