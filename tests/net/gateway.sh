@@ -101,6 +101,13 @@ scenario_tcp() {
   assert "no buffer leaked on gateway a" buffers_all_back a
 }
 
+# udp_in NS: the UDP datagrams the kernel of NS took in, to a socket or none.
+udp_in() {
+  in_ns "$1" nstat -az -j 2>/dev/null | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); print(sum(v.get("UdpInDatagrams",0)+v.get("UdpNoPorts",0) for v in d.values()))'
+}
+
+not_a_neighbor() { ! gw_show "$1" neighbors | grep -qw "$2"; }
+
 # one_tcp_flow SECONDS: one iperf3 TCP flow from host a to host b for SECONDS
 # while host a pings host b 100 times a second; prints the flow's retransmits,
 # its Mbit/s and the pings lost ("R MBPS LOSS%").
@@ -267,6 +274,26 @@ scenario_bad_input() {
     'ip4-input\.drop\.bad-length' 'ip4-input\.drop\.bad-header-length' 'ip-lookup\.drop\.ttl-expired' 'icmp-error\.drop\.for-an-error'; do
     assert "counted: $name" test "$(gw_counter a "$name")" -ge 1
   done
+  # Unicast IP inside Ethernet broadcast frames is never routed (RFC 1812 5.3.4),
+  # and the LAN's broadcast address is no host to ask ARP for.
+  local udp_b0 udp_b1
+  udp_b0=$(udp_in "$NS_HB")
+  assert "broadcast frames and directed broadcasts sent from host a" ip netns exec "$NS_HA" /usr/bin/python3 -c '
+import sys
+from scapy.all import Ether, IP, UDP, sendp
+mac, src, dst, bcast = sys.argv[1:5]
+sendp(Ether(dst="ff:ff:ff:ff:ff:ff") / IP(src=src, dst=dst) / UDP(sport=9, dport=9) / b"x", iface="eth0", count=200, verbose=False)
+sendp(Ether(dst=mac) / IP(src=src, dst=bcast) / UDP(sport=9, dport=9) / b"x", iface="eth0", count=10, verbose=False)
+' "$mac" "$H4_A" "$H4_B" 198.19.1.255
+  wait_until 5 "the broadcast frames to be counted" \
+    counter_at_least a 'ethernet-input\.drop\.unicast-in-broadcast' 200 || true
+  assert "200 unicast packets in broadcast frames counted, not routed" \
+    counter_at_least a 'ethernet-input\.drop\.unicast-in-broadcast' 200
+  assert "10 packets to the LAN's broadcast address counted, not forwarded" \
+    counter_at_least a 'ip-lookup\.drop\.directed-broadcast' 10
+  udp_b1=$(udp_in "$NS_HB")
+  assert_eq "host b received none of them" "$udp_b0" "$udp_b1"
+  assert "no neighbor entry for the broadcast address" not_a_neighbor a 198.19.1.255
   log "    ARP requests for 198.19.1.200 counted by arp-input: $(gw_counter a 'arp-input\.drop\.not-for-us') of 2000"
   assert "ARP requests for other addresses counted, not answered" test "$(gw_counter a 'arp-input\.drop\.not-for-us')" -ge 1000
   assert "the gateway still runs" kill -0 "$GW_PID_A"
@@ -401,7 +428,7 @@ import urllib.request; print(urllib.request.urlopen("http://198.18.99.1:9586/met
   assert "last handshake" grep -q '^wireguard_peer_last_handshake_seconds{.*} [1-9]' <<<"$text"
   assert "port counters" grep -q '^linerate_port_rx_packets_total{port="lan"} [1-9]' <<<"$text"
   assert "node drops by reason" grep -q '^linerate_node_drops_total{node="ip4-input",reason="bad-checksum"} 0' <<<"$text"
-  assert "port drops, each frame under one reason" grep -q '^linerate_port_drops_total{port="lan",reason="rx-fill-empty"} 0' <<<"$text"
+  assert "port drops, each frame under one reason" grep -q '^linerate_port_drops_total{port="lan",reason="tx-ring-full"} 0' <<<"$text"
   # Five clients that connect and say nothing, and one that sends a byte a second:
   # a scrape beside them is answered at once.
   local idle=() i

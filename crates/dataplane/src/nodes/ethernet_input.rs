@@ -19,6 +19,7 @@ crate::node_errors! {
         Tagged => "tagged", "A VLAN-tagged frame: the port has no VLANs.";
         UnknownEthertype => "unknown-ethertype", "Neither IPv4, IPv6 nor ARP.";
         NotForUs => "not-for-us", "Unicast to another station's address.";
+        UnicastInBroadcast => "unicast-in-broadcast", "An IP packet in a broadcast or multicast frame whose destination is neither multicast nor the limited broadcast (a unicast or a directed broadcast): never routed (RFC 1812 5.3.4).";
         UnknownPort => "unknown-port", "From a port that is not configured.";
     }
 }
@@ -93,7 +94,23 @@ fn classify(frame: &[u8], ours: MacAddr) -> Result<(Next, usize), EthernetInputE
         ethertype::IPV6 => Next::Ip6,
         _ => return Err(EthernetInputError::UnknownEthertype),
     };
+    if dst.is_multicast() && ip_dst_is_unicast(&next, &frame[f.header_len()..]) {
+        return Err(EthernetInputError::UnicastInBroadcast);
+    }
     Ok((next, f.header_len()))
+}
+
+/// Whether an IP packet (as far as it is there) is addressed to a unicast
+/// destination: neither multicast nor the IPv4 limited broadcast. A packet too
+/// short to tell goes on, for the IP input to refuse.
+fn ip_dst_is_unicast(next: &Next, ip: &[u8]) -> bool {
+    match next {
+        Next::Ip4 => ip
+            .get(16..20)
+            .is_some_and(|d| d[0] & 0xf0 != 0xe0 && d != [0xff; 4]),
+        Next::Ip6 => ip.get(24).is_some_and(|&b| b != 0xff),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -117,7 +134,37 @@ mod tests {
         assert_eq!(e(OURS.0, ethertype::IPV6), Ok((Next::Ip6 as u16, 14)));
         assert_eq!(e([0xff; 6], ethertype::ARP), Ok((Next::Arp as u16, 14)));
         let group = [0x33, 0x33, 0xff, 0, 0, 1];
-        assert_eq!(e(group, ethertype::IPV6), Ok((Next::Ip6 as u16, 14)));
+        // A multicast frame carries a multicast IPv6 destination (ff02::1:ff00:1).
+        let mut nd = frame(group, ethertype::IPV6);
+        nd[14 + 24] = 0xff;
+        assert_eq!(
+            classify(&nd, OURS).map(|(n, l)| (n as u16, l)),
+            Ok((Next::Ip6 as u16, 14))
+        );
+    }
+
+    #[test]
+    fn unicast_ip_in_a_broadcast_frame_is_refused() {
+        let mut f = frame([0xff; 6], ethertype::IPV4);
+        f[14] = 0x45;
+        f[14 + 16..14 + 20].copy_from_slice(&[198, 19, 3, 10]);
+        assert_eq!(
+            classify(&f, OURS).err(),
+            Some(EthernetInputError::UnicastInBroadcast)
+        );
+        f[14 + 16..14 + 20].copy_from_slice(&[255; 4]);
+        assert!(classify(&f, OURS).is_ok());
+        f[14 + 16..14 + 20].copy_from_slice(&[224, 0, 0, 251]);
+        assert!(classify(&f, OURS).is_ok());
+        let mut f = frame([0x33, 0x33, 0, 0, 0, 1], ethertype::IPV6);
+        f.resize(14 + 40, 0);
+        f[14 + 24] = 0x20;
+        assert_eq!(
+            classify(&f, OURS).err(),
+            Some(EthernetInputError::UnicastInBroadcast)
+        );
+        f[14 + 24] = 0xff;
+        assert!(classify(&f, OURS).is_ok());
     }
 
     #[test]

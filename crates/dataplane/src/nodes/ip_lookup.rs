@@ -26,6 +26,7 @@ crate::node_errors! {
         TtlExpired => "ttl-expired", "A TTL or hop limit of 0 or 1 to forward (answered: time exceeded).";
         NoTunnel => "no-tunnel", "The route names a tunnel this graph does not serve.";
         TunnelTooBig => "tunnel-too-big", "Larger than the tunnel's MTU with DF (or IPv6): answered with needs fragmentation / too big.";
+        DirectedBroadcast => "directed-broadcast", "To the broadcast address of a port's IPv4 network: not forwarded (RFC 2644), and no neighbor is asked for it.";
     }
 }
 
@@ -45,6 +46,24 @@ impl IpLookup {
     pub const NAME: &'static str = "ip-lookup";
     pub const REWRITE: &'static str = "ip-rewrite";
     pub const LOCAL: &'static str = "ip-local";
+}
+
+/// Whether `dst` is the broadcast address (all host bits set) of one of the port's
+/// IPv4 networks of /30 or wider.
+fn is_broadcast_of(cx: &Context, port: PortId, dst: IpAddr) -> bool {
+    let IpAddr::V4(d) = dst else {
+        return false;
+    };
+    let Some(iface) = cx.ip.interfaces.get(port) else {
+        return false;
+    };
+    iface.addrs.iter().any(|p| match p.addr {
+        IpAddr::V4(a) if p.len <= 30 => {
+            let host = u32::MAX >> p.len;
+            u32::from(d) & !host == u32::from(a) & !host && u32::from(d) & host == host
+        }
+        _ => false,
+    })
 }
 
 /// Destination and TTL (hop limit) of a packet ip4-input or ip6-input passed.
@@ -120,6 +139,11 @@ impl PerPacket for IpLookup {
             && ttl > 1
         {
             return into_tunnel(cx, h, t, c);
+        }
+        if let Some(RouteTarget::Attached { port }) = route
+            && is_broadcast_of(cx, port, dst)
+        {
+            return Err(IpLookupError::DirectedBroadcast);
         }
         // Counted, and answered by icmp-error: the packet goes on, as the error.
         let mut answer = |why: IpLookupError, reason: IcmpReason| {
