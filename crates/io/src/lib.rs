@@ -17,6 +17,7 @@ pub mod netns;
 pub mod offload;
 pub mod packet;
 pub mod poll;
+pub mod port_lock;
 pub mod tun;
 pub mod udp;
 pub mod waker;
@@ -24,6 +25,7 @@ pub mod xdp;
 
 pub use packet::{Fanout, PacketPort};
 pub use poll::{Interest, PollFd, poll};
+pub use port_lock::{LockError, PortLock};
 pub use tun::{TunDevice, is_gone};
 pub use udp::{GsoSendBatch, MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
 pub use waker::Waker;

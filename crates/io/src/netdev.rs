@@ -132,6 +132,44 @@ impl Promiscuous {
     }
 }
 
+/// The IP addresses the kernel holds on `ifname` (in the calling thread's network
+/// namespace), from `getifaddrs`.
+pub fn kernel_addresses(ifname: &str) -> io::Result<Vec<std::net::IpAddr>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head we free below with freeifaddrs.
+    cvt(unsafe { libc::getifaddrs(&mut head) }).map_err(|e| context(e, "listing addresses"))?;
+    let mut out = Vec::new();
+    let mut p = head;
+    while !p.is_null() {
+        // SAFETY: `p` is an entry of the live list; its name is a NUL-terminated
+        // string and its address, when not NULL, a sockaddr of the family it says
+        // (sockaddr_in for AF_INET, sockaddr_in6 for AF_INET6).
+        unsafe {
+            let ifa = &*p;
+            let name = std::ffi::CStr::from_ptr(ifa.ifa_name);
+            if name.to_bytes() == ifname.as_bytes() && !ifa.ifa_addr.is_null() {
+                match i32::from((*ifa.ifa_addr).sa_family) {
+                    libc::AF_INET => {
+                        let sin = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
+                        out.push(
+                            std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into(),
+                        );
+                    }
+                    libc::AF_INET6 => {
+                        let sin6 = &*ifa.ifa_addr.cast::<libc::sockaddr_in6>();
+                        out.push(std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr).into());
+                    }
+                    _ => {}
+                }
+            }
+            p = ifa.ifa_next;
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

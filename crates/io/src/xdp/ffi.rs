@@ -29,6 +29,8 @@ opaque! {
     BpfObject;
     /// libxdp's `struct xdp_program`.
     XdpProgram;
+    /// libxdp's `struct xdp_multiprog`: what is attached to an interface.
+    XdpMultiprog;
 }
 
 /// `enum xdp_attach_mode` (xdp/libxdp.h).
@@ -96,6 +98,20 @@ unsafe extern "C" {
         flags: c_uint,
     ) -> c_int;
     pub(super) fn xdp_program__close(prog: *mut XdpProgram);
+    pub(super) fn xdp_program__name(prog: *const XdpProgram) -> *const c_char;
+    pub(super) fn xdp_program__id(prog: *const XdpProgram) -> u32;
+
+    // libxdp: what an interface has attached.
+    pub(super) fn xdp_multiprog__get_from_ifindex(ifindex: c_int) -> *mut XdpMultiprog;
+    pub(super) fn xdp_multiprog__close(mp: *mut XdpMultiprog);
+    pub(super) fn xdp_multiprog__detach(mp: *mut XdpMultiprog) -> c_int;
+    pub(super) fn xdp_multiprog__attach_mode(mp: *const XdpMultiprog) -> c_uint;
+    pub(super) fn xdp_multiprog__main_prog(mp: *const XdpMultiprog) -> *mut XdpProgram;
+    pub(super) fn xdp_multiprog__next_prog(
+        prog: *const XdpProgram,
+        mp: *const XdpMultiprog,
+    ) -> *mut XdpProgram;
+    pub(super) fn xdp_multiprog__is_legacy(mp: *const XdpMultiprog) -> bool;
     pub(super) fn libxdp_get_error(ptr: *const c_void) -> c_long;
 
     // libbpf.

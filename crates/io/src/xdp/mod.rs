@@ -24,6 +24,7 @@
 //! loads, attaches and detaches the XDP program, and `rings` moves buffers and counts
 //! what did not make it.
 
+mod attached;
 mod ffi;
 mod program;
 mod rings;
@@ -36,6 +37,8 @@ use std::sync::Arc;
 
 use crate::context;
 use program::Program;
+
+pub use attached::{AttachedProgram, attached_programs, detach_ours};
 use socket::Xsk;
 use umem::Region;
 pub use umem::{FRAME_SIZE, XDP_PACKET_HEADROOM};

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
 // The XDP program of an AF_XDP port: frames the gateway handles (ARP, IPv4, IPv6) go
-// to the AF_XDP socket bound to the queue they arrived on; everything else (LLDP,
-// VLAN-tagged frames, other EtherTypes) goes on to the kernel as if no program were
-// attached. A queue with no socket in the map passes its frames to the kernel too.
+// to the AF_XDP socket bound to the queue they arrived on, and so do VLAN-tagged
+// frames (802.1Q, 802.1ad), which the gateway drops and counts as an AF_PACKET
+// port does (a port has no VLANs); everything else (LLDP, other EtherTypes) goes
+// on to the kernel as if no program were attached. A queue with no socket in the map passes its frames to the kernel too.
 // An interface the gateway takes whole (a cross-connected port, `settings[0]` set)
 // has every frame redirected, whatever it holds.
 
@@ -47,6 +48,8 @@ int linerate_xsk(struct xdp_md *ctx)
 	case bpf_htons(ETH_P_ARP):
 	case bpf_htons(ETH_P_IP):
 	case bpf_htons(ETH_P_IPV6):
+	case bpf_htons(ETH_P_8021Q):
+	case bpf_htons(ETH_P_8021AD):
 		return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 	default:
 		return XDP_PASS;
