@@ -75,8 +75,12 @@ impl IpLayer {
     }
 
     /// `ip` on `port` is at `mac`, as a message on the wire said: into the table (see
-    /// [`NeighborTable::learn`]) and into the news for the other workers.
+    /// [`NeighborTable::learn`]) and into the news for the other workers. An address
+    /// of the gateway's own is never a neighbor, whoever claims it.
     pub(crate) fn learn(&mut self, neighbor: (PortId, IpAddr, Mac), heard: Heard, now: Instant) {
+        if self.interfaces.owner(neighbor.1).is_some() {
+            return;
+        }
         self.neighbors.learn(neighbor, heard, now, &mut self.events);
         if let Some(share) = &mut self.share {
             share.heard((neighbor, heard));

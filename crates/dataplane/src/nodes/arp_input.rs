@@ -23,6 +23,7 @@ crate::node_errors! {
         BadSender => "bad-sender", "A sender with a multicast Ethernet address.";
         NotForUs => "not-for-us", "For an address that is not the port's (neighbors learnt only).";
         UnknownPort => "unknown-port", "From a port that is not configured.";
+        AddressConflict => "address-conflict", "Another station claims one of the gateway's own addresses (a duplicate address on the LAN): not learned.";
     }
 }
 
@@ -60,6 +61,11 @@ impl PerPacket for ArpInput {
         }
         let for_us = cx.ip.interfaces.owner(IpAddr::V4(request.target_ip)) == Some(port);
         let sender = IpAddr::V4(request.sender_ip);
+        // Never a neighbor entry for an address of our own: whoever claims one is
+        // in conflict with us (a gratuitous ARP, a misconfigured host).
+        if cx.ip.interfaces.owner(sender).is_some() {
+            return Err(ArpInputError::AddressConflict);
+        }
         let heard = match (for_us, request.operation) {
             (true, arp::operation::REPLY) => Heard::Answer,
             (true, _) => Heard::ToUs,
