@@ -14,6 +14,9 @@
 #   tshark_decodes  tshark opens gw-a's ESP (captured on gw-b's WAN, AF_PACKET
 #              ports so the capture sees it) with the SA's key, finds every
 #              ICV correct and the inner datagrams as host a sent them
+#   small_wan  WAN interfaces of MTU 1400 under ports configured for 1500: the
+#              gateways run the ports at 1400, lower the tunnel's MTU on the
+#              first outer packet too big, and TCP finds the path MTU through them
 #   sas_at_run_time  no SA in the files: `linerate esp add` brings the tunnel
 #              up, then a new pair of SAs replaces the first during a transfer
 #              (inbound added before the peer seals with it, the old removed
@@ -42,7 +45,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(v4_esp v4_udp v6_esp v6_udp v4_cbc v6_cbc tshark_decodes sas_at_run_time)
+SCENARIOS=(v4_esp v4_udp v6_esp v6_udp v4_cbc v6_cbc tshark_decodes sas_at_run_time small_wan)
 
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 SPI_AB=0x0000a0b1 SPI_BA=0x0000b0a1
@@ -257,6 +260,35 @@ PYEOF2
   want=$("$PYTHON" -c "print(' '.join((b'linerate-esp-%04d' % i).hex() for i in range($n)))")
   assert "the inner datagrams are as sent" test \
     "$(awk '$3 == 9 { printf "%s ", $4 }' "$LR_TMP/decoded.txt" | sed 's/ $//')" = "$want"
+}
+
+scenario_small_wan() {
+  topology
+  local ns s out
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set wan mtu 1400; done
+  esp_keys aes128gcm16
+  # The files leave the ports' MTU at 1500, so the tunnels' MTU is worked out
+  # for that (a port of the configured MTU is fitted at load); the interfaces
+  # say 1400, which the gateways read and run their WAN ports at.
+  for s in a b; do esp_config "$s" 4 udp aes128gcm16 false; done
+  gw_start a
+  gw_start b
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  # The first full-size DF packet teaches gateway a (dropped, counted), the next
+  # is answered with the MTU that fits: 1400 less IPv4, UDP, ESP header, IV and
+  # ICV (60), to a multiple of 4 less the trailer (2).
+  in_ns "$NS_HA" ping -n -c 1 -W 1 -M do -s 1372 "$H4_B" >/dev/null 2>&1 || true
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -M do -s 1372 "$H4_B" 2>&1 || true)
+  log "    ping -M do -s 1372: $(head -2 <<<"$out" | tail -1)"
+  assert "a 1400-byte DF packet: fragmentation needed, mtu = 1338" grep -q "mtu = 1338" <<<"$out"
+  assert "gateway a counted the outer packet that did not fit" counter_at_least a 'ip-rewrite\.drop\.own-too-big' 1
+  assert "show esp says the tunnel's MTU" grep -q "^site (esp) .* mtu 1338" <<<"$(gw_show a esp)"
+  make_payload 20
+  XFER_TIMEOUT=60
+  assert "20 MiB host a -> host b over a 1400-byte WAN, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
+  assert "20 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H4_A"
+  assert "no error addressed to a gateway itself" \
+    test "$(gw_counter a 'ip-local\.drop\.unserved') $(gw_counter b 'ip-local\.drop\.unserved')" = "0 0"
 }
 
 scenario_v4_esp() { through 4 none aes128gcm16 false; }

@@ -554,6 +554,32 @@ impl EspTunnels {
     pub fn mtu(&self, id: EspTunnelId) -> Option<usize> {
         self.get(id).map(|t| t.mtu)
     }
+
+    /// Lowers the MTU of the tunnel from `local` to `remote` so that what its
+    /// outbound SA seals fits an outer packet of `room` bytes (header, IV, padding
+    /// to the algorithm's alignment, trailer, ICV and the outer headers counted);
+    /// whether it changed. For an outer packet of ours a port could not carry.
+    pub(crate) fn fit_mtu_to(&mut self, local: IpAddr, remote: IpAddr, room: usize) -> bool {
+        let Some(t) = self
+            .tunnels
+            .iter_mut()
+            .find(|t| t.local == local && t.remote == remote)
+        else {
+            return false;
+        };
+        let Some(alg) = t.outbound.as_ref().map(|sa| sa.alg()) else {
+            return false;
+        };
+        let sealed = t.outer_len() + wire::esp::HEADER_LEN + alg.iv_len() + alg.icv_len();
+        let align = alg.pad_align();
+        let fits =
+            (room.saturating_sub(sealed) / align * align).saturating_sub(wire::esp::TRAILER_LEN);
+        if fits == 0 || (t.mtu != 0 && fits >= t.mtu) {
+            return false;
+        }
+        t.mtu = fits;
+        true
+    }
 }
 
 /// A change to every worker's ESP table, made once by the control plane (the SAs

@@ -19,7 +19,7 @@ crate::node_errors! {
     /// Why ip-rewrite drops a packet.
     pub enum IpRewriteError {
         TooBig => "too-big", "Longer than the port's MTU with DF (or IPv6): answered with needs fragmentation / too big.";
-        OwnTooBig => "own-too-big", "A packet the gateway made itself (a tunnel's outer packet) longer than the port's MTU: dropped; a WireGuard tunnel's MTU is lowered to fit it (show interfaces), so its senders hear the MTU that fits.";
+        OwnTooBig => "own-too-big", "A packet the gateway made itself (a tunnel's outer packet) longer than the port's MTU: dropped; the tunnel's MTU is lowered to fit it (show interfaces, show esp), so its senders hear the MTU that fits.";
         NoPort => "no-port", "Routed to a port that is not configured.";
         NoHeadroom => "no-headroom", "No room in front of the packet for an Ethernet header.";
         QueueFull => "neighbor-queue-full", "Already 4 packets wait for the next hop to answer.";
@@ -122,7 +122,7 @@ impl PerPacket for IpRewrite {
             {
                 // An error about our own packet would be addressed to ourselves:
                 // the inner sender must hear of it instead, from the tunnel's MTU.
-                lower_wg_mtu_to_fit(cx, h, usize::from(mtu));
+                fit_tunnel_to(cx, h, src, usize::from(mtu));
                 return Err(IpRewriteError::OwnTooBig);
             }
             // IPv6 is never fragmented on the way, nor IPv4 with DF (RFC 1191: tell
@@ -171,10 +171,28 @@ fn source_of(ip: &[u8]) -> Option<std::net::IpAddr> {
     }
 }
 
-/// When `h` is a WireGuard datagram of ours (UDP from the listen port) that a port
-/// of `mtu` cannot carry, lowers the tunnel's MTU so that its outer packets fit:
+/// When `h` (from our address `src`) is a tunnel's outer packet that a port of
+/// `mtu` cannot carry, lowers that tunnel's MTU so that its outer packets fit:
 /// from then on `ip-lookup` answers larger inner packets with the MTU that fits.
-fn lower_wg_mtu_to_fit(cx: &mut Context, h: Handle, mtu: usize) {
+/// A WireGuard datagram is UDP from the listen port; an ESP packet's tunnel is
+/// the one between its outer addresses.
+fn fit_tunnel_to(cx: &mut Context, h: Handle, src: std::net::IpAddr, mtu: usize) {
+    let data = cx.arena.data(h);
+    let dst = match data[0] >> 4 {
+        4 => <[u8; 4]>::try_from(&data[16..20]).map(|a| std::net::Ipv4Addr::from(a).into()),
+        _ => <[u8; 16]>::try_from(&data[24..40]).map(|a| std::net::Ipv6Addr::from(a).into()),
+    };
+    if lower_wg_mtu_to_fit(cx, h, mtu) {
+        return;
+    }
+    if let Ok(dst) = dst {
+        cx.tunnels.esp.fit_mtu_to(src, dst, mtu);
+    }
+}
+
+/// Lowers the WireGuard tunnel's MTU when `h` is one of its datagrams too large for
+/// a port of `mtu`; whether `h` was one.
+fn lower_wg_mtu_to_fit(cx: &mut Context, h: Handle, mtu: usize) -> bool {
     let data = cx.arena.data(h);
     let (ip_len, proto) = match data[0] >> 4 {
         4 => (usize::from(data[0] & 0x0f) * 4, data.get(9).copied()),
@@ -188,6 +206,7 @@ fn lower_wg_mtu_to_fit(cx: &mut Context, h: Handle, mtu: usize) {
     if from_wg && fits > 0 && (cx.wg_mtu() == 0 || fits < cx.wg_mtu()) {
         cx.set_wg_mtu(fits);
     }
+    from_wg
 }
 
 #[cfg(test)]
