@@ -35,8 +35,13 @@ fn example_dir(tag: &str) -> TempDir {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gateway.example.toml");
     std::fs::copy(example, dir.0.join("gateway.toml")).unwrap();
     let key = |b: u8| format!("{}\n", STANDARD.encode([b; 32]));
-    std::fs::write(dir.0.join("gw-a.key"), key(0x51)).unwrap();
-    std::fs::write(dir.0.join("gw-a-b.psk"), key(0x52)).unwrap();
+    for (name, byte) in [("gw-a.key", 0x51), ("gw-a-b.psk", 0x52)] {
+        let path = dir.0.join(name);
+        std::fs::write(&path, key(byte)).unwrap();
+        // As `wg genkey` leaves them under umask 077: no warning on stderr.
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+    }
     dir
 }
 

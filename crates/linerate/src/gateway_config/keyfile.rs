@@ -18,9 +18,25 @@ pub(crate) fn decode_key(text: &str) -> Option<Zeroizing<[u8; 32]>> {
     Some(key)
 }
 
+/// Says on stderr, as `wg` does, when a file of secrets may be read by others than
+/// its owner: the key works, but anyone on the host could read it.
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = std::fs::metadata(path)
+        && m.permissions().mode() & 0o077 != 0
+    {
+        eprintln!(
+            "linerate: warning: {} holds a secret and may be read by others than its owner (mode {:04o}): chmod 600 it",
+            path.display(),
+            m.permissions().mode() & 0o7777
+        );
+    }
+}
+
 /// Reads the key file at `path` (already resolved); the error says what is wrong with
 /// it without quoting it.
 pub(crate) fn read_key_file(path: &Path) -> Result<Zeroizing<[u8; 32]>, String> {
+    warn_if_readable_by_others(path);
     let shown = path.display();
     let text = Zeroizing::new(
         std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?,
@@ -50,6 +66,7 @@ pub(crate) fn read_hex_key_file(
     len: impl Into<Option<usize>>,
 ) -> Result<Zeroizing<Vec<u8>>, String> {
     let len: Option<usize> = len.into();
+    warn_if_readable_by_others(path);
     let shown = path.display();
     let text = Zeroizing::new(
         std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?,

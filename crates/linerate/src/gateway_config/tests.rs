@@ -482,6 +482,14 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         ],
     ),
     (
+        "metrics on a port's address",
+        false,
+        "[gateway]\nmetrics = \"198.18.1.1:9586\"\n[[port]]\nname = \"lan\"\ninterface = \"eth0\"\naddresses = [\"198.18.1.1/24\"]\n",
+        &[
+            "gw.toml:2: gateway.metrics: 198.18.1.1 is an address of port lan, which the gateway answers itself: the metrics listen on an address of the host's own (of lo, or a management interface)",
+        ],
+    ),
+    (
         "duplicate route prefix",
         true,
         "[[route]]\nprefix = \"198.18.3.0/24\"\nblackhole = true\n[[route]]\nprefix = \"198.18.3.0/24\"\nport = \"lan\"\n",

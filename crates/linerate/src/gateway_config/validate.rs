@@ -219,6 +219,24 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
     ok &= l2_ports_connected(&mut cx, &raw.ports, &ports, &xconnects);
 
     let (workers, control, metrics, buffers) = gateway?;
+    // The metrics listen on a kernel socket: a port's address is the gateway's own,
+    // which the kernel never sees (it has no address on a port).
+    if let (Some(m), Some(raw_m)) = (metrics, &raw.gateway.metrics)
+        && let Some(p) = ports
+            .iter()
+            .find(|p| p.addresses.iter().any(|&(a, _)| a == m.ip()))
+    {
+        cx.err(
+            raw_m.span(),
+            "gateway.metrics",
+            format!(
+                "{} is an address of port {}, which the gateway answers itself: the metrics listen on an address of the host's own (of lo, or a management interface)",
+                m.ip(),
+                p.name
+            ),
+        );
+        ok = false;
+    }
     ok.then_some(GatewayConfig {
         workers,
         control,
