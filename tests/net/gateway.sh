@@ -30,7 +30,7 @@ GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
 SCENARIOS=(ping tcp one_flow ttl_and_pmtu small_wan neighbors bad_input reload interop_a_initiates
-  interop_b_initiates metrics workers)
+  interop_b_initiates metrics workers crash_restart)
 
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
@@ -278,15 +278,22 @@ scenario_bad_input() {
   # and the LAN's broadcast address is no host to ask ARP for.
   local udp_b0 udp_b1
   udp_b0=$(udp_in "$NS_HB")
-  assert "broadcast frames and directed broadcasts sent from host a" ip netns exec "$NS_HA" /usr/bin/python3 -c '
+  assert "tagged and broadcast frames and directed broadcasts sent from host a" ip netns exec "$NS_HA" /usr/bin/python3 -c '
 import sys
-from scapy.all import Ether, IP, UDP, sendp
+from scapy.all import ARP, Dot1Q, Ether, IP, UDP, sendp
 mac, src, dst, bcast = sys.argv[1:5]
+sendp(Ether(dst="ff:ff:ff:ff:ff:ff") / ARP(op=2, psrc=sys.argv[5], pdst=sys.argv[5], hwdst="ff:ff:ff:ff:ff:ff"), iface="eth0", count=5, verbose=False)
+sendp(Ether(dst=mac) / Dot1Q(vlan=100) / IP(src=src, dst=dst) / UDP(sport=9, dport=9) / b"x", iface="eth0", count=50, verbose=False)
 sendp(Ether(dst="ff:ff:ff:ff:ff:ff") / IP(src=src, dst=dst) / UDP(sport=9, dport=9) / b"x", iface="eth0", count=200, verbose=False)
 sendp(Ether(dst=mac) / IP(src=src, dst=bcast) / UDP(sport=9, dport=9) / b"x", iface="eth0", count=10, verbose=False)
-' "$mac" "$H4_A" "$H4_B" 198.19.1.255
+' "$mac" "$H4_A" "$H4_B" 198.19.1.255 "$G4_A"
   wait_until 5 "the broadcast frames to be counted" \
     counter_at_least a 'ethernet-input\.drop\.unicast-in-broadcast' 200 || true
+  assert "a gratuitous ARP claiming the gateway's address is counted as a conflict" \
+    counter_at_least a 'arp-input\.drop\.address-conflict' 5
+  assert "and not learned" not_a_neighbor a "$G4_A"
+  assert "50 VLAN-tagged frames counted (the port has no VLANs), on either driver" \
+    counter_at_least a 'ethernet-input\.drop\.tagged' 50
   assert "200 unicast packets in broadcast frames counted, not routed" \
     counter_at_least a 'ethernet-input\.drop\.unicast-in-broadcast' 200
   assert "10 packets to the LAN's broadcast address counted, not forwarded" \
@@ -407,6 +414,72 @@ scenario_workers() {
   assert "no buffer leaked on gateway a" buffers_all_back a
   assert "no buffer leaked on gateway b" buffers_all_back b
 }
+
+# kill -9 leaves the XDP program attached: the next start takes it off and runs
+# on AF_XDP again. A second gateway on the same interfaces (another control
+# socket) is refused before it opens anything; so is an AF_XDP port whose
+# interface holds a program that is not ours.
+scenario_crash_restart() {
+  both_up
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  kill -KILL "$GW_PID_A"
+  wait "$GW_PID_A" 2>/dev/null || true
+  if [ "$GW_DRIVER" = af_xdp ]; then
+    assert "kill -9 left the XDP program on the LAN port" \
+      grep -q 'prog/xdp' <<<"$(ip -n "$NS_GA" -d link show lan)"
+  fi
+  : >"$LR_TMP/gw-a.log"
+  gw_start a
+  if [ "$GW_DRIVER" = af_xdp ]; then
+    assert "the restart took the left-over programs off" \
+      grep -q "took off the XDP program .* left on lan" "$LR_TMP/gw-a.log"
+    assert "and runs on AF_XDP again" grep -q "port lan on lan (af_xdp" "$LR_TMP/gw-a.log"
+    assert "no fallback to AF_PACKET" not grep -q "falling back" "$LR_TMP/gw-a.log"
+  fi
+  assert "the tunnel works after the restart" ping_ok "$NS_HA" "$H4_B" 3 15
+  # A second gateway, with a control socket of its own, on the same interfaces.
+  sed "s|gw-a.sock|gw-c.sock|" "$LR_TMP/gw-a.toml" >"$LR_TMP/gw-c.toml"
+  local rc=0
+  timeout 20 ip netns exec "$NS_GA" "$LINERATE" gateway -c "$LR_TMP/gw-c.toml" >"$LR_TMP/gw-c.log" 2>&1 || rc=$?
+  log "    second gateway: exit $rc: $(tail -1 "$LR_TMP/gw-c.log")"
+  assert "a second gateway on the same interfaces is refused" test "$rc" -ne 0 -a "$rc" -ne 124
+  assert "naming the first" grep -q "interface lan is in use by another process (linerate gateway, pid $GW_PID_A" "$LR_TMP/gw-c.log"
+  assert "before it opened a port" not grep -q "^linerate: port lan on" "$LR_TMP/gw-c.log"
+  assert "the first gateway still carries the tunnel" ping_ok "$NS_HA" "$H4_B"
+  # Another program on the port's interface.
+  if [ "$GW_DRIVER" = af_xdp ]; then
+    kill "$GW_PID_A"
+    wait "$GW_PID_A" 2>/dev/null || true
+    assert "a clean stop takes the program off" not grep -q 'prog/xdp' <<<"$(ip -n "$NS_GA" -d link show lan)"
+    clang -O2 -g -target bpf -I "/usr/include/$(uname -m)-linux-gnu" -c tests/net/xdp_pass.c -o "$LR_TMP/xdp_pass.o"
+    ip -n "$NS_GA" link set dev lan xdpgeneric obj "$LR_TMP/xdp_pass.o" sec xdp
+    rc=0
+    timeout 20 ip netns exec "$NS_GA" "$LINERATE" gateway -c "$LR_TMP/gw-a.toml" >"$LR_TMP/gw-d.log" 2>&1 || rc=$?
+    log "    with another program on lan: exit $rc: $(tail -1 "$LR_TMP/gw-d.log")"
+    assert "an AF_XDP port whose interface holds another program is refused, naming it" \
+      grep -q 'interface lan has another XDP program attached ("other_xdp_prog"' "$LR_TMP/gw-d.log"
+    assert "and that program is left alone" grep -q 'prog/xdp' <<<"$(ip -n "$NS_GA" -d link show lan)"
+    ip -n "$NS_GA" link set dev lan xdpgeneric off
+  else
+    kill "$GW_PID_A"
+    wait "$GW_PID_A" 2>/dev/null || true
+  fi
+  # A kernel address left on a port.
+  ip -n "$NS_GA" addr add 198.19.1.254/24 dev lan
+  rc=0
+  timeout 20 ip netns exec "$NS_GA" "$LINERATE" gateway -c "$LR_TMP/gw-a.toml" >"$LR_TMP/gw-e.log" 2>&1 || rc=$?
+  log "    with a kernel address on lan: exit $rc: $(tail -1 "$LR_TMP/gw-e.log")"
+  assert "a port whose interface holds a kernel address is refused, naming it" \
+    grep -q "interface lan has the kernel address 198.19.1.254" "$LR_TMP/gw-e.log"
+  ip -n "$NS_GA" addr flush dev lan
+  # A key file others may read: the gateway says so, as wg does.
+  chmod 644 "$LR_TMP/a.key"
+  assert "a private key others may read is warned of" \
+    grep -q "holds a secret and may be read by others" <<<"$("$LINERATE" gateway --check -c "$LR_TMP/gw-a.toml" 2>&1)"
+  chmod 600 "$LR_TMP/a.key"
+}
+
+not() { ! "$@"; }
 
 scenario_interop_a_initiates() { interop a; }
 scenario_interop_b_initiates() { interop b; }

@@ -532,8 +532,91 @@ fn open_ports(
     Ok(per_worker)
 }
 
+/// Each port's interface locked for this process (see `io::port_lock`): a second
+/// gateway on any of them is refused here, before anything is opened or attached.
+fn lock_ports(config: &GatewayConfig, path: &Path) -> Result<Vec<io::PortLock>, String> {
+    let holder = format!(
+        "linerate gateway, pid {}, control socket {}, configuration {}",
+        std::process::id(),
+        config.control.display(),
+        path.display()
+    );
+    config
+        .ports
+        .iter()
+        .map(|p| {
+            io::PortLock::take(Path::new(io::port_lock::LOCK_DIR), &p.interface, &holder)
+                .map_err(|e| format!("port {}: interface {} {e}", p.name, p.interface))
+        })
+        .collect()
+}
+
+/// Takes off the XDP program a gateway killed without a clean stop left on the
+/// port's interface (this process holds the interface's lock, so no live gateway
+/// uses it), and refuses an AF_XDP port whose interface another XDP program holds.
+fn clear_left_over_xdp(p: &gateway_config::PortConfig) -> Result<(), String> {
+    match io::xdp::detach_ours(&p.interface) {
+        Ok(gone) => {
+            for g in gone {
+                eprintln!(
+                    "linerate: port {}: took off the XDP program (id {}) a linerate gateway left on {} when it ended without a clean stop",
+                    p.name, g.id, p.interface
+                );
+            }
+        }
+        // An interface that is not there is said when the port is made.
+        Err(e) => eprintln!(
+            "linerate: warning: port {}: {}: looking for an XDP program a gateway left there: {e}",
+            p.name, p.interface
+        ),
+    }
+    if p.driver == Driver::AfXdp {
+        match io::xdp::attached_programs(&p.interface) {
+            Ok(others) => {
+                if let Some(o) = others.first() {
+                    return Err(format!(
+                        "port {}: interface {} has another XDP program attached ({:?}, id {}): take it off (`ip link set dev {} xdp off`) or give the port driver = \"af_packet\"",
+                        p.name, p.interface, o.name, o.id, p.interface
+                    ));
+                }
+            }
+            Err(e) => eprintln!(
+                "linerate: warning: port {}: could not list the XDP programs on {}: {e}",
+                p.name, p.interface
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a port whose interface holds a kernel address (IPv4, or IPv6 beyond
+/// link-local): the kernel would answer ARP and pings and route beside the
+/// gateway, each frame answered twice.
+fn no_kernel_addresses(p: &gateway_config::PortConfig) -> Result<(), String> {
+    let Ok(addrs) = io::netdev::kernel_addresses(&p.interface) else {
+        return Ok(());
+    };
+    let held = addrs.iter().find(|a| match a {
+        std::net::IpAddr::V4(_) => true,
+        std::net::IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 != 0xfe80,
+    });
+    match held {
+        Some(a) => Err(format!(
+            "port {}: interface {} has the kernel address {a}: the kernel would answer and route beside the gateway; take it off (`ip addr flush dev {}`; the gateway's own addresses belong in the configuration)",
+            p.name, p.interface, p.interface
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `linerate gateway -c FILE`: runs until SIGINT or SIGTERM; SIGHUP reloads FILE.
 pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
+    // Held until the process ends, whichever way.
+    let _port_locks = lock_ports(&config, path)?;
+    for p in &config.ports {
+        no_kernel_addresses(p)?;
+        clear_left_over_xdp(p)?;
+    }
     io::heap::keep_large_blocks_mapped();
     if let Some(Some(core)) = config.workers.first() {
         pin_to(*core)?;
