@@ -44,6 +44,16 @@
 # labelled with its ratio to the first impl (the baseline) at that size.
 # --memory-seconds S (default 0: off) adds a run of S seconds at 64 bytes through
 # the gateway, sampling gw-a's resident memory every second.
+#
+# A ratio of delivered rates is a ratio only where the baseline was saturated
+# (it lost packets: the offered load was above its limit). Where a baseline lost
+# nothing, its limit was the generator's, and the ratio line says so. The measure
+# that holds on a few shared cores comes after: every implementation is offered
+# the same fixed rate (--cpu-rate PPS, default 20000, 64-byte packets, for
+# --seconds), which each should carry without loss, and the whole machine's busy
+# CPU time over the run (every CPU's, from /proc/stat: generator, sink, kernel
+# and data planes alike) is divided by the packets forwarded. A run that lost
+# packets at that rate is marked: its figure is not comparable.
 # Every process and namespace it makes is removed when it ends. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +69,7 @@ JSON=
 IMPLS="gateway kernel+wireguard-go host"
 SIZES="64 1420 imix"
 MEMORY_SECONDS=0
+CPU_RATE=20000
 REPEAT=1
 PIN=0
 WORKERS=1
@@ -74,6 +85,7 @@ while [ $# -gt 0 ]; do
     --l2) MODE=l2; shift ;;
     --svg) SVG=$2; shift 2 ;;
     --memory-seconds) MEMORY_SECONDS=$2; shift 2 ;;
+    --cpu-rate) CPU_RATE=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
     --pin) PIN=1; shift ;;
     --workers) WORKERS=$2; shift 2 ;;
@@ -82,6 +94,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$(id -u)" -eq 0 ] || die "the benchmark needs root (namespaces, XDP)"
+case $CPU_RATE in '' | *[!0-9]*) die "--cpu-rate $CPU_RATE: packets a second, 0 for none" ;; esac
 case $WORKERS in '' | *[!0-9]* | 0) die "--workers $WORKERS: a number of workers, 1 or more" ;; esac
 [ "$WORKERS" -le "$(nproc)" ] || die "--workers $WORKERS: this machine has $(nproc) cores"
 [ "$WORKERS" -eq 1 ] || PIN=0
@@ -156,7 +169,7 @@ one_run() {
   local cpid=$!
   sleep 0.5
   out=$(ip netns exec "$NS_HA" taskset -c "$GEN_CORE" "$LINERATE" bench traffic send --interface eth0 --queues "$WORKERS" --dst-mac "$mac" \
-    --src "$src" --dst "$dst" --port "$UDP_PORT" --size "$size" --seconds "$SECONDS_PER_RUN" 2>"$LR_TMP/send.err") ||
+    --src "$src" --dst "$dst" --port "$UDP_PORT" --size "$size" --seconds "$SECONDS_PER_RUN" ${RUN_RATE:+--rate "$RUN_RATE"} 2>"$LR_TMP/send.err") ||
     { cat "$LR_TMP/send.err" >&2; return 1; }
   wait "$cpid" || { cat "$LR_TMP/count.err" >&2; return 1; }
   RUN_SENT=$(sed -n 's/.*sent packets=\([0-9]*\).*/\1/p' <<<"$out")
@@ -214,9 +227,32 @@ bench_impl() {
       printf "%s %s %.4f %.4f %.4f %.4f\n", impl, size, mpps, gbps, loss, sent / secs / 1e6 }' >>"$ROWS"
     log "    $impl $size: $(tail -1 "$ROWS")"
   done
+  if [ "$CPU_RATE" -gt 0 ]; then
+    cpu_run "$impl"
+  fi
   if [ "$impl" = gateway ] && [ "$MEMORY_SECONDS" -gt 0 ] && [ ! -s "$MEMORY" ]; then
     memory_run
   fi
+}
+
+# busy_ticks: every CPU's busy time so far, in clock ticks (/proc/stat's "cpu"
+# line: all but idle and iowait).
+busy_ticks() {
+  awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+}
+
+# cpu_run IMPL: 64-byte packets offered at CPU_RATE for SECONDS_PER_RUN; the
+# machine's busy CPU time over the run, appended to $CPU_ROWS as
+# "impl rate sent got busy_seconds".
+cpu_run() {
+  local impl=$1 t0 t1 hz
+  hz=$(getconf CLK_TCK)
+  t0=$(busy_ticks)
+  RUN_RATE=$CPU_RATE one_run 64
+  t1=$(busy_ticks)
+  awk -v i="$impl" -v r="$CPU_RATE" -v s="$RUN_SENT" -v g="$RUN_GOT" -v t=$((t1 - t0)) -v hz="$hz" \
+    'BEGIN { printf "%s %s %s %s %.2f\n", i, r, s, g, t / hz }' >>"$CPU_ROWS"
+  log "    $impl at $CPU_RATE pps: $(tail -1 "$CPU_ROWS")"
 }
 
 # memory_run: 64-byte traffic through the gateway for MEMORY_SECONDS, gw-a's
@@ -241,8 +277,9 @@ memory_run() {
 }
 
 RESULTS=$(mktemp -d /tmp/linerate-gwbench.XXXXXX)
-ROWS=$RESULTS/rows MEMORY=$RESULTS/memory
+ROWS=$RESULTS/rows MEMORY=$RESULTS/memory CPU_ROWS=$RESULTS/cpu
 : >"$ROWS"
+: >"$CPU_ROWS"
 trap 'rm -rf -- "$RESULTS"' EXIT
 MACHINE="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 log "$MODE bench: $MACHINE; $SECONDS_PER_RUN s per size; impls: $IMPLS"
@@ -281,9 +318,11 @@ done <"$ROWS"
 if [ "$MODE" = l2 ]; then
   printf '\nratios against kernel-vxlan (same run):\n'
   for size in $SIZES; do
-    awk -v s="$size" '$2 == s { m[$1] = $3; g[$1] = $4; order[++n] = $1 }
-      END { for (i = 1; i <= n; i++) { k = order[i]; if (k == "kernel-vxlan" || !m["kernel-vxlan"]) continue
-        printf "  %-6s %-20s %6.2fx Mpps  %6.2fx Gbit/s\n", s, k, m[k] / m["kernel-vxlan"], g[k] / g["kernel-vxlan"] } }' "$ROWS"
+    awk -v s="$size" '$2 == s { m[$1] = $3; g[$1] = $4; l[$1] = $5; o[$1] = $6; order[++n] = $1 }
+      END { b = "kernel-vxlan"
+        for (i = 1; i <= n; i++) { k = order[i]; if (k == b || !m[b]) continue
+        note = l[b] < 0.005 ? sprintf("  (not a ratio: %s lost nothing at the offered %.3f Mpps, its limit is above it)", b, o[b]) : ""
+        printf "  %-6s %-20s %6.2fx Mpps  %6.2fx Gbit/s%s\n", s, k, m[k] / m[b], g[k] / g[b], note } }' "$ROWS"
   done
 fi
 [ "$MODE" = l2 ] || printf '\nratios, gateway against the others (same run):\n'
@@ -291,19 +330,39 @@ for size in $SIZES; do
   [ "$MODE" = gateway ] || break
   g=$(awk -v s="$size" '$1 == "gateway" && $2 == s { print $3, $4 }' "$ROWS")
   for other in kernel+wireguard-go host; do
-    o=$(awk -v s="$size" -v i="$other" '$1 == i && $2 == s { print $3, $4 }' "$ROWS")
+    o=$(awk -v s="$size" -v i="$other" '$1 == i && $2 == s { print $3, $4, $5, $6 }' "$ROWS")
     [ -n "$g" ] && [ -n "$o" ] || continue
-    read -r gm gg <<<"$g"; read -r om og <<<"$o"
-    awk -v s="$size" -v o="$other" -v gm="$gm" -v gg="$gg" -v om="$om" -v og="$og" \
-      'BEGIN { printf "  %-6s vs %-20s %6.2fx Mpps  %6.2fx Gbit/s\n", s, o, (om > 0 ? gm / om : 0), (og > 0 ? gg / og : 0) }'
+    read -r gm gg <<<"$g"; read -r om og ol oo <<<"$o"
+    awk -v s="$size" -v o="$other" -v gm="$gm" -v gg="$gg" -v om="$om" -v og="$og" -v ol="$ol" -v oo="$oo" \
+      'BEGIN { note = ol < 0.005 ? sprintf("  (not a ratio: %s lost nothing at the offered %.3f Mpps, its limit is above it)", o, oo) : ""
+        printf "  %-6s vs %-20s %6.2fx Mpps  %6.2fx Gbit/s%s\n", s, o, (om > 0 ? gm / om : 0), (og > 0 ? gg / og : 0), note }'
   done
 done
+if [ -s "$CPU_ROWS" ]; then
+  printf '\nthe whole machine'"'"'s busy CPU time per forwarded packet, 64-byte packets offered at %s pps for %s s\n' "$CPU_RATE" "$SECONDS_PER_RUN"
+  printf '(every CPU of the %s, from /proc/stat: generator, sink, kernel and data planes; median of the rounds)\n' "$MACHINE"
+  printf '%-22s %10s %8s %12s %12s %8s\n' impl forwarded loss "busy CPU s" "us/packet" ratio
+  awk '{ k = $1; n[k]++; v[k, n[k]] = $0; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
+    END {
+      for (i = 1; i <= m; i++) {
+        k = order[i]; c = n[k]
+        for (a = 1; a <= c; a++) { split(v[k, a], f, " "); u[a] = f[4] > 0 ? f[5] / f[4] : 1e9; idx[a] = a }
+        for (a = 1; a <= c; a++) for (b = a + 1; b <= c; b++) if (u[idx[b]] < u[idx[a]]) { t = idx[a]; idx[a] = idx[b]; idx[b] = t }
+        split(v[k, idx[int((c + 1) / 2)]], f, " ")
+        us = f[4] > 0 ? f[5] / f[4] * 1e6 : 0; loss = f[3] > 0 ? 1 - f[4] / f[3] : 0; if (loss < 0) loss = 0
+        if (i == 1) base = us
+        mark = loss > 0.001 ? "  lost packets at this rate: not comparable" : ""
+        printf "%-22s %10d %7.2f%% %12.2f %12.3f %7.2fx%s\n", k, f[4], loss * 100, f[5], us, (base > 0 ? us / base : 0), mark
+      }
+    }' "$CPU_ROWS"
+  printf '(ratio: CPU time per packet against the first implementation'"'"'s; lower is cheaper)\n'
+fi
 if [ -s "$MEMORY" ]; then
   awk '$1 != "hwm" { if (NR == 1) first = $2; last = $2; if ($2 > max) max = $2 } $1 == "hwm" { hwm = $2 }
     END { printf "\ngw-a resident memory over the 64-byte run: %d KiB at start, %d KiB at the end, %d KiB at most (VmHWM %d KiB)\n", first, last, max, hwm }' "$MEMORY"
 fi
 if [ -n "$JSON" ]; then
-  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" "$ALL" "$REPEAT" "$GEN_CORE" "$PLANE_CORE" "$WORKERS" "$MODE" >"$JSON" <<'EOF'
+  python3 - "$ROWS" "$MEMORY" "$MACHINE" "$SECONDS_PER_RUN" "$ALL" "$REPEAT" "$GEN_CORE" "$PLANE_CORE" "$WORKERS" "$MODE" "$CPU_ROWS" "$CPU_RATE" >"$JSON" <<'EOF'
 import json, sys
 workers = int(sys.argv[9])
 mode = sys.argv[10]
@@ -340,6 +399,19 @@ try:
                              "seconds": len(rss) - 1}
 except FileNotFoundError:
     pass
+cpu = []
+for line in open(sys.argv[11]):
+    impl, rate, sent, got, busy = line.split()
+    sent, got, busy = int(sent), int(got), float(busy)
+    cpu.append({"impl": impl, "offered_pps": int(rate), "size": 64, "sent": sent, "forwarded": got,
+                "loss": max(0.0, 1 - got / sent) if sent else 0.0, "busy_cpu_seconds": busy,
+                "us_per_packet": busy / got * 1e6 if got else None})
+if cpu:
+    out["cpu_per_packet"] = {"note": "the whole machine's busy CPU time (every CPU, /proc/stat) over a run "
+                             "at a fixed offered rate, divided by the packets forwarded; every run of "
+                             "every round", "runs": cpu}
+for r in results:
+    r["saturated"] = r["loss"] >= 0.005
 json.dump(out, sys.stdout, indent=1)
 print()
 EOF

@@ -183,6 +183,18 @@ pub fn send(a: &TrafficSend) -> Result<(), String> {
             if packets >= limit {
                 break 'run;
             }
+            // Paced: no more than the rate allows by now (a batch at most ahead).
+            let allowed = match a.rate {
+                Some(pps) => {
+                    let due = (start.elapsed().as_secs_f64() * pps as f64) as u64;
+                    if due <= packets {
+                        std::thread::sleep(Duration::from_micros(20));
+                        continue;
+                    }
+                    (due - packets).min(BATCH as u64)
+                }
+                None => BATCH as u64,
+            };
             let free = &mut free[q];
             loop {
                 let n = port.complete(&mut done);
@@ -192,7 +204,7 @@ pub fn send(a: &TrafficSend) -> Result<(), String> {
                 }
             }
             batch.clear();
-            while batch.len() < BATCH && (packets + batch.len() as u64) < limit {
+            while (batch.len() as u64) < allowed && (packets + batch.len() as u64) < limit {
                 match free.pop() {
                     Some(b) => batch.push((b, START as u16, lens[q][b as usize])),
                     None => break,

@@ -331,6 +331,10 @@ pub struct TrafficSend {
     /// Stop after this many packets
     #[arg(long)]
     pub count: Option<u64>,
+    /// Offer at most this many packets a second, all queues together (default: as
+    /// fast as the interface takes them)
+    #[arg(long, value_name = "PPS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub rate: Option<u64>,
     /// Send from this many queues of the interface (queue 0 up), the flows dealt
     /// out over them: a receiving gateway's workers each get a queue's share
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
