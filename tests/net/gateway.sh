@@ -292,6 +292,7 @@ sendp(Ether(dst=mac) / IP(src=src, dst=bcast) / UDP(sport=9, dport=9) / b"x", if
   assert "a gratuitous ARP claiming the gateway's address is counted as a conflict" \
     counter_at_least a 'arp-input\.drop\.address-conflict' 5
   assert "and not learned" not_a_neighbor a "$G4_A"
+  assert "and said in the log" grep -q "port lan: the station at .* claims $G4_A, an address of the gateway's own" "$LR_TMP/gw-a.log"
   assert "50 VLAN-tagged frames counted (the port has no VLANs), on either driver" \
     counter_at_least a 'ethernet-input\.drop\.tagged' 50
   assert "200 unicast packets in broadcast frames counted, not routed" \

@@ -26,6 +26,9 @@ pub struct IpLayer {
     /// (none with one worker).
     share: Option<NeighborShare>,
     news: Vec<News>,
+    /// The latest station heard claiming one of our addresses, for the worker to
+    /// say (taken with [`IpLayer::take_conflict`]).
+    conflict: Option<(PortId, IpAddr, Mac)>,
 }
 
 impl Default for IpLayer {
@@ -38,6 +41,7 @@ impl Default for IpLayer {
             fragments: Vec::new(),
             share: None,
             news: Vec::new(),
+            conflict: None,
         }
     }
 }
@@ -85,6 +89,16 @@ impl IpLayer {
         if let Some(share) = &mut self.share {
             share.heard((neighbor, heard));
         }
+    }
+
+    /// A station at `mac` on `port` claims `addr`, one of ours.
+    pub(crate) fn note_conflict(&mut self, port: PortId, addr: IpAddr, mac: Mac) {
+        self.conflict = Some((port, addr, mac));
+    }
+
+    /// The latest address conflict heard since the last call, if any.
+    pub fn take_conflict(&mut self) -> Option<(PortId, IpAddr, Mac)> {
+        self.conflict.take()
     }
 
     /// Learns what the other workers heard since the last run.

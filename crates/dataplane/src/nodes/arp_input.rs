@@ -64,6 +64,7 @@ impl PerPacket for ArpInput {
         // Never a neighbor entry for an address of our own: whoever claims one is
         // in conflict with us (a gratuitous ARP, a misconfigured host).
         if cx.ip.interfaces.owner(sender).is_some() {
+            cx.ip.note_conflict(port, sender, request.sender_mac.0);
             return Err(ArpInputError::AddressConflict);
         }
         let heard = match (for_us, request.operation) {

@@ -28,6 +28,8 @@ pub struct Lane {
     pub gw: GatewayGraph,
     started: Instant,
     last_tick: Instant,
+    /// When an address conflict was last said (they are said 10 s apart at most).
+    last_conflict_said: Option<Instant>,
     fds: Vec<PollFd>,
 }
 
@@ -64,6 +66,7 @@ impl Lane {
             gw,
             started: now,
             last_tick: now,
+            last_conflict_said: None,
             fds: Vec::new(),
         }
     }
@@ -103,9 +106,37 @@ impl Lane {
         if now.saturating_duration_since(self.last_tick) >= NEIGHBOR_TICK {
             self.last_tick = now;
             self.gw.tick(now);
+            self.say_conflict(now);
         }
         self.gw.run(now);
         self.transmit();
+    }
+
+    /// Says on stderr that a station claims one of the gateway's addresses (the
+    /// graph counts each such ARP as `arp-input address-conflict`), every 10 s at
+    /// most.
+    fn say_conflict(&mut self, now: Instant) {
+        const EVERY: Duration = Duration::from_secs(10);
+        if self
+            .last_conflict_said
+            .is_some_and(|t| now.saturating_duration_since(t) < EVERY)
+        {
+            return;
+        }
+        let Some((port, addr, mac)) = self.gw.context_mut().ip_mut().take_conflict() else {
+            return;
+        };
+        self.last_conflict_said = Some(now);
+        let name = self
+            .ports
+            .iter()
+            .find(|p| p.id == port)
+            .map_or("?", |p| p.name.as_str());
+        let mac: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+        eprintln!(
+            "linerate: warning: port {name}: the station at {} claims {addr}, an address of the gateway's own (an address conflict on that network; not learned, counted as arp-input address-conflict)",
+            mac.join(":")
+        );
     }
 
     /// Sends what the graph queued on every port.
