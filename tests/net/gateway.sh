@@ -392,9 +392,36 @@ interop() {
 # a (each from its own port) hash over gateway a's LAN queues, and every worker
 # encrypts some; gateway a's workers send on their own WAN queues, so gateway b's
 # workers each decrypt some. (64 flows all on one of two queues: 1 in 2^63.)
+# control_threads_off_worker_cores PID: the gateway's control thread may run on
+# every core of ours that no worker is pinned to (all of them when the workers
+# take every one), not on worker 0's alone.
+control_threads_off_worker_cores() {
+  "$PYTHON" - "$1" "$GW_WORKERS" <<'PY'
+import glob, os, sys
+pid, workers = sys.argv[1], int(sys.argv[2])
+def cores(text):
+    out = set()
+    for part in text.strip().split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+pinned = set(range(workers)) if workers > 1 else set()
+allowed = os.sched_getaffinity(0)
+want = (allowed - pinned) or allowed
+for t in glob.glob(f"/proc/{pid}/task/*"):
+    if open(f"{t}/comm").read().strip() == "control":
+        line = next(l for l in open(f"{t}/status") if l.startswith("Cpus_allowed_list"))
+        got = cores(line.split(":")[1])
+        print(f"    control thread on cores {sorted(got)}, workers pinned to {sorted(pinned)}", file=sys.stderr)
+        sys.exit(0 if got == want else 1)
+sys.exit(1)
+PY
+}
+
 scenario_workers() {
   both_up
   assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  assert "the control threads run off the workers' cores" control_threads_off_worker_cores "$GW_PID_A"
   assert "gateway a runs $GW_WORKERS worker(s)" \
     grep -q ", $GW_WORKERS worker" <<<"$(gw_show a interfaces)"
   local i w

@@ -1,6 +1,7 @@
 //! The `linerate` command: parses the command line (cli.rs) and hands each subcommand
 //! to the module that does it.
 
+mod affinity;
 mod background;
 mod bench;
 mod bench_command;

@@ -71,7 +71,7 @@ pub fn spawn(
         waker,
         stop,
         owner,
-        move |rx, waker, stop| match core.map_or(Ok(()), super::start::pin_to) {
+        move |rx, waker, stop| match core.map_or(Ok(()), crate::affinity::pin_to) {
             Ok(()) => run(lane, rx, waker, stop),
             Err(e) => Some(e),
         },

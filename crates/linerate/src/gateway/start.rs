@@ -76,26 +76,6 @@ pub fn peer_settings(dev: &mut Device, id: PeerId, p: &PeerConfig, now: Instant)
     }
 }
 
-/// Pins the calling thread to `core`.
-pub fn pin_to(core: usize) -> Result<(), String> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (core < CPU_SETSIZE,
-    // checked), and sched_setaffinity reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if core >= libc::CPU_SETSIZE as usize {
-            return Err(format!("core {core}: past what this system can name"));
-        }
-        libc::CPU_SET(core, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!(
-                "pinning the worker to core {core}: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The WireGuard device as configured: its key and peers (none without a
 /// WireGuard interface).
 fn owner_device(
@@ -618,8 +598,12 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         clear_left_over_xdp(p)?;
     }
     io::heap::keep_large_blocks_mapped();
+    // The control threads this thread starts run where no worker is pinned (they
+    // take its cores when they are made); this thread is worker 0.
+    let worker_cores: Vec<usize> = config.workers.iter().flatten().copied().collect();
+    let control_cores = crate::affinity::control_cores(&crate::affinity::allowed()?, &worker_cores);
     if let Some(Some(core)) = config.workers.first() {
-        pin_to(*core)?;
+        crate::affinity::pin_to(*core)?;
     }
     let clock = (Instant::now(), SystemTime::now());
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
@@ -655,6 +639,9 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         let p = socket_path(name);
         listeners.push((bind_socket(&p)?, p));
     }
+    // Every thread started from here to the workers' is a control thread.
+    let owner_core = config.workers.first().copied().flatten();
+    crate::affinity::run_on(&control_cores)?;
     for (listener, p) in listeners {
         socket_files.push(SocketFile::at(&p));
         let (tx, w, s) = (req_tx.clone(), waker.clone(), stop.clone());
@@ -687,6 +674,9 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
             .name("reload".into())
             .spawn(move || reloader(&path, config, &reload, &stop, &gw_tx, &waker))
             .map_err(|e| format!("starting the reload thread: {e}"))?;
+    }
+    if let Some(core) = owner_core {
+        crate::affinity::pin_to(core)?;
     }
     let mut lanes = graphs
         .into_iter()
