@@ -52,10 +52,16 @@ fn main() {
     bpf_program();
 }
 
-/// `clang -O2 -g -target bpf` on the XDP program; `-g` keeps the BTF that libbpf
-/// and libxdp read.
+/// `clang -O2 -g -target bpf` on the XDP program, plain and with the VLAN tag
+/// restored (see `redirect.bpf.c`); `-g` keeps the BTF that libbpf and libxdp read.
 fn bpf_program() {
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR")).join("redirect.bpf.o");
+    bpf_object("redirect.bpf.o", &[]);
+    bpf_object("redirect_vlan.bpf.o", &["-DRESTORE_VLAN"]);
+}
+
+/// The XDP program into `OUT_DIR/name`, with `defines`.
+fn bpf_object(name: &str, defines: &[&str]) {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR")).join(name);
     let clang = env::var("BPF_CLANG").unwrap_or_else(|_| "clang".to_owned());
     let mut cmd = Command::new(&clang);
     cmd.args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"]);
@@ -66,6 +72,7 @@ fn bpf_program() {
     if Path::new(&multiarch).is_dir() {
         cmd.arg("-I").arg(&multiarch);
     }
+    cmd.args(defines);
     cmd.args(["-c", "src/xdp/redirect.bpf.c", "-o"]).arg(&out);
     let status = cmd
         .status()

@@ -36,7 +36,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(over_wireguard cleartext_interop bad_input)
+SCENARIOS=(over_wireguard cleartext_interop bad_input vlan_offload)
 
 # frames_cross FROM_NS TO_NS: the test frames sent on FROM_NS's eth0 arrive on
 # TO_NS's eth0 byte for byte (tagged, unknown EtherTypes, broadcast).
@@ -58,6 +58,34 @@ frames_cross() {
 
 # ---------------------------------------------------------------------------
 # Scenarios
+
+# A VLAN trunk across the cross-connect with the tag offloaded: host a's link
+# to its gateway tags the test frames of EtherType 0x88b5 as a NIC's offload
+# hands a tag over (beside the frame, not in it), and host b receives them
+# tagged, byte for byte, on either driver.
+scenario_vlan_offload() {
+  l2_topology
+  l2_config a wireguard
+  l2_config b wireguard
+  gw_start a
+  gw_start b
+  assert "the segment is up" ping_ok "$NS_HA" "$L2_B" 3 15
+  clang -O2 -g -target bpf -I "/usr/include/$(uname -m)-linux-gnu" -c tests/net/vlan_push.c -o "$LR_TMP/vlan_push.o"
+  in_ns "$NS_HA" tc qdisc add dev eth0 clsact
+  in_ns "$NS_HA" tc filter add dev eth0 egress bpf da obj "$LR_TMP/vlan_push.o" sec tc
+  in_ns "$NS_HB" "$PYTHON" tests/net/l2_frames.py recv eth0 2.5 >"$LR_TMP/frames.got" &
+  local pid=$! got want
+  sleep 0.5
+  in_ns "$NS_HA" "$PYTHON" tests/net/l2_frames.py send eth0
+  wait "$pid"
+  got=$(sort "$LR_TMP/frames.got")
+  # The untagged 0x88b5 frame leaves host a with VLAN 100.
+  want=$("$PYTHON" tests/net/l2_frames.py expected |
+    sed 's/^020000005e02020000005e0188b5/020000005e02020000005e018100006488b5/' | sort)
+  [ "$got" = "$want" ] || { log "    expected:"; sed 's/^/      /' <<<"$want" >&2
+    log "    received:"; sed 's/^/      /' <<<"$got" >&2; }
+  assert "a frame tagged by the offload arrives tagged, byte for byte" test "$got" = "$want"
+}
 
 scenario_over_wireguard() {
   l2_topology

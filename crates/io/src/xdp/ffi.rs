@@ -31,7 +31,13 @@ opaque! {
     XdpProgram;
     /// libxdp's `struct xdp_multiprog`: what is attached to an interface.
     XdpMultiprog;
+    /// libbpf's `struct bpf_program`.
+    BpfProgram;
 }
+
+/// `BPF_F_XDP_DEV_BOUND_ONLY` (linux/bpf.h, Linux 6.3): a program loaded for one
+/// device, which may then read that device's receive metadata.
+pub(super) const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
 
 /// `enum xdp_attach_mode` (xdp/libxdp.h).
 pub(super) const XDP_MODE_NATIVE: c_uint = 1;
@@ -120,6 +126,13 @@ unsafe extern "C" {
         name: *const c_char,
     ) -> c_int;
     pub(super) fn bpf_object__close(obj: *mut BpfObject);
+    pub(super) fn bpf_object__find_program_by_name(
+        obj: *const BpfObject,
+        name: *const c_char,
+    ) -> *mut BpfProgram;
+    pub(super) fn bpf_program__set_ifindex(prog: *mut BpfProgram, ifindex: c_uint);
+    pub(super) fn bpf_program__flags(prog: *const BpfProgram) -> u32;
+    pub(super) fn bpf_program__set_flags(prog: *mut BpfProgram, flags: u32) -> c_int;
     pub(super) fn bpf_map_update_elem(
         fd: c_int,
         key: *const c_void,

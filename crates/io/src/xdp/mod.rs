@@ -121,6 +121,13 @@ impl XdpAttachment {
         })
     }
 
+    /// Whether frames reach the sockets with the VLAN tags the driver took out of
+    /// them (a NIC's receive offload; on veth, the sender's) put back; where not,
+    /// such frames arrive untagged.
+    pub fn restores_vlan_tags(&self) -> bool {
+        self.program.restores_vlan_tags()
+    }
+
     /// How the program runs: native, or generic where the driver refused native.
     pub fn mode(&self) -> XdpMode {
         self.program.mode()

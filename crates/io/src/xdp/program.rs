@@ -24,6 +24,12 @@ struct Aligned<T: ?Sized>(T);
 
 static OBJECT: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/redirect.bpf.o")));
+/// The same program that also puts back a VLAN tag the driver took out of a frame
+/// (loaded bound to the device: it reads the device's receive metadata).
+static OBJECT_VLAN: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/redirect_vlan.bpf.o"
+)));
 
 /// The program's section and its map, as named in `redirect.bpf.c`.
 const SECTION: &CStr = c"xdp";
@@ -31,6 +37,8 @@ const MAP: &CStr = c"xsks";
 const SETTINGS: &CStr = c"settings";
 /// The object's name inside libbpf (and in `bpftool prog` listings).
 const OBJECT_NAME: &CStr = c"linerate_xsk";
+/// The program's function.
+const PROGRAM_NAME: &CStr = c"linerate_xsk";
 
 /// The program, loaded and attached to one interface.
 #[derive(Debug)]
@@ -42,6 +50,8 @@ pub(super) struct Program {
     mode: Option<XdpMode>,
     /// The network namespace the interface lives in, for detaching from the right one.
     netns: File,
+    /// Whether it puts back the VLAN tags the driver takes out of frames.
+    restores_vlan_tags: bool,
 }
 
 // SAFETY: the libbpf and libxdp objects belong to this value alone and are only used
@@ -54,17 +64,22 @@ impl Program {
     /// Loads the program and attaches it to `ifindex` (named `ifname`, in the calling
     /// thread's namespace): native mode unless `skb_only`, generic mode when native is
     /// refused.
+    /// In native mode the program that puts VLAN tags back is tried first (it needs
+    /// a kernel and driver that give XDP the receive metadata, Linux 6.8 on).
     pub(super) fn attach(ifname: &str, ifindex: c_int, skb_only: bool) -> io::Result<Program> {
         let step = |what: String| move |e: io::Error| context(e, format_args!("{ifname}: {what}"));
         let native_err = if skb_only {
             None
         } else {
-            match Program::attach_in(ifindex, XdpMode::Native) {
+            if let Ok(p) = Program::attach_in(ifindex, XdpMode::Native, true) {
+                return Ok(p);
+            }
+            match Program::attach_in(ifindex, XdpMode::Native, false) {
                 Ok(p) => return Ok(p),
                 Err(e) => Some(e),
             }
         };
-        Program::attach_in(ifindex, XdpMode::Skb).map_err(match native_err {
+        Program::attach_in(ifindex, XdpMode::Skb, false).map_err(match native_err {
             Some(n) => step(format!(
                 "attaching the XDP program (native mode: {n}; generic mode)"
             )),
@@ -72,17 +87,19 @@ impl Program {
         })
     }
 
-    /// A fresh copy of the program, attached in `mode`. Each try starts from a new
-    /// object, so a failed attach leaves nothing of it behind for the next.
-    fn attach_in(ifindex: c_int, mode: XdpMode) -> io::Result<Program> {
+    /// A fresh copy of the program (the one that puts VLAN tags back, bound to the
+    /// device, with `vlan`), attached in `mode`. Each try starts from a new object,
+    /// so a failed attach leaves nothing of it behind for the next.
+    fn attach_in(ifindex: c_int, mode: XdpMode, vlan: bool) -> io::Result<Program> {
+        let object = if vlan { OBJECT_VLAN } else { OBJECT };
         let netns = File::open("/proc/thread-self/ns/net")
             .map_err(|e| context(e, "opening the thread's network namespace"))?;
-        // SAFETY: OBJECT is a static buffer libbpf only reads (and copies what it keeps);
-        // the name is NUL-terminated and static.
+        // SAFETY: the object is a static buffer libbpf only reads (and copies what it
+        // keeps); the name is NUL-terminated and static.
         let obj = unsafe {
             ffi::lr_bpf_object_open_mem(
-                OBJECT.0.as_ptr().cast(),
-                OBJECT.0.len(),
+                object.0.as_ptr().cast(),
+                object.0.len(),
                 OBJECT_NAME.as_ptr(),
             )
         };
@@ -113,7 +130,32 @@ impl Program {
             ifindex,
             mode: None,
             netns,
+            restores_vlan_tags: vlan,
         };
+        if vlan {
+            // SAFETY: `obj` is live and not loaded yet; the name is NUL-terminated
+            // and static; the program it returns belongs to `obj`.
+            let bpf_prog = unsafe {
+                ffi::bpf_object__find_program_by_name(obj.as_ptr(), PROGRAM_NAME.as_ptr())
+            };
+            let bpf_prog = NonNull::new(bpf_prog).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, "no program in the VLAN object")
+            })?;
+            let index = c_uint::try_from(ifindex)
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            // SAFETY: as above; both only set what the load will ask the kernel for.
+            let ret = unsafe {
+                ffi::bpf_program__set_ifindex(bpf_prog.as_ptr(), index);
+                let flags = ffi::bpf_program__flags(bpf_prog.as_ptr());
+                ffi::bpf_program__set_flags(
+                    bpf_prog.as_ptr(),
+                    flags | ffi::BPF_F_XDP_DEV_BOUND_ONLY,
+                )
+            };
+            if ret != 0 {
+                return Err(ffi::neg_errno(ret));
+            }
+        }
         // SAFETY: `prog` is live; libxdp loads it (from `obj`) and attaches it.
         let ret = unsafe {
             ffi::xdp_program__attach(program.prog.as_ptr(), ifindex, attach_mode(mode), 0)
@@ -123,6 +165,12 @@ impl Program {
         }
         program.mode = Some(mode);
         Ok(program)
+    }
+
+    /// Whether frames reach the sockets with the VLAN tags a driver took out of
+    /// them put back.
+    pub(super) fn restores_vlan_tags(&self) -> bool {
+        self.restores_vlan_tags
     }
 
     /// The mode the program runs in.

@@ -21,6 +21,36 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
+#ifdef RESTORE_VLAN
+// Built a second time with RESTORE_VLAN, loaded bound to the port's device where
+// the kernel and the driver give XDP the receive metadata: a VLAN tag the NIC (or,
+// on veth, the sender's offload) took out of the frame is put back in front of
+// its EtherType, so the frame reaches the socket as it was on the wire.
+extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto,
+					__u16 *vlan_tci) __ksym;
+
+static __always_inline void restore_vlan_tag(struct xdp_md *ctx)
+{
+	__be16 proto;
+	__u16 tci;
+
+	if (bpf_xdp_metadata_rx_vlan_tag(ctx, &proto, &tci) != 0)
+		return;
+	if (bpf_xdp_adjust_head(ctx, -4) != 0)
+		return;
+	__u16 *w = (void *)(long)ctx->data;
+	if ((void *)(w + 9) > (void *)(long)ctx->data_end)
+		return;
+	// The addresses 4 bytes forward (each word's source lies ahead of it), then
+	// the tag where they were.
+#pragma unroll
+	for (int i = 0; i < 6; i++)
+		w[i] = w[i + 2];
+	w[6] = proto;
+	w[7] = bpf_htons(tci);
+}
+#endif
+
 // settings[0]: non-zero to redirect every frame (see above).
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -38,6 +68,12 @@ int linerate_xsk(struct xdp_md *ctx)
 	__u32 zero = 0;
 	__u32 *take_all = bpf_map_lookup_elem(&settings, &zero);
 
+#ifdef RESTORE_VLAN
+	restore_vlan_tag(ctx);
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+#endif
 	if (take_all && *take_all)
 		return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 

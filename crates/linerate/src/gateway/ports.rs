@@ -219,7 +219,14 @@ impl Port {
         } else {
             "copy mode"
         };
-        eprintln!("linerate: port {name}: AF_XDP on {ifname} queue {queue}, {mode} XDP, {copy}");
+        let tags = if program.restores_vlan_tags() {
+            ", offloaded VLAN tags put back"
+        } else {
+            ""
+        };
+        eprintln!(
+            "linerate: port {name}: AF_XDP on {ifname} queue {queue}, {mode} XDP, {copy}{tags}"
+        );
         let driver = XdpDriver {
             xsk,
             filled: 0,

@@ -432,6 +432,12 @@ fn open_xdp_queues(
         program
             .take_all(true)
             .map_err(|e| format!("port {}: {e}", p.name))?;
+        if !program.restores_vlan_tags() {
+            eprintln!(
+                "linerate: warning: port {}: this kernel or driver gives XDP no receive metadata, so a VLAN tag the NIC takes out of a frame (rx VLAN offload) is lost on AF_XDP: for a VLAN trunk, turn the offload off (`ethtool -K {} rxvlan off`) or give the port driver = \"af_packet\"",
+                p.name, p.interface
+            );
+        }
     }
     let mut ports = Vec::with_capacity(workers);
     let fill = super::ports::xdp_fill_target(config.buffers, config.ports.len());
