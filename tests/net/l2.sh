@@ -85,6 +85,23 @@ scenario_vlan_offload() {
   [ "$got" = "$want" ] || { log "    expected:"; sed 's/^/      /' <<<"$want" >&2
     log "    received:"; sed 's/^/      /' <<<"$got" >&2; }
   assert "a frame tagged by the offload arrives tagged, byte for byte" test "$got" = "$want"
+  # Every size up to the LAN's MTU, untagged (tagged on the way by the offload),
+  # with a VLAN tag and with two (QinQ): a 1500-byte trunk passes whole. The
+  # links carry the tags above their MTU of 1500, as switches' baby giants do.
+  local ns
+  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 1508; done
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan2 mtu 1508; done
+  in_ns "$NS_HB" "$PYTHON" tests/net/l2_frames.py recv eth0 6 >"$LR_TMP/sizes.got" &
+  pid=$!
+  sleep 0.5
+  in_ns "$NS_HA" "$PYTHON" tests/net/l2_frames.py send-sizes eth0 1500
+  wait "$pid"
+  got=$(sort "$LR_TMP/sizes.got")
+  want=$("$PYTHON" tests/net/l2_frames.py expected-sizes 1500 offloaded | sort)
+  log "    frames of every size: $(wc -l <<<"$want") sent, $(wc -l <<<"$got") received"
+  [ "$got" = "$want" ] || diff <(echo "$want" | cut -c1-60) <(echo "$got" | cut -c1-60) | head -5 >&2
+  assert "untagged, VLAN and QinQ frames of every size up to 1500 + tags arrive byte for byte" \
+    test "$got" = "$want"
 }
 
 scenario_over_wireguard() {

@@ -6,6 +6,14 @@ byte for byte.
     l2_frames.py recv IFNAME SECONDS  print (hex, one a line) every test frame
                                       that arrives on IFNAME within SECONDS
     l2_frames.py expected             print the test frames as recv would
+    l2_frames.py send-sizes IFNAME MTU   send, for each size a link of MTU
+                                      carries, an untagged frame (EtherType
+                                      0x88b5), a VLAN 100 one and a QinQ one
+                                      (802.1ad 300, then 802.1Q 100)
+    l2_frames.py expected-sizes MTU [offloaded]
+                                      print those as recv would; with
+                                      offloaded, the untagged ones as the
+                                      sender's tc program tags them (VLAN 100)
 
 The frames come from a locally administered address no host uses, so the
 receiver tells them apart from everything else on the link: one VLAN-tagged
@@ -38,6 +46,38 @@ def frames():
         b"\xff" * 6 + SRC + b"\x88\xb6" + b"linerate l2 test: broadcast" + bytes(19),
         DST + SRC + bytes.fromhex("810000c8") + b"\x88\xb5" + bytes(range(60)),
     ]
+
+
+def payload(n):
+    return bytes((i * 7 + n) & 0xFF for i in range(n))
+
+
+def sized(mtu):
+    """Frames of every length from the least (60 bytes without FCS) to what a link
+    of `mtu` carries: untagged up to mtu + 14, VLAN up to mtu + 18, QinQ up to
+    mtu + 22; each payload made from its length, so no two are alike."""
+    out = []
+    for n in range(46, mtu + 1):
+        out.append(DST + SRC + b"\x88\xb5" + payload(n))
+        out.append(DST + SRC + bytes.fromhex("81000064") + b"\x88\xb5" + payload(n))
+        out.append(DST + SRC + bytes.fromhex("88a8012c81000064") + b"\x88\xb5" + payload(n))
+    return out
+
+
+def send_sizes(ifname, mtu):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    for i, f in enumerate(sized(mtu)):
+        s.send(f)
+        if i % 32 == 31:
+            time.sleep(0.004)
+
+
+def expected_sizes(mtu, offloaded):
+    for f in sized(mtu):
+        if offloaded and f[12:14] == b"\x88\xb5":
+            f = f[:12] + bytes.fromhex("81000064") + f[12:]
+        print(f.hex())
 
 
 def send(ifname):
@@ -79,6 +119,10 @@ def main():
     elif sys.argv[1:2] == ["expected"]:
         for f in frames():
             print(f.hex())
+    elif sys.argv[1:2] == ["send-sizes"]:
+        send_sizes(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["expected-sizes"]:
+        expected_sizes(int(sys.argv[2]), sys.argv[3:4] == ["offloaded"])
     else:
         sys.exit(__doc__)
 

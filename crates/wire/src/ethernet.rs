@@ -32,6 +32,10 @@ pub const VLAN_TAG_LEN: usize = 4;
 /// The length of a header with one VLAN tag.
 pub const MAX_HEADER_LEN: usize = HEADER_LEN + VLAN_TAG_LEN;
 
+/// The length of a header with two VLAN tags (802.1ad and 802.1Q, QinQ): what a
+/// port carrying a VLAN trunk whole adds to its MTU.
+pub const QINQ_HEADER_LEN: usize = HEADER_LEN + 2 * VLAN_TAG_LEN;
+
 /// The largest VLAN identifier that names a VLAN; 0 means "priority tag
 /// only" and 0xfff is reserved (IEEE 802.1Q §9.6, Table 9-2).
 pub const MAX_VLAN_ID: u16 = 0x0ffe;

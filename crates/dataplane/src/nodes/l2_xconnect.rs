@@ -19,7 +19,7 @@ crate::node_errors! {
     pub enum L2XconnectError {
         NoXconnect => "no-xconnect", "From an interface with no cross-connect.";
         NoPort => "no-port", "For a port that is not configured.";
-        TooBig => "too-big", "Larger than the port it leaves by carries (its MTU, an Ethernet header and any VLAN tag).";
+        TooBig => "too-big", "Larger than the port it leaves by carries (its MTU, an Ethernet header and up to two VLAN tags).";
     }
 }
 
@@ -30,7 +30,16 @@ enum Next {
 }
 
 /// Bytes a frame may have past the port's MTU: the Ethernet header and one tag.
-const TAGGED_HEADER: usize = ethernet::HEADER_LEN + 4;
+/// How many VLAN tags (802.1Q, 802.1ad) lead a frame, up to two: each lets it be
+/// 4 bytes over the port's MTU and its Ethernet header.
+fn vlan_tags(frame: &[u8]) -> usize {
+    let is_tag = |at: usize| matches!(frame.get(at..at + 2), Some([0x81, 0x00] | [0x88, 0xa8]));
+    match (is_tag(12), is_tag(16)) {
+        (true, true) => 2,
+        (true, false) => 1,
+        _ => 0,
+    }
+}
 
 pub struct L2Xconnect;
 
@@ -61,13 +70,8 @@ impl PerPacket for L2Xconnect {
         match cx.l2.target(rx).ok_or(L2XconnectError::NoXconnect)? {
             L2Interface::Port(p) => {
                 let port = cx.ip.interfaces.get(p).ok_or(L2XconnectError::NoPort)?;
-                let tagged = usize::from(m.len) > ethernet::HEADER_LEN
-                    && cx.arena.data(h)[12..14] == [0x81, 0x00];
-                let header = if tagged {
-                    TAGGED_HEADER
-                } else {
-                    ethernet::HEADER_LEN
-                };
+                let header =
+                    ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN * vlan_tags(cx.arena.data(h));
                 if usize::from(m.len) > usize::from(port.mtu) + header {
                     return Err(L2XconnectError::TooBig);
                 }

@@ -40,10 +40,10 @@ const XDP_DATA_OFFSET: usize = io::xdp::XDP_PACKET_HEADROOM as usize;
 /// Where an AF_PACKET port on `mtu` has its frames copied in: from 256 bytes in, as
 /// an AF_XDP port's (room in front for every outer header a frame may get, VXLAN
 /// and WireGuard over IPv6 both), at up to three starts a cache line apart (see
-/// `dataplane::rx_starts`) as far as a frame of the MTU, VLAN tag included, leaves
-/// room; from the headroom where an MTU leaves too little for that.
+/// `dataplane::rx_starts`) as far as a frame of the MTU, two VLAN tags included,
+/// leaves room; from the headroom where an MTU leaves too little for that.
 pub fn packet_rx_starts(mtu: u16) -> RxStarts {
-    let room = usize::from(mtu) + wire::ethernet::MAX_HEADER_LEN;
+    let room = usize::from(mtu) + wire::ethernet::QINQ_HEADER_LEN;
     RxStarts::spread(XDP_DATA_OFFSET, room)
         .or_else(|| RxStarts::spread(HEADROOM, room))
         .unwrap_or(RxStarts::AT_HEADROOM)
@@ -468,15 +468,15 @@ mod tests {
     fn packet_ports_receive_past_the_xdp_headroom_while_the_mtu_leaves_room() {
         assert_eq!(distinct(packet_rx_starts(1500)), [256, 320, 384]);
         assert_eq!(distinct(packet_rx_starts(1700)), [256]);
-        for mtu in [576, 1280, 1500, 1600, 1700, 1742] {
+        for mtu in [576, 1280, 1500, 1600, 1700, 1738] {
             let s = packet_rx_starts(mtu);
             assert!((0..4).all(|h| s.of(h) >= XDP_DATA_OFFSET), "{mtu}");
-            assert!(s.least_room() >= usize::from(mtu) + 18, "{mtu}");
+            assert!(s.least_room() >= usize::from(mtu) + 22, "{mtu}");
         }
-        for mtu in [1800, 1870] {
+        for mtu in [1740, 1800, 1866] {
             let s = packet_rx_starts(mtu);
             assert!((0..4).all(|h| s.of(h) >= HEADROOM), "{mtu}");
-            assert!(s.least_room() >= usize::from(mtu) + 18, "{mtu}");
+            assert!(s.least_room() >= usize::from(mtu) + 22, "{mtu}");
         }
         let s = packet_rx_starts(9000);
         assert_eq!(s, RxStarts::AT_HEADROOM);

@@ -233,12 +233,10 @@ fn add_esp(config: &GatewayConfig, sas: &[EspSas], gw: &mut GatewayGraph) -> Res
 }
 
 /// The VXLAN tunnels and the cross-connects. A tunnel's largest frame is what its
-/// configured inner MTU allows (with a VLAN tag) and its path carries: the route
+/// configured inner MTU allows (with two VLAN tags) and its path carries: the route
 /// to its remote in the FIB just built.
 fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
     use dataplane::l2::L2Interface;
-    /// An inner frame's Ethernet header with one VLAN tag.
-    const TAGGED_HEADER: usize = 18;
     for v in &config.vxlans {
         let cx = gw.context();
         let ip = cx.ip();
@@ -255,7 +253,7 @@ fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
             local: v.local,
             remote: v.remote,
             udp_port: v.udp_port,
-            max_frame: path.min(usize::from(v.mtu) + TAGGED_HEADER),
+            max_frame: path.min(usize::from(v.mtu) + wire::ethernet::QINQ_HEADER_LEN),
         })
         .map_err(|e| e.to_string())?;
     }

@@ -17,6 +17,9 @@ const UDP_PORT: RangeInclusive<i64> = 1..=65535;
 /// The least inner MTU worth carrying: IPv4's minimum datagram (RFC 791).
 const MIN_INNER_MTU: u16 = 68;
 const ETHERNET_HEADER: u16 = 14;
+/// Room for the VLAN tags of a segment's frames: two (802.1ad and 802.1Q, QinQ), so
+/// that a VLAN trunk of the inner MTU passes whole.
+const VLAN_TAGS: u16 = 8;
 
 /// What the VXLAN checks need of the rest of the file (already validated).
 pub(super) struct Underlay<'a> {
@@ -213,14 +216,14 @@ pub(super) fn vxlan(
                 ),
             ),
             Some((link, name)) => {
-                let max = link.checked_sub(overhead(r) + ETHERNET_HEADER);
+                let max = link.checked_sub(overhead(r) + ETHERNET_HEADER + VLAN_TAGS);
                 match max.filter(|&m| m >= MIN_INNER_MTU) {
                     None => cx.err(
                         v.remote.span(),
                         &remote_key,
                         format!(
-                            "the path to {r} ({name}, MTU {link}) has no room for VXLAN ({} bytes of outer headers and an Ethernet header)",
-                            overhead(r) + ETHERNET_HEADER
+                            "the path to {r} ({name}, MTU {link}) has no room for VXLAN ({} bytes of outer headers and an Ethernet header with two VLAN tags)",
+                            overhead(r) + ETHERNET_HEADER + VLAN_TAGS
                         ),
                     ),
                     Some(max) => {
@@ -236,9 +239,10 @@ pub(super) fn vxlan(
                                     m.span(),
                                     &key,
                                     format!(
-                                        "{n} does not fit the path to {r}: {name} has MTU {link}, less {} for the outer IP, UDP and VXLAN headers and {ETHERNET_HEADER} for the inner Ethernet header leaves {max} (raise {name}'s MTU to {} to carry {n})",
+                                        "{n} does not fit the path to {r}: {name} has MTU {link}, less {} for the outer IP, UDP and VXLAN headers and {} for the inner Ethernet header with two VLAN tags leaves {max} (raise {name}'s MTU to {} to carry {n})",
                                         overhead(r),
-                                        n + i64::from(overhead(r) + ETHERNET_HEADER)
+                                        ETHERNET_HEADER + VLAN_TAGS,
+                                        n + i64::from(overhead(r) + ETHERNET_HEADER + VLAN_TAGS)
                                     ),
                                 );
                                 mtu = None;

@@ -535,7 +535,19 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
          addresses = [\"198.18.10.1/30\"]\n[[vxlan]]\nname = \"vx0\"\nvni = 10\nlocal = \"198.18.10.1\"\n\
          remote = \"198.18.10.2\"\nmtu = 1500\n",
         &[
-            "gw.toml:15: vxlan[0].mtu: 1500 does not fit the path to 198.18.10.2: tunnel wg0 has MTU 1420, less 36 for the outer IP, UDP and VXLAN headers and 14 for the inner Ethernet header leaves 1370 (raise tunnel wg0's MTU to 1550 to carry 1500)",
+            "gw.toml:15: vxlan[0].mtu: 1500 does not fit the path to 198.18.10.2: tunnel wg0 has MTU 1420, less 36 for the outer IP, UDP and VXLAN headers and 22 for the inner Ethernet header with two VLAN tags leaves 1362 (raise tunnel wg0's MTU to 1558 to carry 1500)",
+        ],
+    ),
+    (
+        "a cross-connected port larger than its tunnel carries",
+        true,
+        "[[port]]\nname = \"lan2\"\ninterface = \"eth2\"\n\
+         [[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\n\
+         addresses = [\"198.18.10.1/30\"]\n[[vxlan]]\nname = \"vx0\"\nvni = 10\nlocal = \"198.18.10.1\"\n\
+         remote = \"198.18.10.2\"\n[[xconnect]]\nfrom = \"lan2\"\nto = \"vx0\"\n[[xconnect]]\nfrom = \"vx0\"\nto = \"lan2\"\n",
+        &[
+            "gw.toml:18: xconnect[0]: vxlan vx0 carries frames of an inner MTU of 1362, less than port lan2's MTU 1500: the segment's full-size frames would be dropped (give the path to 198.18.10.2 138 bytes more MTU, or lower port lan2's mtu)",
+            "gw.toml:21: xconnect[1]: vxlan vx0 carries frames of an inner MTU of 1362, less than port lan2's MTU 1500: the segment's full-size frames would be dropped (give the path to 198.18.10.2 138 bytes more MTU, or lower port lan2's mtu)",
         ],
     ),
     (

@@ -207,9 +207,12 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
     let mut xconnects = Vec::new();
     for (i, x) in raw.xconnects.iter().enumerate() {
         match x {
-            Item::Ok { value, .. } => {
+            Item::Ok { value, span } => {
                 match xconnect(&mut cx, value, i, &ports, &raw.vxlans, &xconnects) {
-                    Some(x) => xconnects.push(x),
+                    Some(x) => {
+                        ok &= segment_fits(&mut cx, &x, span.clone(), i, &ports, &vxlans);
+                        xconnects.push(x);
+                    }
                     None => ok = false,
                 }
             }
@@ -533,6 +536,48 @@ fn networks_apart(
         }
     }
     ok
+}
+
+/// A port cross-connected with a VXLAN tunnel: the tunnel must carry the port's
+/// full-size frames (its MTU, with up to two VLAN tags, as the tunnel's own inner
+/// MTU is reckoned), or every such frame of the segment would be dropped.
+fn segment_fits(
+    cx: &mut Ctx<'_, '_>,
+    x: &super::XconnectConfig,
+    span: Range<usize>,
+    i: usize,
+    ports: &[PortConfig],
+    vxlans: &[super::VxlanConfig],
+) -> bool {
+    use super::L2Endpoint::{Port, Vxlan};
+    let (p, v) = match (x.from, x.to) {
+        (Port(p), Vxlan(v)) | (Vxlan(v), Port(p)) => (p, v),
+        _ => return true,
+    };
+    let (Some(port), Some(vx)) = (ports.get(p), vxlans.get(v)) else {
+        return true;
+    };
+    if vx.mtu >= port.mtu {
+        return true;
+    }
+    let how = if vx.max_mtu >= port.mtu {
+        format!("raise vxlan {}'s mtu to {}", vx.name, port.mtu)
+    } else {
+        format!(
+            "give the path to {} {} bytes more MTU",
+            vx.remote,
+            port.mtu - vx.max_mtu
+        )
+    };
+    cx.err(
+        span,
+        &format!("xconnect[{i}]"),
+        format!(
+            "vxlan {} carries frames of an inner MTU of {}, less than port {}'s MTU {}: the segment's full-size frames would be dropped ({how}, or lower port {}'s mtu)",
+            vx.name, vx.mtu, port.name, port.mtu, port.name
+        ),
+    );
+    false
 }
 
 /// Whether two networks share an address: the shorter one holds the other's start.
