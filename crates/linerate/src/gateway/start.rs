@@ -293,7 +293,7 @@ fn say_port_mtus(config: &GatewayConfig) {
             );
         } else if m > u32::from(p.mtu) {
             eprintln!(
-                "linerate: warning: port {}: interface {} has MTU {m}, more than the configured {}: the port sends at most {} and drops, counted, what arrives larger",
+                "linerate: note: port {}: interface {} has MTU {m}, more than the configured {}: the port keeps to {}",
                 p.name, p.interface, p.mtu, p.mtu
             );
         }
