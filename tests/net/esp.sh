@@ -166,8 +166,6 @@ through() {
   assert "no buffer leaked on gateway b" buffers_all_back b
 }
 
-# not COMMAND...: COMMAND fails (for assert).
-not() { ! "$@"; }
 
 # esp_sa SIDE ARGS...: `linerate esp ARGS` on that gateway's socket.
 esp_sa() { local side=$1; shift; "$LINERATE" esp "$@" --socket "$LR_TMP/gw-$side.sock" >/dev/null; }

@@ -507,7 +507,6 @@ scenario_crash_restart() {
   chmod 600 "$LR_TMP/a.key"
 }
 
-not() { ! "$@"; }
 
 scenario_interop_a_initiates() { interop a; }
 scenario_interop_b_initiates() { interop b; }

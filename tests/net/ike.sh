@@ -58,8 +58,6 @@ W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 OUT_A=$W4_A OUT_B=$W4_B
 PSK="a pre-shared key for the interop tests"
 
-# not COMMAND...: COMMAND fails (for assert).
-not() { ! "$@"; }
 
 # linerate_config START(start|none) IKE ESP [PSK]: gw-a's file: its WAN and LAN,
 # the ESP tunnel to gw-b negotiated by IKE, gw-b's LAN routed into it; its child

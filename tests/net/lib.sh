@@ -34,6 +34,7 @@ assert() { # assert DESCRIPTION COMMAND...
   local desc=$1; shift
   if "$@"; then pass "$desc"; else fail "$desc"; fi
 }
+not() { ! "$@"; } # not COMMAND...: COMMAND fails (for assert)
 assert_eq() { # assert_eq DESCRIPTION EXPECTED ACTUAL
   if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
 }

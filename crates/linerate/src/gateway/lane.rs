@@ -132,10 +132,9 @@ impl Lane {
             .iter()
             .find(|p| p.id == port)
             .map_or("?", |p| p.name.as_str());
-        let mac: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
         eprintln!(
             "linerate: warning: port {name}: the station at {} claims {addr}, an address of the gateway's own (an address conflict on that network; not learned, counted as arp-input address-conflict)",
-            mac.join(":")
+            super::report::mac(&mac)
         );
     }
 

@@ -95,7 +95,7 @@ fn port_name(w: &Shown<'_>, id: PortId) -> String {
         .map_or_else(|| format!("port{}", id.0), |p| p.name.clone())
 }
 
-fn mac(m: &[u8; 6]) -> String {
+pub(super) fn mac(m: &[u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
