@@ -27,6 +27,15 @@
 #   linerate_rekeys     during a paced 100 MiB transfer linerate rekeys the child
 #                       SA (twice) and the IKE SA; nothing lost but a few packets
 #   charon_rekeys       the same with charon rekeying
+#   lost_rekey_answer_linerate_answers  charon rekeys the child SA and linerate's
+#                       answer is lost once: no ping lost while charon
+#                       retransmits (linerate seals with the new child only once
+#                       charon deletes the old one)
+#   child_made_again    charon deletes the child SA and asks for a new one in the
+#                       same IKE SA (CREATE_CHILD_SA without REKEY_SA): linerate
+#                       takes it and the tunnel carries again
+#   lost_rekey_answer_linerate_asks  the mirror: linerate rekeys, charon's
+#                       answer is lost once
 #
 # Each that brings a tunnel up: ping both ways, 100 MiB over TCP each way
 # (sha256 checked), the SAs in `linerate show ike` and `show esp`, nothing that
@@ -51,7 +60,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again)
 CHARON=/usr/lib/ipsec/charon
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 # The outer addresses: IPv4 unless a scenario says otherwise.
@@ -481,6 +490,70 @@ scenario_cookie_flood() {
 
 scenario_linerate_rekeys() { rekeying linerate; }
 scenario_charon_rekeys() { rekeying charon; }
+
+# lost_rekey_answer WHO: WHO (linerate or charon) rekeys the child SA 10 s after
+# it is up, and the first answer to it is dropped on gw-b's WAN (tests/net/
+# drop_rekey_answer.c) while host a pings host b every 20 ms for 15 s.
+lost_rekey_answer() {
+  local where
+  if [ "$1" = linerate ]; then
+    LR_REKEY=10 SW_REKEY=0 where=egress
+  else
+    LR_REKEY=0 SW_REKEY=10 where=ingress
+  fi
+  LR_IKE_REKEY=0 SW_IKE_REKEY=0
+  sw_topology
+  clang -O2 -g -target bpf -I "/usr/include/$(uname -m)-linux-gnu" \
+    -c tests/net/drop_rekey_answer.c -o "$LR_TMP/drop_rekey_answer.o"
+  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_start
+  gw_start a
+  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  in_ns "$NS_GB" tc qdisc add dev wan clsact
+  in_ns "$NS_GB" tc filter add dev wan "$where" bpf da obj "$LR_TMP/drop_rekey_answer.o" sec tc
+  local out sent got
+  out=$(in_ns "$NS_HA" ping -n -q -c 750 -i 0.02 -W 2 "$H4_B" 2>&1 || true)
+  sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' <<<"$out")
+  got=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' <<<"$out")
+  log "    pings: $sent sent, $got answered, $((sent - got)) lost"
+  assert "the child SA was rekeyed" grep -q "rekeys [0-9a-f]*_i" "$LR_TMP/gw-a.log"
+  if [ "$1" = linerate ]; then
+    assert "charon's answer was lost and linerate asked again" \
+      wait_until 10 "the retransmission" grep -q "received retransmit of request with ID" "$LR_TMP/sw/charon.log"
+  else
+    assert "linerate's answer was lost and charon asked again" \
+      wait_until 10 "the retransmission" grep -q "retransmit 1 of request" "$LR_TMP/sw/charon.log"
+    assert "linerate sealed with the new child once charon deleted the old one" \
+      grep -q "removed, [0-9a-f]*_o seals" "$LR_TMP/gw-a.log"
+  fi
+  assert "no ping lost to the lost answer (at most 2 of 750)" test $((sent - got)) -le 2
+  assert "show esp: one outbound and one inbound SA left" \
+    wait_until 5 "the old child to go" eval '[ "$(gw_show a esp | grep -c "^  \(in\|out\|standby\) spi")" -eq 2 ]'
+  assert "the tunnel still carries" ping_ok "$NS_HA" "$H4_B" 3 10
+}
+
+scenario_child_made_again() {
+  sw_topology
+  linerate_config none aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  gw_start a
+  charon_start
+  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
+  swanctl_ok --terminate --child site
+  assert "charon deleted the child SA, and linerate took it out" \
+    wait_until 10 "the child to go" not ike_line "child: in SPI"
+  swanctl_ok --initiate --child site
+  assert "charon's new child SA in the same IKE SA is taken" wait_until 10 "the child SA" child_installed
+  assert "show ike: one IKE SA with the child" ike_line "child: in SPI"
+  assert "host a pings host b again" ping_ok "$NS_HA" "$H4_B" 3 10
+  assert "show esp: one outbound and one inbound SA" \
+    test "$(gw_show a esp | grep -c "^  \(in\|out\|standby\) spi")" -eq 2
+}
+
+scenario_lost_rekey_answer_linerate_answers() { lost_rekey_answer charon; }
+scenario_lost_rekey_answer_linerate_asks() { lost_rekey_answer linerate; }
 
 [ -x "$CHARON" ] || die "$CHARON is missing (make setup installs strongSwan)"
 # Sourced (tests/ike/capture_strongswan.sh): the functions only.

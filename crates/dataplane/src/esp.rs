@@ -269,6 +269,11 @@ pub struct EspTunnel {
     /// The largest inner packet; larger ones are answered as for any too-small link.
     pub mtu: usize,
     pub(crate) outbound: Option<Arc<OutboundSa>>,
+    /// Outbound SAs installed but not sealing: a rekeyed child whose peer may not
+    /// hold its inbound half yet (it seals once the peer shows it does), or an
+    /// older child still alive at the peer. Each keeps its sequence number, so one
+    /// that seals again never repeats a number the peer has seen.
+    pub(crate) standby: Vec<Arc<OutboundSa>>,
     /// This worker's packets on `outbound` not yet in its usage.
     out_tally: Tally,
     /// `local_ts` and `remote_ts` as the packet path checks them.
@@ -297,6 +302,7 @@ impl EspTunnel {
             encap,
             mtu,
             outbound: None,
+            standby: Vec::new(),
             out_tally: Tally::default(),
             outer: outer_header(local, remote, encap),
             local_set: PrefixSet::new(&local_ts),
@@ -320,6 +326,27 @@ impl EspTunnel {
 
     pub fn outbound(&self) -> Option<&Arc<OutboundSa>> {
         self.outbound.as_ref()
+    }
+
+    /// The outbound SAs installed but not sealing.
+    pub fn standby(&self) -> &[Arc<OutboundSa>] {
+        &self.standby
+    }
+
+    fn take_standby(&mut self, spi: u32) -> Result<Arc<OutboundSa>, EspError> {
+        let i = self
+            .standby
+            .iter()
+            .position(|sa| sa.spi == spi)
+            .ok_or(EspError::NoOutSa { spi })?;
+        Ok(self.standby.remove(i))
+    }
+
+    fn has_outbound_spi(&self, spi: u32) -> bool {
+        self.outbound
+            .iter()
+            .chain(&self.standby)
+            .any(|sa| sa.spi == spi)
     }
 }
 
@@ -439,6 +466,54 @@ impl EspTunnels {
             .get_mut(usize::from(id.0))
             .ok_or(EspError::NoTunnel)?;
         Ok(t.outbound.take().is_some())
+    }
+
+    /// Installs `sa` beside the sealing one without sealing with it yet.
+    pub fn add_standby_outbound(
+        &mut self,
+        id: EspTunnelId,
+        sa: Arc<OutboundSa>,
+    ) -> Result<(), EspError> {
+        let t = self.tunnel_mut(id)?;
+        if t.has_outbound_spi(sa.spi) {
+            return Err(EspError::DuplicateOutSpi { spi: sa.spi });
+        }
+        t.standby.push(sa);
+        Ok(())
+    }
+
+    /// Seals the tunnel's packets with its standby SA `spi` from now on; the one
+    /// sealing before stays installed, standing by. Sealing already: nothing to do.
+    pub fn seal_with(&mut self, id: EspTunnelId, spi: u32) -> Result<(), EspError> {
+        self.flush();
+        let t = self.tunnel_mut(id)?;
+        if t.outbound.as_ref().is_some_and(|sa| sa.spi == spi) {
+            return Ok(());
+        }
+        let sa = t.take_standby(spi)?;
+        if let Some(old) = t.outbound.replace(sa) {
+            t.standby.push(old);
+        }
+        Ok(())
+    }
+
+    /// Takes the outbound SA `spi` out, sealing or standing by; when it was
+    /// sealing, packets are dropped (`no-sa`) until another seals.
+    pub fn remove_outbound(&mut self, id: EspTunnelId, spi: u32) -> Result<(), EspError> {
+        self.flush();
+        let t = self.tunnel_mut(id)?;
+        if t.outbound.as_ref().is_some_and(|sa| sa.spi == spi) {
+            t.outbound = None;
+        } else {
+            t.take_standby(spi)?;
+        }
+        Ok(())
+    }
+
+    fn tunnel_mut(&mut self, id: EspTunnelId) -> Result<&mut EspTunnel, EspError> {
+        self.tunnels
+            .get_mut(usize::from(id.0))
+            .ok_or(EspError::NoTunnel)
     }
 
     /// Stops taking packets for `spi` to the tunnel's local address (they are
@@ -591,6 +666,10 @@ pub enum EspChange {
     ClearOutbound(EspTunnelId),
     AddInbound(EspTunnelId, Arc<InboundSa>),
     RemoveInbound(EspTunnelId, u32),
+    /// An outbound SA installed without sealing (`EspTunnels::add_standby_outbound`).
+    AddStandbyOutbound(EspTunnelId, Arc<OutboundSa>),
+    SealWith(EspTunnelId, u32),
+    RemoveOutbound(EspTunnelId, u32),
 }
 
 impl EspChange {
@@ -613,12 +692,7 @@ impl EspChange {
             }
             EspChange::SetOutbound(id, sa) => {
                 table.set_outbound(*id, sa.clone())?;
-                Ok(format!(
-                    "esp {}: out SA {:#x} {}",
-                    name(table, *id),
-                    sa.spi,
-                    sa.alg()
-                ))
+                Ok(added(&name(table, *id), "out", sa.spi, sa.alg(), ""))
             }
             EspChange::ClearOutbound(id) => {
                 let had = table.clear_outbound(*id)?;
@@ -634,19 +708,37 @@ impl EspChange {
             }
             EspChange::AddInbound(id, sa) => {
                 table.add_inbound(*id, sa.clone())?;
-                Ok(format!(
-                    "esp {}: in SA {:#x} {}",
-                    name(table, *id),
-                    sa.spi,
-                    sa.alg()
-                ))
+                Ok(added(&name(table, *id), "in", sa.spi, sa.alg(), ""))
             }
             EspChange::RemoveInbound(id, spi) => {
                 table.remove_inbound(*id, *spi)?;
                 Ok(format!("esp {}: in SA {spi:#x} removed", name(table, *id)))
             }
+            EspChange::AddStandbyOutbound(id, sa) => {
+                table.add_standby_outbound(*id, sa.clone())?;
+                Ok(added(
+                    &name(table, *id),
+                    "out",
+                    sa.spi,
+                    sa.alg(),
+                    " standing by",
+                ))
+            }
+            EspChange::SealWith(id, spi) => {
+                table.seal_with(*id, *spi)?;
+                Ok(format!("esp {}: out SA {spi:#x} seals", name(table, *id)))
+            }
+            EspChange::RemoveOutbound(id, spi) => {
+                table.remove_outbound(*id, *spi)?;
+                Ok(format!("esp {}: out SA {spi:#x} removed", name(table, *id)))
+            }
         }
     }
+}
+
+/// What an SA installed says in the log.
+fn added(tunnel: &str, direction: &str, spi: u32, alg: EspAlgorithm, how: &str) -> String {
+    format!("esp {tunnel}: {direction} SA {spi:#x} {alg}{how}")
 }
 
 /// Why a tunnel or an SA was refused; nothing changed.
@@ -663,6 +755,14 @@ pub enum EspError {
         local: IpAddr,
     },
     ReservedSpi(u32),
+    /// No outbound SA of the tunnel, sealing or standing by, has this SPI.
+    NoOutSa {
+        spi: u32,
+    },
+    /// An outbound SA of the tunnel has this SPI already.
+    DuplicateOutSpi {
+        spi: u32,
+    },
     /// No inbound SA of the tunnel has this SPI.
     NoSa {
         spi: u32,
@@ -687,6 +787,12 @@ impl fmt::Display for EspError {
             EspError::Duplicate { name } => write!(f, "esp {name}: a tunnel of that name exists"),
             EspError::DuplicateSpi { spi, local } => {
                 write!(f, "inbound SPI {spi:#x} to {local} is taken")
+            }
+            EspError::NoOutSa { spi } => {
+                write!(f, "the tunnel has no outbound SA with SPI {spi:#x}")
+            }
+            EspError::DuplicateOutSpi { spi } => {
+                write!(f, "the tunnel has an outbound SA with SPI {spi:#x}")
             }
             EspError::ReservedSpi(spi) => {
                 write!(f, "SPI {spi:#x} is reserved (RFC 4303: 256 and up)")

@@ -22,6 +22,9 @@ pub struct Timers {
     pub child_rekey: Option<Duration>,
     /// The same for the IKE SA.
     pub ike_rekey: Option<Duration>,
+    /// With a NAT in front of us, a NAT keepalive (RFC 3948 section 2.3) this
+    /// often, so that the NAT's mapping outlives a quiet tunnel. None: none.
+    pub nat_keepalive: Option<Duration>,
 }
 
 impl Default for Timers {
@@ -32,6 +35,7 @@ impl Default for Timers {
             dpd: Some(Duration::from_secs(30)),
             child_rekey: Some(Duration::from_secs(3600)),
             ike_rekey: Some(Duration::from_secs(4 * 3600)),
+            nat_keepalive: Some(Duration::from_secs(20)),
         }
     }
 }

@@ -69,7 +69,11 @@ impl Endpoint {
             .ok_or_else(|| format!("no connection named '{name}'"))?;
         let local = SocketAddr::new(conn.local_addr, IKE_PORT);
         let remote = SocketAddr::new(conn.remote_addr, IKE_PORT);
-        let (sa, out) = IkeSa::initiate(conn, local, remote, now);
+        let alone = !self.sas.values().any(|s| s.connection().name == name);
+        let (mut sa, out) = IkeSa::initiate(conn, local, remote, now);
+        // INITIAL_CONTACT says the new SA is our only one with the peer: not so
+        // when the operator starts a second.
+        sa.set_initial_contact(alone);
         self.sas.insert(sa.our_spi(), sa);
         Ok(out)
     }
@@ -135,11 +139,47 @@ impl Endpoint {
         remote: SocketAddr,
         now: Instant,
     ) -> Output {
-        let out = match self.sas.get_mut(&ours) {
+        let mut out = match self.sas.get_mut(&ours) {
             Some(sa) => sa.receive(msg, local, remote, now),
             None => return Output::dropped("unknown-spi"),
         };
         self.adopt_successors();
+        if self
+            .sas
+            .get_mut(&ours)
+            .is_some_and(IkeSa::take_peer_started_afresh)
+        {
+            out.append(self.forget_all_but(ours));
+        }
+        out
+    }
+
+    /// Forgets every other IKE SA of `ours`'s connection: the peer restarted
+    /// (INITIAL_CONTACT, RFC 7296 section 2.4) and holds none of them, so their
+    /// children would only swallow what is routed into them.
+    fn forget_all_but(&mut self, ours: u64) -> Output {
+        let mut out = Output::default();
+        let Some(name) = self.sas.get(&ours).map(|s| s.connection().name.clone()) else {
+            return out;
+        };
+        for (_, sa) in self
+            .sas
+            .iter_mut()
+            // Only authenticated SAs: INITIAL_CONTACT speaks for the identity, and
+            // half-open ones have none yet.
+            .filter(|(spi, s)| {
+                **spi != ours
+                    && s.connection().name == name
+                    && matches!(
+                        s.state(),
+                        State::Established | State::Rekeyed | State::Deleting
+                    )
+            })
+        {
+            out.append(sa.forget(format!(
+                "{name}: the peer started afresh (INITIAL_CONTACT); an IKE SA from before is forgotten"
+            )));
+        }
         out
     }
 

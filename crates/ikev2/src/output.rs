@@ -20,10 +20,26 @@ pub struct Datagram {
     pub message: Vec<u8>,
 }
 
+/// A NAT keepalive's one byte (RFC 3948 section 2.3): never an IKE message,
+/// which is 28 bytes at least, so it travels without the marker.
+pub const NAT_KEEPALIVE: [u8; 1] = [0xff];
+
 impl Datagram {
-    /// The UDP payload: the message, behind the non-ESP marker on port 4500.
+    /// A NAT keepalive from `local` to `remote` (port 4500 both).
+    pub fn keepalive(local: SocketAddr, remote: SocketAddr) -> Datagram {
+        Datagram {
+            local,
+            remote,
+            message: NAT_KEEPALIVE.to_vec(),
+        }
+    }
+
+    /// The UDP payload: the message, behind the non-ESP marker on port 4500 (a
+    /// keepalive as it is).
     pub fn payload(&self) -> Vec<u8> {
-        if self.local.port() == NAT_T_PORT || self.remote.port() == NAT_T_PORT {
+        if self.message == NAT_KEEPALIVE {
+            self.message.clone()
+        } else if self.local.port() == NAT_T_PORT || self.remote.port() == NAT_T_PORT {
             [&NON_ESP_MARKER[..], &self.message].concat()
         } else {
             self.message.clone()
@@ -52,6 +68,12 @@ pub struct ChildSa {
     /// The child SA this one rekeys (inbound SPI, outbound SPI): install this one
     /// beside it; the old one goes with its own `ChildDown`.
     pub replaces: Option<(u32, u32)>,
+    /// We answered the peer's rekey: it installs its inbound half of this child
+    /// when our answer arrives, and that answer may be lost. Seal with this child
+    /// only once the peer shows it has it: its delete of the child this one
+    /// replaces (RFC 7296 section 2.8: the initiator deletes the old one once it
+    /// has the new). Until then the old child seals.
+    pub seal_after_replaced_goes: bool,
 }
 
 impl core::fmt::Debug for ChildSa {
@@ -63,6 +85,8 @@ impl core::fmt::Debug for ChildSa {
             .field("inbound_spi", &format_args!("{:08x}", self.inbound_spi))
             .field("outbound_spi", &format_args!("{:08x}", self.outbound_spi))
             .field("udp_encap", &self.udp_encap)
+            .field("replaces", &self.replaces)
+            .field("seal_after_replaced_goes", &self.seal_after_replaced_goes)
             .finish_non_exhaustive()
     }
 }

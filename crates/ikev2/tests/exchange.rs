@@ -109,6 +109,7 @@ fn conn(name: &str, local: &str, remote: &str, side: &Side, start: bool) -> Arc<
             dpd: Some(Duration::from_secs(10)),
             child_rekey: side.child_rekey.map(Duration::from_secs),
             ike_rekey: side.ike_rekey.map(Duration::from_secs),
+            nat_keepalive: Some(Duration::from_secs(20)),
         },
     })
 }
@@ -919,4 +920,115 @@ fn a_key_that_is_not_the_certificates_is_refused() {
         PrivateKey::from_pem(&cert_file("gw-b.key"), &other).is_err(),
         "same kind, other key"
     );
+}
+
+#[test]
+fn the_end_that_answers_a_rekey_seals_with_it_once_the_old_child_is_deleted() {
+    let mut p = Pair::new(
+        Side {
+            child_rekey: Some(20),
+            ..Side::default()
+        },
+        Side::default(),
+    );
+    p.start();
+    p.live(25);
+    assert_rekeyed_children_match(&p, 1);
+    let (asked, answered) = (children_up(&p.a_events), children_up(&p.b_events));
+    // The asking end has the answer, so the peer has the new child: it seals now.
+    assert!(!asked[1].seal_after_replaced_goes);
+    // The answering end waits for the delete of the child the rekey replaces,
+    // and that delete came.
+    assert!(answered[1].seal_after_replaced_goes);
+    let old = answered[1].replaces.expect("a rekey");
+    assert!(children_down(&p.b_events).contains(&old));
+    assert!(!answered[0].seal_after_replaced_goes);
+}
+
+#[test]
+fn a_restarted_peer_s_initial_contact_ends_the_sa_from_before() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    p.start();
+    assert_children_match(&p);
+    let first = child(&p.b_events).expect("b's child").inbound_spi;
+    // a restarts: a new endpoint, nothing of the old SA left, and starts again.
+    p.a = Endpoint::new(vec![conn("a-to-b", A, B, &Side::default(), true)], p.now);
+    p.a_events.clear();
+    p.b_events.clear();
+    p.start();
+    assert_children_match(&p);
+    let gone = children_down(&p.b_events);
+    assert_eq!(gone.len(), 1, "b took the old child down");
+    assert_eq!(gone[0].0, first);
+    assert!(
+        closed(&p.b_events).is_some_and(|r| r.contains("INITIAL_CONTACT")),
+        "{:?}",
+        p.b_events
+    );
+    assert_eq!(p.b.summaries(p.now).len(), 1, "b holds one IKE SA");
+}
+
+/// Delivers datagrams as `Pair::run` does with a NAT in front of a: what a sends
+/// reaches b from `outside` (port + 40000), what b sends there reaches a.
+fn run_behind_nat(p: &mut Pair, mut from_a: Vec<Datagram>, outside: &str) {
+    let outside: std::net::IpAddr = outside.parse().unwrap();
+    let a_addr: std::net::IpAddr = A.parse().unwrap();
+    for _ in 0..50 {
+        if from_a.is_empty() {
+            return;
+        }
+        let mut from_b = Vec::new();
+        for d in std::mem::take(&mut from_a) {
+            let src = std::net::SocketAddr::new(outside, d.local.port() + 40000);
+            let out = p.b.receive(&d.payload(), d.remote, src, p.now);
+            from_b.extend(out.datagrams);
+            p.b_events.extend(out.events);
+        }
+        for d in from_b {
+            assert_eq!(d.remote.ip(), outside, "b answers the NAT's address");
+            let dst = std::net::SocketAddr::new(a_addr, d.remote.port() - 40000);
+            let out = p.a.receive(&d.payload(), dst, d.local, p.now);
+            from_a.extend(out.datagrams);
+            p.a_events.extend(out.events);
+        }
+    }
+    panic!("the exchange did not settle");
+}
+
+#[test]
+fn behind_a_nat_the_end_in_front_of_it_sends_keepalives() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    // b knows a by the NAT's address, and by its identity.
+    let d = Side::default();
+    let b_side = Side {
+        local_net: d.remote_net,
+        remote_net: d.local_net,
+        ..Side::default()
+    };
+    let mut c = Arc::try_unwrap(conn("b-to-a", B, "198.18.9.9", &b_side, false))
+        .ok()
+        .unwrap();
+    c.remote_id = Some(parse_identity(A).unwrap());
+    p.b = Endpoint::new(vec![Arc::new(c)], p.now);
+    let out = p.a.tick(p.now);
+    run_behind_nat(&mut p, out.datagrams, "198.18.9.9");
+    assert_children_match(&p);
+    assert_eq!(child(&p.a_events).unwrap().udp_encap, Some((4500, 4500)));
+    let keepalives = |o: &Output| o.datagrams.iter().filter(|d| d.payload() == [0xff]).count();
+    // Nothing for 19 s; at 20 s a's first keepalive, from and to port 4500.
+    let (a_out, b_out) = p.advance(Duration::from_secs(19));
+    assert_eq!(keepalives(&a_out), 0);
+    assert_eq!(keepalives(&b_out), 0);
+    let (a_out, b_out) = p.advance(Duration::from_secs(1));
+    assert_eq!(keepalives(&a_out), 1);
+    let k = a_out
+        .datagrams
+        .iter()
+        .find(|d| d.payload() == [0xff])
+        .unwrap();
+    assert_eq!((k.local.port(), k.remote.port()), (4500, 4500));
+    // b has no NAT in front of it: it keeps no mapping alive.
+    assert_eq!(keepalives(&b_out), 0);
+    let (a_out, _) = p.advance(Duration::from_secs(20));
+    assert_eq!(keepalives(&a_out), 1, "every 20 s");
 }

@@ -154,10 +154,12 @@ impl IkeSa {
             inner.push(Payload::IdR(r.clone()));
         }
         inner.push(Payload::Auth(self.our_auth()));
-        inner.push(Payload::Notify(Notify::new(
-            notify::INITIAL_CONTACT,
-            Vec::new(),
-        )));
+        if self.initial_contact {
+            inner.push(Payload::Notify(Notify::new(
+                notify::INITIAL_CONTACT,
+                Vec::new(),
+            )));
+        }
         let spi = self.child_spi_in.to_be_bytes().to_vec();
         let proposals = self
             .conn
@@ -329,6 +331,7 @@ impl IkeSa {
             local_ts,
             remote_ts,
             replaces: None,
+            seal_after_replaced_goes: false,
         }
     }
 }

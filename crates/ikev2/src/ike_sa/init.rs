@@ -144,7 +144,7 @@ impl IkeSa {
         self.spi_r = h.spi_r;
         self.nr = nr.clone();
         self.install_ike_keys(chosen, &shared);
-        self.behind_nat = self.detect_nat(payloads, self.spi_r);
+        (self.behind_nat, self.nat_ours) = self.detect_nat(payloads, self.spi_r);
         self.init_response = msg.to_vec();
         self.outstanding = None;
         if self.behind_nat {

@@ -100,6 +100,18 @@ pub struct IkeSa {
     init_response: Vec<u8>,
     /// A NAT between us (or encapsulation forced): IKE on port 4500, ESP in UDP.
     behind_nat: bool,
+    /// The NAT is in front of us (the peer's NAT_DETECTION_DESTINATION_IP does
+    /// not hash to our address): our side keeps its mapping alive.
+    nat_ours: bool,
+    /// When the next NAT keepalive goes, once established with `nat_ours`.
+    keepalive_at: Option<Instant>,
+    /// The peer authenticated with INITIAL_CONTACT: it holds no other IKE SA
+    /// with us (it restarted), so ours from before are dead. For the endpoint,
+    /// once.
+    peer_started_afresh: bool,
+    /// Our IKE_AUTH request says INITIAL_CONTACT: we hold no other IKE SA with
+    /// the peer.
+    initial_contact: bool,
     next_request_id: u32,
     expected_request_id: u32,
     outstanding: Option<Outstanding>,
@@ -228,6 +240,10 @@ impl IkeSa {
             init_request: Vec::new(),
             init_response: Vec::new(),
             behind_nat: false,
+            nat_ours: false,
+            keepalive_at: None,
+            peer_started_afresh: false,
+            initial_contact: true,
             next_request_id: 0,
             expected_request_id: 0,
             outstanding: None,
@@ -315,8 +331,9 @@ impl IkeSa {
     }
 
     /// Whether the peer's NAT detection notifies show a NAT (or forced
-    /// encapsulation); false when it sent none (then it cannot do NAT traversal).
-    fn detect_nat(&self, payloads: &[Payload], spi_r: u64) -> bool {
+    /// encapsulation), and whether it is in front of us; false when it sent none
+    /// (then it cannot do NAT traversal).
+    fn detect_nat(&self, payloads: &[Payload], spi_r: u64) -> (bool, bool) {
         let sources: Vec<&[u8]> = payloads
             .iter()
             .filter_map(|p| match p {
@@ -327,13 +344,13 @@ impl IkeSa {
             })
             .collect();
         let Some(dest) = notify_of(payloads, notify::NAT_DETECTION_DESTINATION_IP) else {
-            return false;
+            return (false, false);
         };
         let peer_moved = !sources
             .iter()
             .any(|s| *s == nat::hash(self.spi_i, spi_r, self.remote).as_slice());
         let we_moved = dest.data != nat::hash(self.spi_i, spi_r, self.local);
-        peer_moved || we_moved || self.conn.encap
+        (peer_moved || we_moved || self.conn.encap, we_moved)
     }
 
     fn header(&self, exchange: u8, response: bool, message_id: u32) -> Header {
@@ -407,6 +424,25 @@ impl IkeSa {
         if !quiet {
             out.events.push(Event::Closed { reason });
         }
+    }
+
+    /// Whether our IKE_AUTH request says INITIAL_CONTACT (by default it does).
+    pub fn set_initial_contact(&mut self, on: bool) {
+        self.initial_contact = on;
+    }
+
+    /// Whether the peer said, once authenticated, that this is its only IKE SA
+    /// with us (INITIAL_CONTACT); once.
+    pub fn take_peer_started_afresh(&mut self) -> bool {
+        std::mem::take(&mut self.peer_started_afresh)
+    }
+
+    /// Ends the SA without a word to the peer, which no longer holds it (it
+    /// restarted): its children go.
+    pub fn forget(&mut self, reason: String) -> Output {
+        let mut out = Output::default();
+        self.close(reason, &mut out);
+        out
     }
 
     /// The IKE SA a rekey made of this one, once.
@@ -582,6 +618,19 @@ impl IkeSa {
     pub fn tick(&mut self, now: Instant) -> Output {
         let mut out = Output::default();
         let timers = self.conn.timers.clone();
+        // Keepalives go whatever else is under way: the NAT forgets a quiet
+        // mapping as surely during a retransmission as outside one.
+        if let (State::Established, true, Some(every)) =
+            (self.state, self.nat_ours, timers.nat_keepalive)
+        {
+            let since = self.established_at.unwrap_or(now);
+            let due = *self.keepalive_at.get_or_insert(since + every);
+            if now >= due {
+                out.datagrams
+                    .push(Datagram::keepalive(self.local, self.remote));
+                self.keepalive_at = Some(now + every);
+            }
+        }
         if let Some(o) = &mut self.outstanding {
             let wait = timers.retransmit_base * 2u32.saturating_pow(o.tries - 1);
             if now.saturating_duration_since(o.sent_at) >= wait {

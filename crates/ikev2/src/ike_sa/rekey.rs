@@ -206,7 +206,7 @@ impl IkeSa {
         Ok((child, new))
     }
 
-    // ----- Either rekey, as the end that answers -----
+    // ----- Either rekey, or a child SA afresh, as the end that answers -----
 
     pub(super) fn on_create_child_sa_request(
         &mut self,
@@ -223,17 +223,22 @@ impl IkeSa {
         if proposals.iter().any(|p| p.protocol == protocol::IKE) {
             return self.on_ike_rekey_request(id, inner, now);
         }
-        let Some(rekey) = notify_of(inner, notify::REKEY_SA) else {
-            // One child SA per tunnel: a second one is not taken.
-            return self.answer_notify(id, notify::NO_ADDITIONAL_SAS);
-        };
-        let Some(old) = self
-            .children
-            .iter()
-            .copied()
-            .find(|c| spi32(&rekey.spi) == Some(c.outbound))
-        else {
-            return self.answer_notify(id, notify::CHILD_SA_NOT_FOUND);
+        // A rekey names the child it replaces. Without one, the request makes a
+        // child SA afresh: taken when the IKE SA has none (the peer deleted it,
+        // or let it expire, and starts again), refused beside one (one child SA
+        // per tunnel).
+        let old = match notify_of(inner, notify::REKEY_SA) {
+            Some(rekey) => match self
+                .children
+                .iter()
+                .copied()
+                .find(|c| spi32(&rekey.spi) == Some(c.outbound))
+            {
+                Some(old) => Some(old),
+                None => return self.answer_notify(id, notify::CHILD_SA_NOT_FOUND),
+            },
+            None if self.children.is_empty() => None,
+            None => return self.answer_notify(id, notify::NO_ADDITIONAL_SAS),
         };
         let ke = inner.ke();
         let (Some(ni), Some((tsi, tsr))) = (inner.nonce(), traffic_selectors(inner)) else {
@@ -286,7 +291,8 @@ impl IkeSa {
             remote_ts.clone(),
             exchange,
         );
-        child.replaces = Some((old.inbound, old.outbound));
+        child.replaces = old.map(|o| (o.inbound, o.outbound));
+        child.seal_after_replaced_goes = old.is_some();
         let mut reply = vec![
             Payload::Sa(vec![chosen.to_proposal(
                 Kind::Esp,
@@ -501,6 +507,7 @@ impl IkeSa {
         sa.install_keys_from_seed(chosen, &seed);
         sa.state = State::Established;
         sa.behind_nat = self.behind_nat;
+        sa.nat_ours = self.nat_ours;
         sa.established_at = Some(now);
         sa.ike_rekey_at = Self::rekey_time(now, self.conn.timers.ike_rekey);
         sa.children = std::mem::take(&mut self.children);

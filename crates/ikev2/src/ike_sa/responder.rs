@@ -73,7 +73,7 @@ impl IkeSa {
         sa.spi_r = random_spi64();
         sa.ni = ni.clone();
         sa.nr = random_bytes(NONCE_LEN);
-        sa.behind_nat = sa.detect_nat(&payloads, 0);
+        (sa.behind_nat, sa.nat_ours) = sa.detect_nat(&payloads, 0);
         let ke_out = KeyExchange {
             group: group.id(),
             data: dh.public().to_vec(),
@@ -121,6 +121,7 @@ impl IkeSa {
         let mut reply = vec![Payload::IdR(self.conn.local_id.clone())];
         reply.extend(self.our_certificates());
         reply.push(Payload::Auth(self.our_auth()));
+        self.peer_started_afresh = notify_of(inner, notify::INITIAL_CONTACT).is_some();
         self.established(now, &mut out);
         let child = self.child_from_request(inner);
         match child {

@@ -54,7 +54,9 @@ fn row(tunnel: &str, direction: &'static str, sa: SaParts<'_>, detail: String) -
     }
 }
 
-fn outbound(tunnel: &str, sa: &OutboundSa) -> SaRow {
+/// An outbound SA's row; `direction` is "out" for the one sealing, "standby" for
+/// one installed beside it.
+fn outbound(tunnel: &str, direction: &'static str, sa: &OutboundSa) -> SaRow {
     let parts = SaParts {
         spi: sa.spi,
         algorithm: sa.alg().name(),
@@ -63,7 +65,7 @@ fn outbound(tunnel: &str, sa: &OutboundSa) -> SaRow {
         counters: &sa.counters,
     };
     let detail = with_lifetime(format!("next seq {}", sa.next_seq()), &sa.lifetime);
-    row(tunnel, "out", parts, detail)
+    row(tunnel, direction, parts, detail)
 }
 
 fn inbound(tunnel: &str, sa: &InboundSa) -> SaRow {
@@ -96,13 +98,17 @@ fn with_lifetime(detail: String, l: &ipsec::Lifetime) -> String {
     format!("{detail}, lifetime {}", parts.join(", "))
 }
 
-/// Every SA of every ESP tunnel: each tunnel's outbound SA, then its inbound ones.
+/// Every SA of every ESP tunnel: each tunnel's outbound SA, those standing by,
+/// then its inbound ones.
 pub fn rows(cx: &Context) -> Vec<SaRow> {
     let esp = cx.esp();
     let mut out = Vec::new();
     for (id, t) in esp.iter() {
         if let Some(sa) = t.outbound() {
-            out.push(outbound(&t.name, sa));
+            out.push(outbound(&t.name, "out", sa));
+        }
+        for sa in t.standby() {
+            out.push(outbound(&t.name, "standby", sa));
         }
         for (_, sa) in esp.inbound_sas().filter(|(tid, _)| *tid == id) {
             out.push(inbound(&t.name, sa));

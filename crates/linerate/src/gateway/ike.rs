@@ -7,7 +7,6 @@
 //! `show ike` after each step.
 
 use super::worker::GatewayControl;
-use crate::esp_control::{EspRequest, SaDirection};
 use crate::gateway_config::{EspConfig, GatewayConfig, IkeAuth};
 use dataplane::esp::{Encapsulation, SaSpec};
 use dataplane::ike::IkeDatagram;
@@ -42,10 +41,35 @@ pub struct IkeWork {
     pub datagrams: Vec<(u16, SocketAddr, Vec<u8>)>,
 }
 
+/// One change to a tunnel's ESP, by the tunnel's name.
 pub enum IkeEspChange {
     /// How the tunnel's ESP travels from now on (NAT detection's answer).
     Encapsulation(String, Encapsulation),
-    Sa(EspRequest),
+    AddInbound(String, SaSpec),
+    RemoveInbound(String, u32),
+    /// A child's outbound SA, installed standing by: it seals once `Seal` names it.
+    AddOutbound(String, SaSpec),
+    Seal(String, u32),
+    RemoveOutbound(String, u32),
+}
+
+/// A child SA installed in a tunnel.
+struct Installed {
+    inbound: u32,
+    outbound: u32,
+    /// The child (inbound SPI, outbound SPI) whose going makes this one seal: we
+    /// answered the rekey that made this one, and the peer shows it has this one
+    /// by deleting that one (`ChildSa::seal_after_replaced_goes`).
+    seals_after: Option<(u32, u32)>,
+}
+
+/// A tunnel's child SAs: more than one while a rekey hands over, or while the
+/// peer keeps a second IKE SA (after a restart) whose child it may still use.
+#[derive(Default)]
+struct TunnelChildren {
+    children: Vec<Installed>,
+    /// The outbound SPI sealing.
+    sealing: Option<u32>,
 }
 
 /// What `show ike` prints, as of the key exchange's last step.
@@ -130,6 +154,7 @@ fn connection(e: &EspConfig) -> Result<Arc<Connection>, String> {
             dpd: (k.dpd_delay > 0).then(|| Duration::from_secs(u64::from(k.dpd_delay))),
             child_rekey: seconds(k.rekey_time),
             ike_rekey: seconds(k.ike_rekey_time),
+            nat_keepalive: seconds(k.nat_keepalive),
         },
     }))
 }
@@ -164,9 +189,8 @@ pub fn spawn(
 
 struct KeyExchange {
     endpoint: Endpoint,
-    /// Per tunnel: its child SAs installed (inbound SPI, outbound SPI), the one
-    /// sealing last; more than one while a rekey hands over.
-    installed: HashMap<String, Vec<(u32, u32)>>,
+    /// Per tunnel: its child SAs installed.
+    installed: HashMap<String, TunnelChildren>,
     to_worker: Sender<(GatewayControl, SyncSender<String>)>,
     waker: Arc<Waker>,
     status: Arc<Mutex<IkeStatus>>,
@@ -228,83 +252,8 @@ impl KeyExchange {
                 Event::ChildDown {
                     inbound_spi,
                     outbound_spi,
-                } => {
-                    let pair = (inbound_spi, outbound_spi);
-                    let tunnel = self
-                        .installed
-                        .iter()
-                        .find(|(_, v)| v.contains(&pair))
-                        .map(|(k, _)| k.clone());
-                    if let Some(t) = tunnel {
-                        let list = self.installed.get_mut(&t).expect("found above");
-                        let sealing = list.last() == Some(&pair);
-                        list.retain(|p| *p != pair);
-                        self.log(format!(
-                            "{t}: child SA {inbound_spi:08x}_i {outbound_spi:08x}_o removed"
-                        ));
-                        work.esp.extend(remove(&t, inbound_spi, sealing));
-                    }
-                }
-                Event::ChildUp(c) => {
-                    let t = c.connection.clone();
-                    // A fresh child (not a rekey) replaces whatever the tunnel had:
-                    // the SA that made those is gone.
-                    if c.replaces.is_none() {
-                        for (old_in, _) in self.installed.remove(&t).unwrap_or_default() {
-                            work.esp.extend(remove(&t, old_in, false));
-                        }
-                    }
-                    if c.local_ts.len() != 1 || c.remote_ts.len() != 1 {
-                        self.log(format!(
-                            "{t}: the peer narrowed the traffic selectors; the tunnel keeps its own"
-                        ));
-                    }
-                    let encap = match c.udp_encap {
-                        Some((local_port, remote_port)) => Encapsulation::Udp {
-                            local_port,
-                            remote_port,
-                        },
-                        None => Encapsulation::None,
-                    };
-                    work.esp.push(IkeEspChange::Encapsulation(t.clone(), encap));
-                    let spec = |spi, keymat| SaSpec {
-                        spi,
-                        alg: c.algorithm,
-                        keymat,
-                        esn: c.esn,
-                        replay_window: ipsec::DEFAULT_WINDOW,
-                        lifetime: ipsec::Lifetime::default(),
-                    };
-                    work.esp.push(IkeEspChange::Sa(EspRequest::Add {
-                        tunnel: t.clone(),
-                        direction: SaDirection::In,
-                        sa: spec(c.inbound_spi, c.inbound_keys.clone()),
-                    }));
-                    work.esp.push(IkeEspChange::Sa(EspRequest::Add {
-                        tunnel: t.clone(),
-                        direction: SaDirection::Out,
-                        sa: spec(c.outbound_spi, c.outbound_keys.clone()),
-                    }));
-                    self.installed
-                        .entry(t.clone())
-                        .or_default()
-                        .push((c.inbound_spi, c.outbound_spi));
-                    let rekeys = c.replaces.map_or(String::new(), |(i, o)| {
-                        format!(", rekeys {i:08x}_i {o:08x}_o")
-                    });
-                    self.log(format!(
-                        "{t}: child SA {:08x}_i {:08x}_o {}{}{}{rekeys}",
-                        c.inbound_spi,
-                        c.outbound_spi,
-                        c.algorithm,
-                        if c.esn { " esn" } else { "" },
-                        if c.udp_encap.is_some() {
-                            ", ESP in UDP"
-                        } else {
-                            ""
-                        }
-                    ));
-                }
+                } => self.child_down(inbound_spi, outbound_spi, &mut work.esp),
+                Event::ChildUp(c) => self.child_up(c, &mut work.esp),
             }
         }
         if work.esp.is_empty() && work.datagrams.is_empty() {
@@ -334,31 +283,129 @@ impl KeyExchange {
         }
     }
 
+    /// Installs a child SA: its inbound SA at once, its outbound SA standing by,
+    /// sealing now unless it waits for the peer (`ChildSa::seal_after_replaced_goes`).
+    /// Other children stay until their own `ChildDown`: the peer may still send on
+    /// them.
+    fn child_up(&mut self, c: ikev2::ChildSa, esp: &mut Vec<IkeEspChange>) {
+        let t = c.connection.clone();
+        if c.local_ts.len() != 1 || c.remote_ts.len() != 1 {
+            self.log(format!(
+                "{t}: the peer narrowed the traffic selectors; the tunnel keeps its own"
+            ));
+        }
+        let encap = match c.udp_encap {
+            Some((local_port, remote_port)) => Encapsulation::Udp {
+                local_port,
+                remote_port,
+            },
+            None => Encapsulation::None,
+        };
+        esp.push(IkeEspChange::Encapsulation(t.clone(), encap));
+        let spec = |spi, keymat| SaSpec {
+            spi,
+            alg: c.algorithm,
+            keymat,
+            esn: c.esn,
+            replay_window: ipsec::DEFAULT_WINDOW,
+            lifetime: ipsec::Lifetime::default(),
+        };
+        esp.push(IkeEspChange::AddInbound(
+            t.clone(),
+            spec(c.inbound_spi, c.inbound_keys.clone()),
+        ));
+        esp.push(IkeEspChange::AddOutbound(
+            t.clone(),
+            spec(c.outbound_spi, c.outbound_keys.clone()),
+        ));
+        let entry = self.installed.entry(t.clone()).or_default();
+        let seals_after = c.replaces.filter(|r| {
+            c.seal_after_replaced_goes
+                && entry.children.iter().any(|x| (x.inbound, x.outbound) == *r)
+        });
+        entry.children.push(Installed {
+            inbound: c.inbound_spi,
+            outbound: c.outbound_spi,
+            seals_after,
+        });
+        if seals_after.is_none() {
+            entry.sealing = Some(c.outbound_spi);
+            esp.push(IkeEspChange::Seal(t.clone(), c.outbound_spi));
+        }
+        let rekeys = c.replaces.map_or(String::new(), |(i, o)| {
+            format!(", rekeys {i:08x}_i {o:08x}_o")
+        });
+        let waits = if seals_after.is_some() {
+            ", sealing once the peer deletes the old one"
+        } else {
+            ""
+        };
+        self.log(format!(
+            "{t}: child SA {:08x}_i {:08x}_o {}{}{}{rekeys}{waits}",
+            c.inbound_spi,
+            c.outbound_spi,
+            c.algorithm,
+            if c.esn { " esn" } else { "" },
+            if c.udp_encap.is_some() {
+                ", ESP in UDP"
+            } else {
+                ""
+            }
+        ));
+    }
+
+    /// Takes a child SA out. A child waiting for this one to go seals now; when
+    /// this one sealed and none waited, the newest child left seals.
+    fn child_down(&mut self, inbound: u32, outbound: u32, esp: &mut Vec<IkeEspChange>) {
+        let pair = (inbound, outbound);
+        let Some((t, entry)) = self
+            .installed
+            .iter_mut()
+            .find(|(_, e)| e.children.iter().any(|x| (x.inbound, x.outbound) == pair))
+        else {
+            return;
+        };
+        let t = t.clone();
+        entry.children.retain(|x| (x.inbound, x.outbound) != pair);
+        let mut seal = None;
+        for x in entry
+            .children
+            .iter_mut()
+            .filter(|x| x.seals_after == Some(pair))
+        {
+            x.seals_after = None;
+            seal = Some(x.outbound);
+        }
+        if seal.is_none() && entry.sealing == Some(outbound) {
+            seal = entry
+                .children
+                .iter()
+                .rev()
+                .find(|x| x.seals_after.is_none())
+                .map(|x| x.outbound);
+        }
+        match seal {
+            Some(spi) => {
+                entry.sealing = Some(spi);
+                esp.push(IkeEspChange::Seal(t.clone(), spi));
+            }
+            None if entry.sealing == Some(outbound) => entry.sealing = None,
+            None => {}
+        }
+        esp.push(IkeEspChange::RemoveOutbound(t.clone(), outbound));
+        esp.push(IkeEspChange::RemoveInbound(t.clone(), inbound));
+        self.log(format!(
+            "{t}: child SA {inbound:08x}_i {outbound:08x}_o removed{}",
+            seal.map_or(String::new(), |s| format!(", {s:08x}_o seals"))
+        ));
+    }
+
     fn publish(&self, now: Instant) {
         let mut s = self.status.lock().expect("status lock");
         s.sas = self.endpoint.summaries(now);
         s.dropped = self.endpoint.dropped.clone();
         s.at = Some(now);
     }
-}
-
-/// The changes that take a child SA out of a tunnel: its inbound SA, and the
-/// outbound SA when it is the one sealing (after a rekey the new one seals).
-fn remove(tunnel: &str, inbound_spi: u32, sealing: bool) -> Vec<IkeEspChange> {
-    let mut v = Vec::new();
-    if sealing {
-        v.push(IkeEspChange::Sa(EspRequest::Remove {
-            tunnel: tunnel.to_string(),
-            direction: SaDirection::Out,
-            spi: None,
-        }));
-    }
-    v.push(IkeEspChange::Sa(EspRequest::Remove {
-        tunnel: tunnel.to_string(),
-        direction: SaDirection::In,
-        spi: Some(inbound_spi),
-    }));
-    v
 }
 
 /// `show ike`: each IKE SA with its state, peer, algorithms, age and child SA (the

@@ -186,43 +186,60 @@ impl Worker {
     /// each follower.
     fn esp_change(&mut self, r: crate::esp_control::EspRequest) -> Result<String, String> {
         use crate::esp_control::{EspRequest, SaDirection};
-        use dataplane::esp::{EspChange, InboundSa, OutboundSa};
-        let cx = self.lane.gw.context();
-        let keys = cx.keys().clone();
-        let tunnel = |name: &str| {
-            cx.esp()
-                .find(name)
-                .ok_or_else(|| format!("no ESP tunnel named {name:?}"))
-        };
+        use dataplane::esp::EspChange;
         let change = match &r {
             EspRequest::Add {
                 tunnel: t,
                 direction: SaDirection::Out,
                 sa,
-            } => EspChange::SetOutbound(
-                tunnel(t)?,
-                Arc::new(OutboundSa::new(&keys, sa).map_err(|e| e.to_string())?),
-            ),
+            } => EspChange::SetOutbound(self.esp_tunnel(t)?, self.outbound_sa(sa)?),
             EspRequest::Add {
                 tunnel: t,
                 direction: SaDirection::In,
                 sa,
-            } => EspChange::AddInbound(
-                tunnel(t)?,
-                Arc::new(InboundSa::new(&keys, sa).map_err(|e| e.to_string())?),
-            ),
+            } => EspChange::AddInbound(self.esp_tunnel(t)?, self.inbound_sa(sa)?),
             EspRequest::Remove {
                 tunnel: t,
                 direction: SaDirection::Out,
                 ..
-            } => EspChange::ClearOutbound(tunnel(t)?),
+            } => EspChange::ClearOutbound(self.esp_tunnel(t)?),
             EspRequest::Remove {
                 tunnel: t,
                 direction: SaDirection::In,
                 spi,
-            } => EspChange::RemoveInbound(tunnel(t)?, spi.ok_or("spi= is missing")?),
+            } => EspChange::RemoveInbound(self.esp_tunnel(t)?, spi.ok_or("spi= is missing")?),
         };
         self.apply_esp_change(change)
+    }
+
+    fn esp_tunnel(&self, name: &str) -> Result<dataplane::esp::EspTunnelId, String> {
+        self.lane
+            .gw
+            .context()
+            .esp()
+            .find(name)
+            .ok_or_else(|| format!("no ESP tunnel named {name:?}"))
+    }
+
+    /// An SA from its spec, its key in the registry every worker's engines read.
+    fn outbound_sa(
+        &self,
+        spec: &dataplane::esp::SaSpec,
+    ) -> Result<Arc<dataplane::esp::OutboundSa>, String> {
+        let keys = self.lane.gw.context().keys();
+        dataplane::esp::OutboundSa::new(keys, spec)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+
+    fn inbound_sa(
+        &self,
+        spec: &dataplane::esp::SaSpec,
+    ) -> Result<Arc<dataplane::esp::InboundSa>, String> {
+        let keys = self.lane.gw.context().keys();
+        dataplane::esp::InboundSa::new(keys, spec)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
     }
 
     /// Applies an ESP change here (which checks it), then on every follower.
@@ -241,23 +258,37 @@ impl Worker {
         Ok(text)
     }
 
+    /// One of the key exchange's ESP changes, made on every worker.
+    fn ike_esp_change(&mut self, c: super::ike::IkeEspChange) -> Result<String, String> {
+        use super::ike::IkeEspChange;
+        use dataplane::esp::EspChange;
+        let change = match c {
+            IkeEspChange::Encapsulation(t, encap) => {
+                EspChange::SetEncapsulation(self.esp_tunnel(&t)?, encap)
+            }
+            IkeEspChange::AddInbound(t, sa) => {
+                EspChange::AddInbound(self.esp_tunnel(&t)?, self.inbound_sa(&sa)?)
+            }
+            IkeEspChange::RemoveInbound(t, spi) => {
+                EspChange::RemoveInbound(self.esp_tunnel(&t)?, spi)
+            }
+            IkeEspChange::AddOutbound(t, sa) => {
+                EspChange::AddStandbyOutbound(self.esp_tunnel(&t)?, self.outbound_sa(&sa)?)
+            }
+            IkeEspChange::Seal(t, spi) => EspChange::SealWith(self.esp_tunnel(&t)?, spi),
+            IkeEspChange::RemoveOutbound(t, spi) => {
+                EspChange::RemoveOutbound(self.esp_tunnel(&t)?, spi)
+            }
+        };
+        self.apply_esp_change(change)
+    }
+
     /// One step of the key exchange: its ESP changes in order (each one's result a
     /// line of the reply), then its datagrams through the graph.
     fn ike_work(&mut self, work: super::ike::IkeWork) -> String {
-        use super::ike::IkeEspChange;
         let mut text = String::new();
         for c in work.esp {
-            let done = match c {
-                IkeEspChange::Encapsulation(tunnel, encap) => {
-                    match self.lane.gw.context().esp().find(&tunnel) {
-                        Some(id) => self.apply_esp_change(
-                            dataplane::esp::EspChange::SetEncapsulation(id, encap),
-                        ),
-                        None => Err(format!("no ESP tunnel named {tunnel:?}")),
-                    }
-                }
-                IkeEspChange::Sa(r) => self.esp_change(r),
-            };
+            let done = self.ike_esp_change(c);
             if let Err(e) = done {
                 text.push_str(&format!("refused: {e}\n"));
             }

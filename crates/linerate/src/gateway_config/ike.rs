@@ -1,7 +1,8 @@
 //! `[esp.ike]` tables: the key exchange (IKEv2) that negotiates an `[[esp]]`
 //! tunnel's SAs, with strongSwan's names for what a connection says: how it
 //! authenticates (`ike_auth`), `proposals` and `esp_proposals`,
-//! `start_action`, `encap`, `dpd_delay`, `rekey_time` (the child SA's; the IKE
+//! `start_action`, `encap`, `dpd_delay`, `nat_keepalive` (strongSwan's
+//! `keep_alive`), `rekey_time` (the child SA's; the IKE
 //! SA's is `ike_rekey_time`), and the retransmission settings of its
 //! strongswan.conf. The tunnel's addresses and traffic selectors are the
 //! connection's.
@@ -19,6 +20,9 @@ pub const DEFAULT_PROPOSAL: &str =
     "aes256gcm16-aes128gcm16-chacha20poly1305-prfsha384-prfsha256-x25519-ecp256-ecp384";
 pub const DEFAULT_ESP_PROPOSAL: &str = "aes256gcm16-aes128gcm16-chacha20poly1305";
 const DPD_DELAY: std::ops::RangeInclusive<i64> = 0..=86_400;
+/// NATs forget a UDP mapping after 30 s or more (RFC 4787 REQ-5 asks 2 min); an
+/// hour between keepalives keeps none alive, so more is surely a mistake.
+const NAT_KEEPALIVE: std::ops::RangeInclusive<i64> = 0..=3600;
 const RETRANSMIT_TIMEOUT: std::ops::RangeInclusive<i64> = 1..=60;
 const RETRANSMIT_TRIES: std::ops::RangeInclusive<i64> = 1..=20;
 /// Rekey periods: 0 (never), or 10 s to a week.
@@ -97,6 +101,12 @@ pub(super) fn ike(
         Some(v) => cx.int::<u32>(v, range, &format!("{path}.{key}")),
     };
     let dpd_delay = int(raw.dpd_delay.as_ref(), DPD_DELAY, "dpd_delay", 30);
+    let nat_keepalive = int(
+        raw.nat_keepalive.as_ref(),
+        NAT_KEEPALIVE,
+        "nat_keepalive",
+        20,
+    );
     let retransmit_timeout = int(
         raw.retransmit_timeout.as_ref(),
         RETRANSMIT_TIMEOUT,
@@ -132,8 +142,12 @@ pub(super) fn ike(
     let auth = auth?;
     let (rekey_time, ike_rekey_time) = (rekey_time?, ike_rekey_time?);
     let (proposals, esp_proposals, start) = (ike?, esp?, start?);
-    let (dpd_delay, retransmit_timeout, retransmit_tries) =
-        (dpd_delay?, retransmit_timeout?, retransmit_tries?);
+    let (dpd_delay, nat_keepalive, retransmit_timeout, retransmit_tries) = (
+        dpd_delay?,
+        nat_keepalive?,
+        retransmit_timeout?,
+        retransmit_tries?,
+    );
     ok.then_some(IkeConfig {
         auth,
         proposals,
@@ -141,6 +155,7 @@ pub(super) fn ike(
         start,
         encap: raw.encap.as_ref().is_some_and(|e| *e.get_ref()),
         dpd_delay,
+        nat_keepalive,
         retransmit_timeout,
         retransmit_tries,
         rekey_time,

@@ -98,6 +98,8 @@ pub struct IkeConfig {
     pub encap: bool,
     /// Seconds without a message before a liveness check (0: none).
     pub dpd_delay: u32,
+    /// Seconds between NAT keepalives while a NAT is in front of us (0: none).
+    pub nat_keepalive: u32,
     pub retransmit_timeout: u32,
     pub retransmit_tries: u32,
     /// Seconds after which this end rekeys the child (ESP) SA and the IKE SA (0:

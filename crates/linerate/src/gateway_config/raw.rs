@@ -183,6 +183,7 @@ pub(crate) struct RawIke {
     pub start_action: Option<S<String>>,
     pub encap: Option<S<bool>>,
     pub dpd_delay: Option<S<i64>>,
+    pub nat_keepalive: Option<S<i64>>,
     pub retransmit_timeout: Option<S<i64>>,
     pub retransmit_tries: Option<S<i64>>,
     pub rekey_time: Option<S<i64>>,
