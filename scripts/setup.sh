@@ -6,7 +6,7 @@ set -euo pipefail
 log() { printf 'setup: %s\n' "$*" >&2; }
 
 APT_PACKAGES=(
-  iproute2 iputils-ping iperf3 wireguard-tools tshark libipsec-mb-dev
+  iproute2 iputils-ping iperf3 wireguard-tools tshark libipsec-mb-dev nftables conntrack bc
   pkg-config build-essential libclang-dev clang openssl procps psmisc python3
   libxdp-dev libbpf-dev xdp-tools ethtool python3-scapy python3-cryptography python3-venv
   strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins

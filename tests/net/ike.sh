@@ -34,6 +34,17 @@
 #   child_made_again    charon deletes the child SA and asks for a new one in the
 #                       same IKE SA (CREATE_CHILD_SA without REKEY_SA): linerate
 #                       takes it and the tunnel carries again
+#   nat_rebinding       charon behind a NAT, linerate's tunnel to any peer
+#                       (remote = "any"): the NAT's mapping moves to a new
+#                       port, then to a new address, during a paced TCP
+#                       transfer; ESP follows each within seconds
+#   nat_keepalives      linerate behind a NAT that forgets an idle mapping in
+#                       4 s, no dead peer detection either side: its keepalives
+#                       keep the far site able to reach it after 12 s idle
+#   rsa_certificates    RSA certificates of 2048, 3072 and 4096 bits on both
+#                       ends, each end initiating: from 3072 bits IKE_AUTH
+#                       outgrows 1280 bytes and goes in RFC 7383 fragments both
+#                       ways; 4096 bits again over a path of MTU 1280
 #   lost_rekey_answer_linerate_asks  the mirror: linerate rekeys, charon's
 #                       answer is lost once
 #
@@ -60,7 +71,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_keepalives rsa_certificates)
 CHARON=/usr/lib/ipsec/charon
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 # The outer addresses: IPv4 unless a scenario says otherwise.
@@ -80,7 +91,7 @@ linerate_config() {
 [[esp]]
 name = "site"
 local = "$OUT_A"
-remote = "$OUT_B"
+remote = "${LR_REMOTE:-$OUT_B}"
 local_ts = ["198.19.1.0/24"]
 remote_ts = ["198.19.3.0/24"]
 
@@ -90,7 +101,8 @@ proposals = ["$ike"]
 esp_proposals = ["$esp"]
 start_action = "$start"
 encap = true
-dpd_delay = 2
+dpd_delay = ${LR_DPD:-2}
+nat_keepalive = ${LR_KEEPALIVE:-20}
 retransmit_timeout = 1
 retransmit_tries = 3
 rekey_time = ${LR_REKEY:-3600}
@@ -99,12 +111,14 @@ ike_rekey_time = ${LR_IKE_REKEY:-14400}
 [[route]]
 prefix = "198.19.3.0/24"
 tunnel = "site"
+${LR_EXTRA:-}
 EOF2
   } >"$LR_TMP/gw-a.toml"
 }
 
-# make_certs: a CA (ECDSA P-256) and certificates for gw-a (RSA 2048) and gw-b
-# (ECDSA P-256) in $LR_TMP/certs, for AUTH_MODE=pubkey.
+# make_certs: a CA (ECDSA P-256) and certificates for gw-a (RSA 2048, or
+# $CERT_A_KEY as openssl's -newkey takes it) and gw-b (ECDSA P-256, or
+# $CERT_B_KEY) in $LR_TMP/certs, for AUTH_MODE=pubkey.
 make_certs() {
   local d=$LR_TMP/certs
   mkdir -p "$d"
@@ -112,7 +126,11 @@ make_certs() {
     -subj "/C=CH/O=linerate/CN=Interop CA" -days 2 -out "$d/ca.pem" 2>/dev/null
   local who keyargs
   for who in gw-a gw-b; do
-    if [ "$who" = gw-a ]; then keyargs=(rsa:2048); else keyargs=(ec -pkeyopt ec_paramgen_curve:P-256); fi
+    if [ "$who" = gw-a ]; then
+      read -ra keyargs <<<"${CERT_A_KEY:-rsa:2048}"
+    else
+      read -ra keyargs <<<"${CERT_B_KEY:-ec -pkeyopt ec_paramgen_curve:P-256}"
+    fi
     openssl req -new -newkey "${keyargs[@]}" -nodes -keyout "$d/$who.key" \
       -subj "/C=CH/O=linerate/CN=$who" -out "$d/$who.csr" 2>/dev/null
     openssl x509 -req -in "$d/$who.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
@@ -128,7 +146,26 @@ lr_auth() {
     printf 'ca_file = "certs/ca.pem"\nremote_id = "C=CH, O=linerate, CN=gw-b"\n'
   else
     printf 'psk_file = "site.psk"\n'
+    [ -z "${LR_REMOTE_ID:-}" ] || printf 'remote_id = "%s"\n' "$LR_REMOTE_ID"
   fi
+}
+
+# sw_host: gw-b's interfaces up with their addresses, forwarding on; once per
+# scenario (charon_setup may run again for a new configuration).
+sw_host() {
+  # TX checksum offload off: on veth the kernel would leave UDP checksums for
+  # hardware that is not there, and linerate's ports would see them wrong.
+  local p
+  for p in wan lan; do
+    ip -n "$NS_GB" link set "$p" up
+    in_ns "$NS_GB" ethtool -K "$p" tx off >/dev/null
+  done
+  ip -n "$NS_GB" addr add "${SW_WAN4:-$W4_B}/24" dev wan
+  [ -z "${SW_GATEWAY:-}" ] || ip -n "$NS_GB" route add default via "$SW_GATEWAY"
+  ip -n "$NS_GB" addr add "$W6_B/64" dev wan nodad
+  ip -n "$NS_GB" addr add "$G4_B/24" dev lan
+  in_ns "$NS_GB" sysctl -qw net.ipv4.ip_forward=1
+  SW_HOST_UP=1
 }
 
 # charon_setup START(start|none) IKE ESP [PSK]: gw-b as a strongSwan host: its
@@ -139,17 +176,7 @@ charon_setup() {
   local start=$1 ike=$2 esp=$3 psk=${4:-$PSK} d=$LR_TMP/sw
   mkdir -p "$d/swanctl/private"
   [ "${AUTH_MODE:-psk}" != pubkey ] || cp "$LR_TMP/certs/gw-b.key" "$d/swanctl/private/"
-  # TX checksum offload off: on veth the kernel would leave UDP checksums for
-  # hardware that is not there, and linerate's ports would see them wrong.
-  local p
-  for p in wan lan; do
-    ip -n "$NS_GB" link set "$p" up
-    in_ns "$NS_GB" ethtool -K "$p" tx off >/dev/null
-  done
-  ip -n "$NS_GB" addr add "$W4_B/24" dev wan
-  ip -n "$NS_GB" addr add "$W6_B/64" dev wan nodad
-  ip -n "$NS_GB" addr add "$G4_B/24" dev lan
-  in_ns "$NS_GB" sysctl -qw net.ipv4.ip_forward=1
+  [ -n "${SW_HOST_UP:-}" ] || sw_host
   cat >"$d/strongswan.conf" <<EOF2
 charon {
   load_modular = no
@@ -179,10 +206,10 @@ connections {
   site {
     version = 2
     local_addrs = $OUT_B
-    remote_addrs = $OUT_A
+    remote_addrs = ${SW_REMOTE_ADDRS:-$OUT_A}
     proposals = $ike
     encap = yes
-    dpd_delay = 2s
+    dpd_delay = ${SW_DPD:-2}s
     rekey_time = ${SW_IKE_REKEY:-14400}s
 $(sw_auth)
     children {
@@ -262,6 +289,7 @@ swanctl_out() {
 }
 
 charon_stop() {
+  [ -n "${CHARON_PID:-}" ] || return 0
   kill -TERM "$CHARON_PID" 2>/dev/null || true
   wait "$CHARON_PID" 2>/dev/null || true
 }
@@ -281,7 +309,7 @@ gw_metrics() {
 }
 
 child_installed() { swanctl_out --list-sas | grep -q "site: #.*INSTALLED"; }
-ike_line() { gw_show a ike | grep -q "$1"; }
+ike_line() { gw_show a ike | grep -q -- "$1"; }
 
 # tunnel_carries: the whole check once a tunnel is up.
 tunnel_carries() {
@@ -331,6 +359,23 @@ through_ready() {
     grep -i "proposal" "$LR_TMP/sw/charon.log" | tail -n 6 | sed "s/^/    | /" >&2
     tail -n 30 "$LR_TMP/sw/charon.log" | sed 's/^/    | /' >&2
   fi
+}
+
+# up_with FIRST(linerate|charon): both ends on one IKE and one ESP proposal,
+# FIRST initiating, and the child SA up.
+up_with() {
+  if [ "$1" = linerate ]; then
+    linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+    charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16
+    charon_start
+    gw_start a
+  else
+    linerate_config none aes256gcm16-prfsha256-ecp256 aes128gcm16
+    charon_setup start aes256gcm16-prfsha256-ecp256 aes128gcm16
+    gw_start a
+    charon_start
+  fi
+  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
 }
 
 scenario_linerate_initiates() {
@@ -414,11 +459,7 @@ scenario_wrong_psk() {
 
 scenario_peer_restarts() {
   sw_topology
-  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
-  charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16
-  charon_start
-  gw_start a
-  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  up_with linerate
   assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
   kill -KILL "$CHARON_PID"
   wait "$CHARON_PID" 2>/dev/null || true
@@ -439,11 +480,7 @@ rekeying() {
     LR_REKEY=0 LR_IKE_REKEY=0 SW_REKEY=10 SW_IKE_REKEY=15
   fi
   sw_topology
-  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
-  charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16
-  charon_start
-  gw_start a
-  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  up_with linerate
   assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
   make_payload 100
   XFER_TIMEOUT=120
@@ -505,11 +542,7 @@ lost_rekey_answer() {
   sw_topology
   clang -O2 -g -target bpf -I "/usr/include/$(uname -m)-linux-gnu" \
     -c tests/net/drop_rekey_answer.c -o "$LR_TMP/drop_rekey_answer.o"
-  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
-  charon_setup none aes256gcm16-prfsha256-ecp256 aes128gcm16
-  charon_start
-  gw_start a
-  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  up_with linerate
   in_ns "$NS_GB" tc qdisc add dev wan clsact
   in_ns "$NS_GB" tc filter add dev wan "$where" bpf da obj "$LR_TMP/drop_rekey_answer.o" sec tc
   local out sent got
@@ -535,11 +568,7 @@ lost_rekey_answer() {
 
 scenario_child_made_again() {
   sw_topology
-  linerate_config none aes256gcm16-prfsha256-ecp256 aes128gcm16
-  charon_setup start aes256gcm16-prfsha256-ecp256 aes128gcm16
-  gw_start a
-  charon_start
-  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  up_with charon
   assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
   swanctl_ok --terminate --child site
   assert "charon deleted the child SA, and linerate took it out" \
@@ -550,6 +579,154 @@ scenario_child_made_again() {
   assert "host a pings host b again" ping_ok "$NS_HA" "$H4_B" 3 10
   assert "show esp: one outbound and one inbound SA" \
     test "$(gw_show a esp | grep -c "^  \(in\|out\|standby\) spi")" -eq 2
+}
+
+# nat_topology BEHIND(charon|linerate): sw_topology with a NAT router ($NS_NAT)
+# on the WAN link. BEHIND's side of it is 198.18.5.0/24 (the router .1, gw-b
+# .2 when charon is behind it); the other side is 198.18.2.0/24 (gw-a .1, the
+# router .2, and .3 as a second address to move to).
+NAT_INSIDE4=198.18.5.1 NAT_OUT2=198.18.2.3
+nat_topology() {
+  local inside outside
+  sw_topology
+  NS_NAT="lr-ikenat-$BASHPID"
+  ip netns add "$NS_NAT"; LR_NAMESPACES+=("$NS_NAT")
+  ip -n "$NS_NAT" link set lo up
+  ip -n "$NS_GB" link set wan netns "$NS_NAT"
+  ip link add side-b netns "$NS_NAT" type veth peer name wan netns "$NS_GB"
+  if [ "$1" = charon ]; then inside=side-b outside=wan; else inside=wan outside=side-b; fi
+  ip -n "$NS_NAT" link set "$inside" name inside
+  ip -n "$NS_NAT" link set "$outside" name outside
+  local p
+  for p in inside outside; do
+    ip -n "$NS_NAT" link set "$p" up
+    in_ns "$NS_NAT" ethtool -K "$p" tx off >/dev/null
+  done
+  in_ns "$NS_NAT" sysctl -qw net.ipv4.ip_forward=1
+  SW_WAN4=198.18.5.2 OUT_B=198.18.5.2
+  if [ "$1" = charon ]; then
+    ip -n "$NS_NAT" addr add "$W4_B/24" dev outside
+    ip -n "$NS_NAT" addr add "$NAT_OUT2/24" dev outside
+    ip -n "$NS_NAT" addr add "$NAT_INSIDE4/24" dev inside
+    SW_GATEWAY=$NAT_INSIDE4 LR_REMOTE=any LR_REMOTE_ID=$OUT_B
+  else
+    ip -n "$NS_NAT" addr add "$W4_B/24" dev inside
+    ip -n "$NS_NAT" addr add "$NAT_INSIDE4/24" dev outside
+    SW_REMOTE_ADDRS=%any
+    LR_EXTRA=$(printf '[[route]]\nprefix = "198.18.5.0/24"\nport = "wan"\nvia = "%s"' "$W4_B")
+  fi
+  nat_maps_to "$( [ "$1" = charon ] && echo "$W4_B" || echo "$NAT_INSIDE4")"
+}
+
+# nat_maps_to ADDR: the router maps what leaves by "outside" to ADDR and a
+# random port, and forgets every mapping it had: the next packet of each flow
+# gets a new one (what a NAT that reboots, or a carrier's NAT, does).
+nat_maps_to() {
+  in_ns "$NS_NAT" nft flush ruleset
+  in_ns "$NS_NAT" nft -f - <<EOF2
+table ip nat {
+  chain post {
+    type nat hook postrouting priority srcnat;
+    oifname "outside" meta l4proto udp snat to $1:20000-60000 random
+  }
+}
+table ip count {
+  chain forwarded {
+    type filter hook forward priority filter;
+    iifname "inside" udp dport 4500 udp length 9 counter
+  }
+}
+EOF2
+  in_ns "$NS_NAT" conntrack -F >/dev/null 2>&1
+}
+
+# esp_to: where show esp says the tunnel sends (address and UDP port).
+esp_to() { gw_show a esp | sed -n 's/^site (esp) [^ ]* -> \([^ ]*\) udp 4500 -> \([0-9]*\).*/\1:\2/p'; }
+
+# rebind ADDR: the NAT's mapping moves to ADDR and a new port; prints how many
+# seconds passed until host a's pings reached host b again.
+rebind() {
+  local before t0 now
+  before=$(esp_to)
+  nat_maps_to "$1"
+  t0=$EPOCHREALTIME
+  wait_until 20 "pings to pass again" ping_ok "$NS_HA" "$H4_B" 1 1 || return 1
+  now=$EPOCHREALTIME
+  wait_until 5 "show esp to follow" eval '[ "$(esp_to)" != "$before" ]' || return 1
+  log "    ESP went from $before to $(esp_to): pings pass again after $(echo "$now - $t0" | bc) s"
+}
+
+scenario_nat_rebinding() {
+  nat_topology charon
+  up_with charon
+  assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
+  assert "ESP goes to the NAT's address" grep -q "^$W4_B:" <<<"$(esp_to)"
+  make_payload 20
+  XFER_TIMEOUT=120
+  # Paced at 1.5 MB/s: about 14 s, through both moves.
+  xfer_start "$NS_HB" "$NS_HA" "$H4_A" 1.5
+  sleep 2
+  assert "a new NAT port: ESP follows" rebind "$W4_B"
+  assert "a new NAT address: ESP follows" rebind "$NAT_OUT2"
+  assert "show esp sends to the new address" grep -q "^$NAT_OUT2:" <<<"$(esp_to)"
+  assert "show ike too" ike_line "-> $NAT_OUT2:"
+  assert "the TCP transfer lived through both, sha256 matches" xfer_finish
+  assert "linerate logged each move" \
+    test "$(grep -c "the peer is at .* now (its NAT's new mapping)" "$LR_TMP/gw-a.log")" -ge 2
+}
+
+scenario_nat_keepalives() {
+  nat_topology linerate
+  # Neither end checks liveness: only keepalives keep the mapping.
+  LR_DPD=0 SW_DPD=0 LR_KEEPALIVE=2
+  in_ns "$NS_NAT" sysctl -qw net.netfilter.nf_conntrack_udp_timeout=4 \
+    net.netfilter.nf_conntrack_udp_timeout_stream=4
+  up_with linerate
+  assert "host a pings host b" ping_ok "$NS_HA" "$H4_B" 3 10
+  assert "linerate saw the NAT in front of it" grep -q "UDP-encapsulated" "$LR_TMP/gw-a.log"
+  local before after
+  before=$(in_ns "$NS_NAT" nft list chain ip count forwarded | sed -n 's/.*packets \([0-9]*\).*/\1/p')
+  sleep 12
+  after=$(in_ns "$NS_NAT" nft list chain ip count forwarded | sed -n 's/.*packets \([0-9]*\).*/\1/p')
+  log "    $((after - before)) keepalives through the NAT in 12 s idle"
+  assert "linerate sent keepalives every 2 s (5 at least in 12 s)" test $((after - before)) -ge 5
+  assert "after 12 s idle host b still reaches host a" ping_ok "$NS_HB" "$H4_A" 1 3
+}
+
+# cert_round FIRST WHAT: with the certificates in $LR_TMP/certs, both ends
+# started afresh, FIRST initiating; the child SA up and a ping through.
+cert_round() {
+  local first=$1 what=$2 start=none sw_start=start
+  [ "$first" = charon ] || { start=start sw_start=none; }
+  charon_stop
+  [ -z "${GW_PID_A:-}" ] || { kill "$GW_PID_A" 2>/dev/null; wait "$GW_PID_A" 2>/dev/null || true; }
+  linerate_config "$start" aes256gcm16-prfsha384-ecp384 aes128gcm16
+  charon_setup "$sw_start" aes256gcm16-prfsha384-ecp384 aes128gcm16
+  gw_start a
+  charon_start
+  assert "$what: the child SA comes up" wait_until 20 "the child SA" child_installed
+  assert "$what: host a pings host b" ping_ok "$NS_HA" "$H4_B" 2 10
+}
+
+scenario_rsa_certificates() {
+  AUTH_MODE=pubkey
+  sw_topology
+  local bits first
+  for bits in 2048 3072 4096; do
+    CERT_A_KEY="rsa:$bits" CERT_B_KEY="rsa:$bits" make_certs
+    for first in linerate charon; do
+      cert_round "$first" "RSA-$bits, $first initiating"
+    done
+    log "    RSA-$bits: charon took $(grep -c "received fragment #" "$LR_TMP/sw/charon.log" || true) fragments, cut $(grep -c "splitting IKE message" "$LR_TMP/sw/charon.log" || true) messages, so far"
+  done
+  assert "charon took linerate's fragments" grep -q "received fragment #1 of" "$LR_TMP/sw/charon.log"
+  assert "and cut its own messages" grep -q "splitting IKE message" "$LR_TMP/sw/charon.log"
+  in_ns "$NS_GA" ip link set wan mtu 1280
+  in_ns "$NS_GB" ip link set wan mtu 1280
+  cert_round linerate "RSA-4096 over a path of MTU 1280"
+  cert_round charon "RSA-4096 over a path of MTU 1280, charon initiating"
+  assert "nothing dropped as too big on the way out" \
+    test "$(gw_counter a 'ip-rewrite\.drop\.(too-big|own-too-big)')" = 0
 }
 
 scenario_lost_rekey_answer_linerate_answers() { lost_rekey_answer charon; }

@@ -440,6 +440,25 @@ impl EspTunnels {
         Ok(())
     }
 
+    /// Sends the tunnel's packets to `remote` from now on, as `encap` says: a peer
+    /// behind a NAT whose mapping changed. Inbound SAs are found by SPI and our
+    /// address, so they need no change.
+    pub fn set_peer(
+        &mut self,
+        id: EspTunnelId,
+        remote: IpAddr,
+        encap: Encapsulation,
+    ) -> Result<(), EspError> {
+        let t = self.tunnel_mut(id)?;
+        if t.local.is_ipv4() != remote.is_ipv4() {
+            return Err(EspError::MixedFamilies {
+                name: t.name.clone(),
+            });
+        }
+        t.remote = remote;
+        self.set_encapsulation(id, encap)
+    }
+
     /// Whether ESP in UDP arrives on `port` for some tunnel.
     pub(crate) fn listens_on(&self, port: u16) -> bool {
         self.udp_ports.contains(&port)
@@ -662,6 +681,8 @@ impl EspTunnels {
 #[derive(Clone)]
 pub enum EspChange {
     SetEncapsulation(EspTunnelId, Encapsulation),
+    /// The peer's address and the encapsulation together (`EspTunnels::set_peer`).
+    SetPeer(EspTunnelId, IpAddr, Encapsulation),
     SetOutbound(EspTunnelId, Arc<OutboundSa>),
     ClearOutbound(EspTunnelId),
     AddInbound(EspTunnelId, Arc<InboundSa>),
@@ -681,14 +702,15 @@ impl EspChange {
         match self {
             EspChange::SetEncapsulation(id, encap) => {
                 table.set_encapsulation(*id, *encap)?;
-                let how = match encap {
-                    Encapsulation::None => "ESP on IP".to_string(),
-                    Encapsulation::Udp {
-                        local_port,
-                        remote_port,
-                    } => format!("ESP in UDP {local_port} -> {remote_port}"),
-                };
-                Ok(format!("esp {}: {how}", name(table, *id)))
+                Ok(format!("esp {}: {}", name(table, *id), encap_words(*encap)))
+            }
+            EspChange::SetPeer(id, remote, encap) => {
+                table.set_peer(*id, *remote, *encap)?;
+                Ok(format!(
+                    "esp {}: to {remote}, {}",
+                    name(table, *id),
+                    encap_words(*encap)
+                ))
             }
             EspChange::SetOutbound(id, sa) => {
                 table.set_outbound(*id, sa.clone())?;
@@ -733,6 +755,17 @@ impl EspChange {
                 Ok(format!("esp {}: out SA {spi:#x} removed", name(table, *id)))
             }
         }
+    }
+}
+
+/// How a tunnel's ESP travels, in the log's words.
+fn encap_words(encap: Encapsulation) -> String {
+    match encap {
+        Encapsulation::None => "ESP on IP".to_string(),
+        Encapsulation::Udp {
+            local_port,
+            remote_port,
+        } => format!("ESP in UDP {local_port} -> {remote_port}"),
     }
 }
 

@@ -22,21 +22,77 @@ pub struct IkeDatagram {
     pub payload: Vec<u8>,
 }
 
+/// What a worker hands the key exchange.
+pub enum IkeInput {
+    Datagram(IkeDatagram),
+    /// An IP packet for the gateway that is a fragment, whole from its IP header:
+    /// a peer's IKE message its kernel cut (a large certificate without RFC 7383
+    /// fragmentation). The key exchange reassembles (`crate::reassembly`), as the
+    /// packet path does not: only IKE is large and rare enough to be worth it.
+    Fragment(Vec<u8>),
+}
+
+/// The IKE datagram in a whole IP packet (one reassembled from fragments): UDP to
+/// port 500, or to 4500 behind the non-ESP marker, its checksum verified; else
+/// why not.
+pub fn datagram_in(packet: &[u8]) -> Result<IkeDatagram, &'static str> {
+    use std::net::IpAddr;
+    use wire::{ip, ipv4, ipv6, udp};
+    let (src, dst, protocol, body) = match packet.first().map(|b| b >> 4) {
+        Some(4) => {
+            let p = ipv4::Packet::new_checked(packet).map_err(|_| "malformed")?;
+            let body = packet.get(p.header_len()..).ok_or("malformed")?;
+            let (s, d) = (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()));
+            (s, d, p.protocol(), body)
+        }
+        Some(6) => {
+            let p = ipv6::Packet::new_checked(packet).map_err(|_| "malformed")?;
+            let body = packet.get(ipv6::HEADER_LEN..).ok_or("malformed")?;
+            let (s, d) = (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()));
+            (s, d, p.next_header(), body)
+        }
+        _ => return Err("malformed"),
+    };
+    if protocol != ip::protocol::UDP {
+        return Err("not-ike");
+    }
+    let u = udp::Packet::new_checked(body).map_err(|_| "malformed")?;
+    let len = usize::from(u.length());
+    if len < udp::HEADER_LEN || len > body.len() {
+        return Err("malformed");
+    }
+    let u = udp::Packet::new_unchecked(&body[..len]);
+    if !crate::nodes::ip_local::udp_checksum_ok(&u, src, dst) {
+        return Err("bad-udp-checksum");
+    }
+    let ike = u.dst_port() == IKE_PORT
+        || (u.dst_port() == NAT_T_PORT
+            && wire::esp::classify_udp(u.payload()) == Ok(wire::esp::UdpPayload::Ike));
+    if !ike {
+        return Err("not-ike");
+    }
+    Ok(IkeDatagram {
+        local: SocketAddr::new(dst, u.dst_port()),
+        remote: SocketAddr::new(src, u.src_port()),
+        payload: u.payload().to_vec(),
+    })
+}
+
 /// A worker's way into the key exchange's inbox.
 #[derive(Clone)]
 pub struct IkeInbox {
-    tx: SyncSender<IkeDatagram>,
+    tx: SyncSender<IkeInput>,
 }
 
 impl IkeInbox {
     /// The inbox, and the key exchange's end of it.
-    pub fn new() -> (IkeInbox, Receiver<IkeDatagram>) {
+    pub fn new() -> (IkeInbox, Receiver<IkeInput>) {
         let (tx, rx) = sync_channel(INBOX_LEN);
         (IkeInbox { tx }, rx)
     }
 
     /// Hands a datagram over; false when the inbox is full or its reader gone.
-    pub(crate) fn hand_over(&self, d: IkeDatagram) -> bool {
+    pub(crate) fn hand_over(&self, d: IkeInput) -> bool {
         self.tx.try_send(d).is_ok()
     }
 }

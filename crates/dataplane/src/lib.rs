@@ -28,6 +28,7 @@ pub mod neighbor;
 pub mod neighbor_share;
 pub mod nodes;
 mod outer_header;
+pub mod reassembly;
 pub mod rx_starts;
 pub mod vxlan;
 pub mod wg;

@@ -9,7 +9,7 @@ use dataplane::context::OutputId;
 use dataplane::esp::{Encapsulation, EspTunnel};
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
-use dataplane::ike::{INBOX_LEN, IkeInbox};
+use dataplane::ike::{INBOX_LEN, IkeDatagram, IkeInbox, IkeInput, datagram_in};
 use dataplane::interfaces::Interface;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -38,7 +38,43 @@ fn gateway(now: Instant) -> (GatewayGraph, PortId) {
     (gw, wan)
 }
 
+fn datagram(input: IkeInput) -> IkeDatagram {
+    match input {
+        IkeInput::Datagram(d) => d,
+        IkeInput::Fragment(_) => panic!("a fragment, not a datagram"),
+    }
+}
+
 fn udp4_frame(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
+    ether(
+        GW_MAC,
+        PEER_MAC,
+        0x0800,
+        &udp4_packet(src_port, dst_port, payload),
+    )
+}
+
+/// `packet` (IPv4, no options) cut into fragments carrying `each` bytes of its
+/// payload, as frames.
+fn fragment_frames(packet: &[u8], each: usize) -> Vec<Vec<u8>> {
+    let body = &packet[20..];
+    body.chunks(each)
+        .enumerate()
+        .map(|(i, piece)| {
+            let mut f = packet[..20].to_vec();
+            f.extend_from_slice(piece);
+            let total = f.len() as u16;
+            f[2..4].copy_from_slice(&total.to_be_bytes());
+            let last = (i + 1) * each >= body.len();
+            let field = ((i * each / 8) as u16) | if last { 0 } else { 0x2000 };
+            f[6..8].copy_from_slice(&field.to_be_bytes());
+            ipv4::Packet::new_unchecked(&mut f[..]).fill_checksum();
+            ether(GW_MAC, PEER_MAC, 0x0800, &f)
+        })
+        .collect()
+}
+
+fn udp4_packet(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
     let total = 28 + payload.len();
     let mut p = vec![0u8; total];
     p[0] = 0x45;
@@ -51,8 +87,9 @@ fn udp4_frame(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
     p[22..24].copy_from_slice(&dst_port.to_be_bytes());
     p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
     p[28..].copy_from_slice(payload);
+    p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
     ipv4::Packet::new_unchecked(&mut p[..]).fill_checksum();
-    ether(GW_MAC, PEER_MAC, 0x0800, &p)
+    p
 }
 
 #[test]
@@ -69,7 +106,7 @@ fn ike_ports_reach_the_inbox() {
     let mut marked = vec![0u8; 4];
     marked.extend_from_slice(b"behind the marker");
     send(&mut gw, wan, &udp4_frame(4500, 4500, &marked), now);
-    let got: Vec<_> = rx.try_iter().collect();
+    let got: Vec<IkeDatagram> = rx.try_iter().map(datagram).collect();
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].payload, b"to port 500");
     assert_eq!(got[0].local, "198.18.2.1:500".parse().unwrap());
@@ -145,4 +182,48 @@ fn the_key_exchange_sends_from_its_port() {
     // A payload no buffer holds is refused and counted.
     assert!(!gw.send_udp(500, "198.18.2.2:500".parse().unwrap(), &vec![0u8; 70_000]));
     assert_eq!(drops(&gw, "udp-encap", "no-buffer"), 1);
+}
+
+#[test]
+fn fragments_for_the_gateway_go_to_the_key_exchange_which_makes_them_whole() {
+    let now = Instant::now();
+    let (mut gw, wan) = gateway(now);
+    let mut message = vec![0u8; 4];
+    message.extend((0..3000u32).map(|i| i as u8));
+    let packet = udp4_packet(4500, 4500, &message);
+    let frames = fragment_frames(&packet, 1480);
+    assert_eq!(frames.len(), 3);
+    // Without IKE on, no one reassembles: dropped and counted.
+    for f in &frames {
+        send(&mut gw, wan, f, now);
+    }
+    assert_eq!(drops(&gw, "ip-local", "fragment"), 3);
+    let (inbox, rx) = IkeInbox::new();
+    gw.set_ike(inbox);
+    // Out of order, as a network may deliver them.
+    for f in frames.iter().rev() {
+        send(&mut gw, wan, f, now);
+    }
+    let mut r = dataplane::reassembly::Reassembler::new(Default::default());
+    let mut whole = None;
+    for input in rx.try_iter() {
+        let IkeInput::Fragment(p) = input else {
+            panic!("a datagram, not a fragment")
+        };
+        if let Some(w) = r.offer(&p, now).unwrap() {
+            whole = Some(w);
+        }
+    }
+    let d = datagram_in(&whole.expect("reassembled")).unwrap();
+    assert_eq!(d.payload, message);
+    assert_eq!(d.local, "198.18.2.1:4500".parse().unwrap());
+    assert_eq!(d.remote, "198.18.2.2:4500".parse().unwrap());
+    assert_eq!(drops(&gw, "ip-local", "fragment"), 3, "no more dropped");
+    // Whole, but not IKE: not taken.
+    let not_ike = udp4_packet(4500, 4501, &message);
+    assert_eq!(datagram_in(&not_ike).err(), Some("not-ike"));
+    assert_eq!(
+        gw.context().arena().available(),
+        gw.context().arena().capacity()
+    );
 }

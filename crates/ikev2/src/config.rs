@@ -54,6 +54,8 @@ pub struct PubkeyAuth {
 pub struct Connection {
     pub name: String,
     pub local_addr: IpAddr,
+    /// Unspecified (0.0.0.0 or ::): a responder that takes its peer from any
+    /// address.
     pub remote_addr: IpAddr,
     pub local_id: Identification,
     /// None accepts any identity the pre-shared key authenticates.

@@ -203,12 +203,18 @@ impl Endpoint {
         remote: SocketAddr,
         now: Instant,
     ) -> Output {
-        let Some(conn) = self
-            .conns
-            .iter()
-            .find(|c| c.remote_addr == remote.ip() && c.local_addr == local.ip())
-            .cloned()
-        else {
+        // The connection to this peer's address, else one that takes its peer
+        // from anywhere (its remote address unspecified).
+        let to = |addr: IpAddr| {
+            self.conns
+                .iter()
+                .find(|c| c.remote_addr == addr && c.local_addr == local.ip())
+        };
+        let anywhere = match remote.ip() {
+            IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
+        let Some(conn) = to(remote.ip()).or_else(|| to(anywhere)).cloned() else {
             return Output::dropped("no-connection");
         };
         let half_open = self

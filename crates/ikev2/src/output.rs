@@ -107,6 +107,15 @@ pub enum Event {
         inbound_spi: u32,
         outbound_spi: u32,
     },
+    /// An authenticated message came from a new address or port of a peer
+    /// behind a NAT (its mapping changed, RFC 7296 section 2.23): the IKE SA
+    /// answers there from now on, and the connection's ESP must follow, in UDP
+    /// between these ports.
+    PeerMoved {
+        connection: String,
+        local: SocketAddr,
+        remote: SocketAddr,
+    },
     /// The IKE SA is gone (deleted, failed, or the peer stopped answering), with
     /// why, in words for the log.
     Closed {

@@ -2,7 +2,8 @@
 //! RFC 7634 for ChaCha20-Poly1305): an 8-byte IV, the inner payloads with padding
 //! and a pad length byte encrypted, and a 16-byte ICV. The nonce is the 4-byte salt
 //! from the key material and the IV; the associated data is the message from the
-//! IKE header through the encrypted payload's generic header.
+//! IKE header through the encrypted payload's generic header. A message too large
+//! for the path goes as RFC 7383 encrypted fragments, each sealed on its own.
 
 use crate::proposal::Cipher;
 use crate::wire::{Error, HEADER_LEN, Header, payload_type};
@@ -11,6 +12,8 @@ use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 const IV_LEN: usize = 8;
 const ICV_LEN: usize = 16;
 const GENERIC_LEN: usize = 4;
+/// Fragment Number and Total Fragments (RFC 7383 section 2.5).
+const FRAGMENT_FIELDS: usize = 4;
 
 /// One direction's cipher with its salt, and the counter its IVs come from (an IV
 /// must never repeat under a key; a counter guarantees it).
@@ -58,19 +61,35 @@ impl SkCipher {
     }
 
     /// Seals `text`: the inner chain with its padding and pad length already on.
-    fn seal_text(&mut self, mut header: Header, first_inner: u8, mut text: Vec<u8>) -> Vec<u8> {
-        let total = HEADER_LEN + GENERIC_LEN + IV_LEN + text.len() + ICV_LEN;
-        header.next_payload = payload_type::SK;
+    fn seal_text(&mut self, header: Header, first_inner: u8, text: Vec<u8>) -> Vec<u8> {
+        self.seal_payload(header, payload_type::SK, first_inner, &[], text)
+    }
+
+    /// A message of `header` and one payload of type `kind` (SK, or SKF with the
+    /// fragment's number and total in `fields`) sealing `text`. The associated
+    /// data is everything before the IV: the IKE header, the payload's generic
+    /// header and `fields` (RFC 7383 section 2.5.3).
+    fn seal_payload(
+        &mut self,
+        mut header: Header,
+        kind: u8,
+        first_inner: u8,
+        fields: &[u8],
+        mut text: Vec<u8>,
+    ) -> Vec<u8> {
+        let total = HEADER_LEN + GENERIC_LEN + fields.len() + IV_LEN + text.len() + ICV_LEN;
+        header.next_payload = kind;
         header.length = total as u32;
         let mut msg = Vec::with_capacity(total);
         header.emit(&mut msg);
-        let sk_len = (total - HEADER_LEN) as u16;
+        let payload_len = (total - HEADER_LEN) as u16;
         msg.extend_from_slice(&[first_inner, 0]);
-        msg.extend_from_slice(&sk_len.to_be_bytes());
+        msg.extend_from_slice(&payload_len.to_be_bytes());
+        msg.extend_from_slice(fields);
         let iv = self.next_iv.to_be_bytes();
         self.next_iv += 1;
+        let aad_end = msg.len();
         msg.extend_from_slice(&iv);
-        let aad_end = HEADER_LEN + GENERIC_LEN;
         let tag = self
             .key
             .seal_in_place_separate_tag(self.nonce(&iv), Aad::from(&msg[..aad_end]), &mut text)
@@ -80,11 +99,60 @@ impl SkCipher {
         msg
     }
 
+    /// The message as RFC 7383 fragments, each carrying at most `room` bytes of
+    /// the inner chain `inner` (type `first_inner`): the same header (message
+    /// ID) on each, the first inner type in the first fragment only, each
+    /// sealed on its own.
+    pub fn seal_fragments(
+        &mut self,
+        header: Header,
+        first_inner: u8,
+        inner: &[u8],
+        room: usize,
+    ) -> Vec<Vec<u8>> {
+        let pieces: Vec<&[u8]> = inner.chunks(room.max(1)).collect();
+        let total = pieces.len() as u16;
+        pieces
+            .iter()
+            .enumerate()
+            .map(|(i, piece)| {
+                let number = i as u16 + 1;
+                let mut fields = [0u8; FRAGMENT_FIELDS];
+                fields[..2].copy_from_slice(&number.to_be_bytes());
+                fields[2..].copy_from_slice(&total.to_be_bytes());
+                let mut text = piece.to_vec();
+                text.push(0);
+                let first = if number == 1 { first_inner } else { 0 };
+                self.seal_payload(header, payload_type::SKF, first, &fields, text)
+            })
+            .collect()
+    }
+
     /// Decrypts the encrypted payload whose generic header starts at `sk_start` in
     /// `message` (a whole message whose header has been checked); returns the inner
     /// payload chain without its padding.
     pub fn open(&self, message: &[u8], sk_start: usize) -> Result<Vec<u8>, Error> {
-        let body_start = sk_start + GENERIC_LEN;
+        self.open_body(message, sk_start + GENERIC_LEN)
+    }
+
+    /// Decrypts an encrypted fragment (RFC 7383) whose generic header starts at
+    /// `skf_start`: its number, the total, and its piece of the inner chain.
+    pub fn open_fragment(&self, message: &[u8], skf_start: usize) -> Result<Fragment, Error> {
+        let (number, total) = fragment_numbers(message, skf_start).ok_or(Error::Truncated)?;
+        if number == 0 || total == 0 || number > total {
+            return Err(Error::Malformed("fragment number"));
+        }
+        let piece = self.open_body(message, skf_start + GENERIC_LEN + FRAGMENT_FIELDS)?;
+        Ok(Fragment {
+            number,
+            total,
+            piece,
+        })
+    }
+
+    /// Decrypts what follows the associated data that ends at `body_start`: the
+    /// IV, the ciphertext and the ICV.
+    fn open_body(&self, message: &[u8], body_start: usize) -> Result<Vec<u8>, Error> {
         if message.len() < body_start + IV_LEN + 1 + ICV_LEN {
             return Err(Error::Truncated);
         }
@@ -102,6 +170,30 @@ impl SkCipher {
         Ok(rest[..keep].to_vec())
     }
 }
+
+/// The Fragment Number and Total Fragments of the encrypted fragment whose
+/// generic header starts at `skf_start` (in clear: read before any decryption,
+/// to tell a retransmission's first fragment).
+pub fn fragment_numbers(message: &[u8], skf_start: usize) -> Option<(u16, u16)> {
+    let f = message.get(skf_start + GENERIC_LEN..skf_start + GENERIC_LEN + FRAGMENT_FIELDS)?;
+    Some((
+        u16::from_be_bytes([f[0], f[1]]),
+        u16::from_be_bytes([f[2], f[3]]),
+    ))
+}
+
+/// One opened encrypted fragment.
+pub struct Fragment {
+    pub number: u16,
+    pub total: u16,
+    pub piece: Vec<u8>,
+}
+
+/// What sealing adds to the inner chain in a message: the IKE header, the
+/// encrypted payload's generic header, IV, pad length byte and ICV.
+pub const SEAL_OVERHEAD: usize = HEADER_LEN + GENERIC_LEN + IV_LEN + 1 + ICV_LEN;
+/// An encrypted fragment adds its number and the total besides.
+pub const FRAGMENT_OVERHEAD: usize = SEAL_OVERHEAD + FRAGMENT_FIELDS;
 
 #[cfg(test)]
 mod tests {
@@ -169,5 +261,34 @@ mod tests {
             rx.open(&over, HEADER_LEN),
             Err(Error::Malformed("pad length"))
         );
+    }
+
+    #[test]
+    fn fragments_seal_and_open_each_and_join_to_the_chain() {
+        let keymat = vec![3u8; 36];
+        let mut tx = SkCipher::new(Cipher::AesGcm256, &keymat);
+        let rx = SkCipher::new(Cipher::AesGcm256, &keymat);
+        let (first, inner) = emit_chain(&[Payload::Nonce(vec![5; 300])]);
+        let parts = tx.seal_fragments(header(), first, &inner, 100);
+        assert_eq!(parts.len(), inner.len().div_ceil(100));
+        let mut joined = Vec::new();
+        for (i, m) in parts.iter().enumerate() {
+            let h = Header::parse(m).unwrap();
+            assert_eq!(h.next_payload, payload_type::SKF);
+            assert_eq!(h.length as usize, m.len());
+            let chain = parse_chain(h.next_payload, &m[HEADER_LEN..]).unwrap();
+            let Payload::EncryptedFragment { first_inner, start } = chain[0] else {
+                panic!("not a fragment")
+            };
+            assert_eq!(first_inner, if i == 0 { first } else { 0 });
+            let f = rx.open_fragment(m, HEADER_LEN + start).unwrap();
+            assert_eq!((f.number as usize, f.total as usize), (i + 1, parts.len()));
+            joined.extend(f.piece);
+            // The numbers are associated data: changed, the fragment fails.
+            let mut bad = m.clone();
+            bad[HEADER_LEN + 5] ^= 1;
+            assert!(rx.open_fragment(&bad, HEADER_LEN + start).is_err());
+        }
+        assert_eq!(joined, inner);
     }
 }

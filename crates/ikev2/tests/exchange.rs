@@ -1032,3 +1032,71 @@ fn behind_a_nat_the_end_in_front_of_it_sends_keepalives() {
     let (a_out, _) = p.advance(Duration::from_secs(20));
     assert_eq!(keepalives(&a_out), 1, "every 20 s");
 }
+
+/// A pair that ran its first exchanges, `lose` saying which datagrams (by their
+/// order) are lost.
+fn auth_datagrams(side_a: Side, side_b: Side, lose: &mut dyn FnMut(usize) -> bool) -> Pair {
+    let mut p = Pair::new(side_a, side_b);
+    let out = p.a.tick(p.now);
+    p.a_events.extend(out.events);
+    p.run(out.datagrams, lose);
+    p
+}
+
+#[test]
+fn rsa_4096_certificates_go_in_fragments_both_ways_and_a_lost_one_is_sent_again() {
+    for (a, b, a_dn) in [
+        ("big", "gw-b", "C=CH, O=linerate tests, CN=gw-b"),
+        ("gw-a", "big", "C=CH, O=linerate tests, CN=big"),
+    ] {
+        let sides = || {
+            (
+                Side {
+                    cert: Some((a, "ca", Some(a_dn))),
+                    ..Side::default()
+                },
+                Side {
+                    cert: Some((b, "ca", None)),
+                    ..Side::default()
+                },
+            )
+        };
+        // Every datagram fits 1280 bytes of IP; IKE_AUTH with an RSA-4096
+        // certificate needs more than one.
+        let (sa, sb) = sides();
+        let mut sizes = Vec::new();
+        let mut n = 0;
+        let mut p = Pair::new(sa, sb);
+        let out = p.a.tick(p.now);
+        let mut from_a = out.datagrams;
+        let mut from_b: Vec<Datagram> = Vec::new();
+        for _ in 0..10 {
+            for d in std::mem::take(&mut from_a) {
+                sizes.push(d.payload().len());
+                let o = p.b.receive(&d.payload(), d.remote, d.local, p.now);
+                p.b_events.extend(o.events);
+                from_b.extend(o.datagrams);
+            }
+            for d in std::mem::take(&mut from_b) {
+                sizes.push(d.payload().len());
+                n += 1;
+                let o = p.a.receive(&d.payload(), d.remote, d.local, p.now);
+                p.a_events.extend(o.events);
+                from_a.extend(o.datagrams);
+            }
+        }
+        assert_children_match(&p);
+        assert!(sizes.iter().all(|&s| s + 48 <= 1280), "{a}/{b}: {sizes:?}");
+        assert!(sizes.len() > 4, "{a}/{b}: fragments expected, {sizes:?}");
+        assert!(n >= 2);
+        // The third datagram (a fragment of IKE_AUTH from a, or of its answer)
+        // is lost: the whole message is sent again and the SA comes up.
+        let (sa, sb) = sides();
+        let mut p = auth_datagrams(sa, sb, &mut |i| i == 3);
+        assert!(child(&p.a_events).is_none());
+        for _ in 0..3 {
+            p.live(1);
+        }
+        assert_children_match(&p);
+    }
+}

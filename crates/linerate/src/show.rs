@@ -7,15 +7,25 @@ use std::path::Path;
 pub fn gateway(socket: &Path, what: &str) -> Result<(), String> {
     let text = crate::daemon::ask_at(socket, &format!("linerate-show={what}\n"))?;
     match text.rsplit_once("errno=") {
-        Some((body, errno)) if errno.trim() == "0" => {
-            print!("{body}");
-            Ok(())
-        }
+        Some((body, errno)) if errno.trim() == "0" => print_all(body),
         _ => Err(format!(
             "{}: the gateway did not answer `show {what}`: {}",
             socket.display(),
             text.trim()
         )),
+    }
+}
+
+/// Writes `text` to stdout. A reader that stopped early (`| head`, `| grep -q`) is
+/// no error: what it did not read was not wanted.
+fn print_all(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("writing to stdout: {e}"))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -33,7 +33,7 @@ crate::node_errors! {
         BadChecksum => "bad-checksum", "An ICMP or ICMPv6 message whose checksum does not verify.";
         BadNd => "bad-nd", "A neighbor solicitation or advertisement that RFC 4861 7.1 refuses.";
         NdNotOurs => "nd-not-ours", "Neighbor discovery for an address that is not the port's.";
-        Fragment => "fragment", "A fragment for the gateway: it reassembles nothing.";
+        Fragment => "fragment", "A fragment for the gateway that is not IKE's (only the key exchange reassembles, with IKE on).";
         BadUdp => "bad-udp", "A UDP datagram whose length field does not fit its packet.";
         BadUdpChecksum => "bad-udp-checksum", "A UDP checksum that does not verify (or is zero over IPv6).";
         IkeBacklog => "ike-backlog", "An IKE message the key exchange had no room for (its inbox is full).";
@@ -102,7 +102,7 @@ impl PerPacket for IpLocal {
         if data[0] >> 4 == 4 {
             let p = ipv4::Packet::new_unchecked(data);
             if p.is_fragment() {
-                return Err(IpLocalError::Fragment);
+                return to_reassembly(cx, h, p.protocol() == ip::protocol::UDP, c);
             }
             let (src, dst) = (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()));
             match p.protocol() {
@@ -118,6 +118,8 @@ impl PerPacket for IpLocal {
             let p = ipv6::Packet::new_unchecked(data);
             let (src, dst) = (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()));
             match p.next_header() {
+                // What the fragment holds shows once it is whole.
+                ip::protocol::FRAGMENT => to_reassembly(cx, h, true, c),
                 ip::protocol::ICMPV6 => Self::icmpv6(cx, h, c),
                 ip::protocol::UDP => udp(cx, h, ipv6::HEADER_LEN, src, dst, c),
                 ip::protocol::ESP => {
@@ -128,6 +130,35 @@ impl PerPacket for IpLocal {
             }
         }
     }
+}
+
+/// Whether a UDP datagram's checksum verifies. Zero: the sender did not compute
+/// one (RFC 768), allowed over IPv4 only.
+pub(crate) fn udp_checksum_ok(u: &udp::Packet<&[u8]>, src: IpAddr, dst: IpAddr) -> bool {
+    match (src, dst) {
+        (IpAddr::V4(_), _) if u.checksum() == 0 => true,
+        (IpAddr::V4(s), IpAddr::V4(d)) => u.verify_checksum_v4(s, d),
+        (IpAddr::V6(s), IpAddr::V6(d)) => u.checksum() != 0 && u.verify_checksum_v6(&s, &d),
+        _ => false,
+    }
+}
+
+/// A fragment for the gateway: a copy to the key exchange, which reassembles
+/// IKE's, when IKE is on and it may be UDP; else dropped.
+fn to_reassembly(
+    cx: &mut Context,
+    h: Handle,
+    maybe_udp: bool,
+    c: &mut NodeCounters,
+) -> Result<u16, IpLocalError> {
+    let Some(inbox) = cx.tunnels.ike.as_ref().filter(|_| maybe_udp) else {
+        return Err(IpLocalError::Fragment);
+    };
+    if !inbox.hand_over(crate::ike::IkeInput::Fragment(cx.arena.data(h).to_vec())) {
+        return Err(IpLocalError::IkeBacklog);
+    }
+    c.consumed += 1;
+    Ok(FREE)
 }
 
 /// A UDP datagram for the gateway (after an IP header of `ip_len` bytes): one to the
@@ -147,14 +178,7 @@ fn udp(
         return Err(IpLocalError::BadUdp);
     }
     let u = udp::Packet::new_unchecked(&payload[..len]);
-    let verified = match (src, dst) {
-        // Zero: the sender did not compute one (RFC 768), allowed over IPv4 only.
-        (IpAddr::V4(_), _) if u.checksum() == 0 => true,
-        (IpAddr::V4(s), IpAddr::V4(d)) => u.verify_checksum_v4(s, d),
-        (IpAddr::V6(s), IpAddr::V6(d)) => u.checksum() != 0 && u.verify_checksum_v6(&s, &d),
-        _ => false,
-    };
-    if !verified {
+    if !udp_checksum_ok(&u, src, dst) {
         return Err(IpLocalError::BadUdpChecksum);
     }
     let listen = cx.tunnels.wg.listen_port;
@@ -165,11 +189,11 @@ fn udp(
             || (dst_port == crate::ike::NAT_T_PORT
                 && wire::esp::classify_udp(u.payload()) == Ok(wire::esp::UdpPayload::Ike));
         if to_ike {
-            let d = crate::ike::IkeDatagram {
+            let d = crate::ike::IkeInput::Datagram(crate::ike::IkeDatagram {
                 local: SocketAddr::new(dst, dst_port),
                 remote: SocketAddr::new(src, u.src_port()),
                 payload: u.payload().to_vec(),
-            };
+            });
             if !inbox.hand_over(d) {
                 return Err(IpLocalError::IkeBacklog);
             }

@@ -10,7 +10,7 @@ mod icmp_error;
 mod ip4_fragment;
 mod ip4_input;
 mod ip6_input;
-mod ip_local;
+pub(crate) mod ip_local;
 mod ip_lookup;
 pub(crate) mod ip_rewrite;
 mod l2_xconnect;

@@ -146,7 +146,7 @@ impl IkeSa {
         }
     }
 
-    pub(super) fn send_auth_request(&mut self, now: Instant) -> Datagram {
+    pub(super) fn send_auth_request(&mut self, now: Instant) -> Vec<Datagram> {
         self.child_spi_in = random_esp_spi();
         let mut inner = vec![Payload::IdI(self.conn.local_id.clone())];
         inner.extend(self.our_certificates());
@@ -215,7 +215,7 @@ impl IkeSa {
     pub(super) fn delete_after_failure(&mut self, why: String, now: Instant, out: &mut Output) {
         out.events.push(Event::Closed { reason: why });
         let d = self.send_delete_ike(now);
-        out.datagrams.push(d);
+        out.datagrams.extend(d);
     }
 
     pub(super) fn established(&mut self, now: Instant, out: &mut Output) {

@@ -3,7 +3,7 @@
 use super::*;
 
 impl IkeSa {
-    pub(super) fn send_delete_ike(&mut self, now: Instant) -> Datagram {
+    pub(super) fn send_delete_ike(&mut self, now: Instant) -> Vec<Datagram> {
         let id = self.next_request_id;
         let d = [Payload::Delete(Delete {
             protocol: protocol::IKE,
@@ -20,7 +20,7 @@ impl IkeSa {
         match self.state {
             State::Established if self.outstanding.is_none() => {
                 let d = self.send_delete_ike(now);
-                out.datagrams.push(d);
+                out.datagrams.extend(d);
                 for c in self.children.drain(..) {
                     out.events.push(Event::ChildDown {
                         inbound_spi: c.inbound,
@@ -75,7 +75,7 @@ impl IkeSa {
             }
         }
         let m = self.sealed_message(self.header(exchange::INFORMATIONAL, true, id), &reply);
-        out.datagrams.push(self.answer(id, m));
+        out.datagrams.extend(self.answer(id, m));
         if close {
             self.close(
                 format!("{}: peer deleted the IKE SA", self.conn.name),

@@ -52,12 +52,16 @@ impl IkeSa {
         payloads.push(Payload::Notify(src));
         payloads.push(Payload::Notify(dst));
         payloads.extend(self.signature_payloads_in_init());
+        payloads.push(Payload::Notify(Notify::new(
+            notify::IKEV2_FRAGMENTATION_SUPPORTED,
+            Vec::new(),
+        )));
         self.next_request_id = 0;
         let msg = self.plain_message(self.header(exchange::IKE_SA_INIT, false, 0), &payloads);
         self.init_request = msg.clone();
-        let d = self.send_request(msg, Purpose::Plain, now);
+        let d = self.send_request(vec![msg], Purpose::Plain, now);
         Output {
-            datagrams: vec![d],
+            datagrams: d,
             ..Output::default()
         }
     }
@@ -145,13 +149,14 @@ impl IkeSa {
         self.nr = nr.clone();
         self.install_ike_keys(chosen, &shared);
         (self.behind_nat, self.nat_ours) = self.detect_nat(payloads, self.spi_r);
+        self.fragmentation = notify_of(payloads, notify::IKEV2_FRAGMENTATION_SUPPORTED).is_some();
         self.init_response = msg.to_vec();
         self.outstanding = None;
         if self.behind_nat {
             self.local.set_port(NAT_T_PORT);
             self.remote.set_port(NAT_T_PORT);
         }
-        out.datagrams.push(self.send_auth_request(now));
+        out.datagrams.extend(self.send_auth_request(now));
         out
     }
 

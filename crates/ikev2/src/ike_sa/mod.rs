@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod authenticate;
+mod fragments;
 mod informational;
 mod init;
 mod rekey;
@@ -53,10 +54,36 @@ pub enum State {
     Closed,
 }
 
+/// The largest IP datagram an IKE message is sent in whole, with RFC 7383
+/// fragmentation agreed: larger ones go as fragments of at most this size,
+/// the IPv6 minimum MTU (what strongSwan's `fragment_size` defaults to).
+const FRAGMENT_DATAGRAM: usize = 1280;
+/// What surrounds an IKE message in its datagram: the IP header (IPv6's, the
+/// larger), UDP's and the non-ESP marker.
+const DATAGRAM_HEADERS: usize = 40 + 8 + 4;
+/// Fragments of one message held at most, and their bytes: a message larger
+/// than any certificate chain sent here is refused, not buffered.
+const MAX_FRAGMENTS: u16 = 64;
+const MAX_FRAGMENT_BYTES: usize = 64 * 1024;
+
+/// An encrypted message as sent: one IKE message, or its RFC 7383 fragments.
+type Wire = Vec<Vec<u8>>;
+
+/// The fragments of one incoming message so far (RFC 7383 section 2.6).
+struct Incoming {
+    message_id: u32,
+    response: bool,
+    total: u16,
+    /// The first inner payload's type, from fragment 1.
+    first_inner: Option<u8>,
+    pieces: std::collections::BTreeMap<u16, Vec<u8>>,
+    bytes: usize,
+}
+
 /// The request waiting for its response.
 struct Outstanding {
     id: u32,
-    message: Vec<u8>,
+    message: Wire,
     sent_at: Instant,
     tries: u32,
     purpose: Purpose,
@@ -115,7 +142,10 @@ pub struct IkeSa {
     next_request_id: u32,
     expected_request_id: u32,
     outstanding: Option<Outstanding>,
-    last_response: Option<(u32, Vec<u8>)>,
+    last_response: Option<(u32, Wire)>,
+    /// Both ends offered IKEV2_FRAGMENTATION_SUPPORTED in IKE_SA_INIT.
+    fragmentation: bool,
+    incoming: Option<Incoming>,
     cookie: Option<Vec<u8>>,
     init_retries: u8,
     /// The child SAs: the last is the one in use; earlier ones wait for their
@@ -135,6 +165,8 @@ pub struct IkeSa {
 enum Undecrypted {
     /// Dropped, for this reason (nothing answered).
     Dropped(&'static str),
+    /// A fragment kept until the rest of its message comes.
+    Waiting,
     /// It opened, and holds an unknown payload marked critical, of this type.
     Critical(u8),
 }
@@ -248,6 +280,8 @@ impl IkeSa {
             expected_request_id: 0,
             outstanding: None,
             last_response: None,
+            fragmentation: false,
+            incoming: None,
             cookie: None,
             init_retries: 0,
             children: Vec::new(),
@@ -373,12 +407,17 @@ impl IkeSa {
         crate::wire::message(h, payloads)
     }
 
-    fn sealed_message(&mut self, h: Header, payloads: &[Payload]) -> Vec<u8> {
+    /// The message encrypted: whole, or as RFC 7383 fragments when both ends
+    /// agreed to them and it would not fit a datagram of `FRAGMENT_DATAGRAM`.
+    fn sealed_message(&mut self, h: Header, payloads: &[Payload]) -> Wire {
         let (first, body) = emit_chain(payloads);
-        self.tx
-            .as_mut()
-            .expect("keys before encrypted messages")
-            .seal(h, first, &body)
+        let room = FRAGMENT_DATAGRAM - DATAGRAM_HEADERS;
+        let tx = self.tx.as_mut().expect("keys before encrypted messages");
+        if self.fragmentation && crate::sk::SEAL_OVERHEAD + body.len() > room {
+            tx.seal_fragments(h, first, &body, room - crate::sk::FRAGMENT_OVERHEAD)
+        } else {
+            vec![tx.seal(h, first, &body)]
+        }
     }
 
     fn datagram(&self, message: Vec<u8>) -> Datagram {
@@ -389,22 +428,28 @@ impl IkeSa {
         }
     }
 
-    fn send_request(&mut self, message: Vec<u8>, purpose: Purpose, now: Instant) -> Datagram {
+    fn datagrams(&self, wire: &[Vec<u8>]) -> Vec<Datagram> {
+        wire.iter().map(|m| self.datagram(m.clone())).collect()
+    }
+
+    fn send_request(&mut self, message: Wire, purpose: Purpose, now: Instant) -> Vec<Datagram> {
+        let out = self.datagrams(&message);
         self.outstanding = Some(Outstanding {
             id: self.next_request_id,
-            message: message.clone(),
+            message,
             sent_at: now,
             tries: 1,
             purpose,
         });
         self.next_request_id += 1;
-        self.datagram(message)
+        out
     }
 
-    fn answer(&mut self, id: u32, message: Vec<u8>) -> Datagram {
-        self.last_response = Some((id, message.clone()));
+    fn answer(&mut self, id: u32, message: Wire) -> Vec<Datagram> {
+        let out = self.datagrams(&message);
+        self.last_response = Some((id, message));
         self.expected_request_id = id + 1;
-        self.datagram(message)
+        out
     }
 
     fn close(&mut self, reason: String, out: &mut Output) {
@@ -476,23 +521,39 @@ impl IkeSa {
             return Output::dropped("closed");
         }
         if h.is_response() {
-            self.on_response(&h, msg, now)
+            let mut out = self.on_response(&h, msg, now);
+            // Authenticated (its answer took effect), so its source is the peer's.
+            if out.dropped.is_none() && h.exchange != exchange::IKE_SA_INIT {
+                self.follow_peer(local, remote, &mut out);
+            }
+            out
         } else {
             self.on_request(&h, msg, local, remote, now)
         }
     }
 
-    fn decrypt(&self, h: &Header, msg: &[u8]) -> Result<Vec<Payload>, Undecrypted> {
+    /// The inner payloads of an encrypted message; of a fragment, once every
+    /// fragment of its message is in (`Waiting` until then).
+    fn decrypt(&mut self, h: &Header, msg: &[u8]) -> Result<Vec<Payload>, Undecrypted> {
         let outer = parse_chain(h.next_payload, &msg[HEADER_LEN..])
             .map_err(|_| Undecrypted::Dropped("malformed"))?;
-        let Some(Payload::Encrypted { first_inner, start }) = outer.last() else {
-            return Err(Undecrypted::Dropped("not-encrypted"));
-        };
         let rx = self.rx.as_ref().ok_or(Undecrypted::Dropped("no-keys"))?;
-        let plain = rx
-            .open(msg, HEADER_LEN + start)
-            .map_err(|_| Undecrypted::Dropped("bad-icv"))?;
-        parse_chain(*first_inner, &plain).map_err(|e| match e {
+        let (first_inner, plain) = match outer.last() {
+            Some(Payload::Encrypted { first_inner, start }) => {
+                let plain = rx
+                    .open(msg, HEADER_LEN + start)
+                    .map_err(|_| Undecrypted::Dropped("bad-icv"))?;
+                (*first_inner, plain)
+            }
+            Some(Payload::EncryptedFragment { first_inner, start }) if self.fragmentation => {
+                let f = rx
+                    .open_fragment(msg, HEADER_LEN + start)
+                    .map_err(|_| Undecrypted::Dropped("bad-icv"))?;
+                self.take_fragment(h, *first_inner, f)?
+            }
+            _ => return Err(Undecrypted::Dropped("not-encrypted")),
+        };
+        parse_chain(first_inner, &plain).map_err(|e| match e {
             crate::wire::Error::UnsupportedCritical(t) => Undecrypted::Critical(t),
             _ => Undecrypted::Dropped("malformed-inner"),
         })
@@ -509,7 +570,7 @@ impl IkeSa {
         let m = self.sealed_message(self.header(h.exchange, true, h.message_id), &n);
         let d = self.answer(h.message_id, m);
         Output {
-            datagrams: vec![d],
+            datagrams: d,
             dropped: Some("unsupported-critical"),
             ..Output::default()
         }
@@ -535,6 +596,7 @@ impl IkeSa {
         let inner = match self.decrypt(h, msg) {
             Ok(p) => p,
             Err(Undecrypted::Dropped(why)) => return Output::dropped(why),
+            Err(Undecrypted::Waiting) => return Output::default(),
             // A response is never answered.
             Err(Undecrypted::Critical(_)) => return Output::dropped("unsupported-critical"),
         };
@@ -578,10 +640,16 @@ impl IkeSa {
         if let Some((id, m)) = &self.last_response
             && *id == h.message_id
         {
-            // A retransmission: the same answer again, nothing else changes.
-            let d = self.datagram(m.clone());
+            // A retransmission: the same answer again, nothing else changes. Of
+            // a fragmented one, its first fragment alone asks (RFC 7383 section
+            // 2.6.1): the answer goes once, not once per fragment.
+            if !fragments::first_or_whole(h, msg) {
+                return Output::dropped("retransmitted-fragment");
+            }
+            let m = m.clone();
+            let d = self.datagrams(&m);
             return Output {
-                datagrams: vec![d],
+                datagrams: d,
                 dropped: Some("retransmitted-request"),
                 ..Output::default()
             };
@@ -592,14 +660,15 @@ impl IkeSa {
         let inner = match self.decrypt(h, msg) {
             Ok(p) => p,
             Err(Undecrypted::Dropped(why)) => return Output::dropped(why),
+            Err(Undecrypted::Waiting) => return Output::default(),
             Err(Undecrypted::Critical(kind)) => return self.refuse_critical(h, kind),
         };
         self.last_heard = now;
         // The peer may have moved to port 4500 (NAT traversal) or roamed: answer
         // where the authenticated request came from.
-        self.local = local;
-        self.remote = remote;
-        match (self.state, h.exchange) {
+        let mut moved = Output::default();
+        self.follow_peer(local, remote, &mut moved);
+        let mut out = match (self.state, h.exchange) {
             (State::InitReplied, exchange::IKE_AUTH) => {
                 self.on_auth_request(h.message_id, &inner, now)
             }
@@ -610,6 +679,24 @@ impl IkeSa {
                 self.on_create_child_sa_request(h.message_id, &inner, now)
             }
             _ => Output::dropped("unexpected-exchange"),
+        };
+        out.append(moved);
+        out
+    }
+
+    /// Takes the addresses an authenticated message came between as the SA's.
+    /// Once established behind a NAT, a change is the NAT's new mapping (RFC 7296
+    /// section 2.23, RFC 3948): the connection's ESP is told to follow.
+    fn follow_peer(&mut self, local: SocketAddr, remote: SocketAddr, out: &mut Output) {
+        let moved = (local, remote) != (self.local, self.remote);
+        self.local = local;
+        self.remote = remote;
+        if moved && self.behind_nat && self.state == State::Established {
+            out.events.push(Event::PeerMoved {
+                connection: self.conn.name.clone(),
+                local,
+                remote,
+            });
         }
     }
 
@@ -645,7 +732,7 @@ impl IkeSa {
                     o.tries += 1;
                     o.sent_at = now;
                     let m = o.message.clone();
-                    out.datagrams.push(self.datagram(m));
+                    out.datagrams.extend(self.datagrams(&m));
                 }
             }
             return out;
@@ -665,16 +752,16 @@ impl IkeSa {
             let id = self.next_request_id;
             let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &[]);
             let d = self.send_request(m, Purpose::Plain, now);
-            out.datagrams.push(d);
+            out.datagrams.extend(d);
             return out;
         }
         if self.state == State::Established {
             if self.ike_rekey_at.is_some_and(|t| now >= t) {
-                out.datagrams.push(self.start_ike_rekey(now));
+                out.datagrams.extend(self.start_ike_rekey(now));
             } else if self.child_rekey_at.is_some_and(|t| now >= t)
                 && let Some(d) = self.start_child_rekey(now)
             {
-                out.datagrams.push(d);
+                out.datagrams.extend(d);
             }
         }
         out

@@ -50,7 +50,7 @@ impl IkeSa {
         let m = self.sealed_message(self.header(exchange::CREATE_CHILD_SA, true, id), &n);
         let d = self.answer(id, m);
         Output {
-            datagrams: vec![d],
+            datagrams: d,
             dropped: Some("create-child-refused"),
             ..Output::default()
         }
@@ -65,7 +65,7 @@ impl IkeSa {
 
     // ----- Child SA, as the end that starts it -----
 
-    pub(super) fn start_child_rekey(&mut self, now: Instant) -> Option<Datagram> {
+    pub(super) fn start_child_rekey(&mut self, now: Instant) -> Option<Vec<Datagram>> {
         self.child_rekey_at = None;
         let old = *self.children.last()?;
         let spi_in = random_esp_spi();
@@ -132,7 +132,7 @@ impl IkeSa {
                 })];
                 let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &d);
                 out.datagrams
-                    .push(self.send_request(m, Purpose::DeleteChild(r.old), now));
+                    .extend(self.send_request(m, Purpose::DeleteChild(r.old), now));
                 out
             }
             Err(retry) => {
@@ -317,7 +317,7 @@ impl IkeSa {
         });
         self.child_rekey_at = Self::rekey_time(now, self.conn.timers.child_rekey);
         Output {
-            datagrams: vec![d],
+            datagrams: d,
             events: vec![Event::ChildUp(child)],
             dropped: None,
         }
@@ -325,7 +325,7 @@ impl IkeSa {
 
     // ----- IKE SA -----
 
-    pub(super) fn start_ike_rekey(&mut self, now: Instant) -> Datagram {
+    pub(super) fn start_ike_rekey(&mut self, now: Instant) -> Vec<Datagram> {
         self.ike_rekey_at = None;
         let spi = random_spi64();
         let ni = random_bytes(NONCE_LEN);
@@ -416,7 +416,7 @@ impl IkeSa {
         // The old SA goes: its delete, then it ends quietly.
         let d = self.send_delete_ike(now);
         self.state = State::Rekeyed;
-        out.datagrams.push(d);
+        out.datagrams.extend(d);
         out
     }
 
@@ -462,7 +462,7 @@ impl IkeSa {
         ];
         let m = self.sealed_message(self.header(exchange::CREATE_CHILD_SA, true, id), &reply);
         let mut out = Output {
-            datagrams: vec![self.answer(id, m)],
+            datagrams: self.answer(id, m),
             ..Output::default()
         };
         // The peer started it: it is the new SA's initiator.
@@ -507,6 +507,7 @@ impl IkeSa {
         sa.install_keys_from_seed(chosen, &seed);
         sa.state = State::Established;
         sa.behind_nat = self.behind_nat;
+        sa.fragmentation = self.fragmentation;
         sa.nat_ours = self.nat_ours;
         sa.established_at = Some(now);
         sa.ike_rekey_at = Self::rekey_time(now, self.conn.timers.ike_rekey);

@@ -88,15 +88,22 @@ impl IkeSa {
             Payload::Notify(dst),
         ];
         reply.extend(sa.signature_payloads_in_init());
+        sa.fragmentation = notify_of(&payloads, notify::IKEV2_FRAGMENTATION_SUPPORTED).is_some();
+        if sa.fragmentation {
+            reply.push(Payload::Notify(Notify::new(
+                notify::IKEV2_FRAGMENTATION_SUPPORTED,
+                Vec::new(),
+            )));
+        }
         let m = sa.plain_message(sa.header(exchange::IKE_SA_INIT, true, 0), &reply);
         sa.init_request = msg.to_vec();
         sa.init_response = m.clone();
         sa.state = State::InitReplied;
-        let d = sa.answer(0, m);
+        let d = sa.answer(0, vec![m]);
         Ok((
             sa,
             Output {
-                datagrams: vec![d],
+                datagrams: d,
                 ..Output::default()
             },
         ))
@@ -114,7 +121,7 @@ impl IkeSa {
                 Vec::new(),
             ))];
             let m = self.sealed_message(self.header(exchange::IKE_AUTH, true, id), &n);
-            out.datagrams.push(self.answer(id, m));
+            out.datagrams.extend(self.answer(id, m));
             self.close(format!("{name}: {why}"), &mut out);
             return out;
         }
@@ -148,7 +155,7 @@ impl IkeSa {
             }
         }
         let m = self.sealed_message(self.header(exchange::IKE_AUTH, true, id), &reply);
-        out.datagrams.push(self.answer(id, m));
+        out.datagrams.extend(self.answer(id, m));
         out
     }
 

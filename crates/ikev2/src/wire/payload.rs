@@ -91,6 +91,12 @@ pub enum Payload {
         first_inner: u8,
         start: usize,
     },
+    /// An encrypted fragment (RFC 7383): the same, for one piece of a message;
+    /// `first_inner` is zero but in the first.
+    EncryptedFragment {
+        first_inner: u8,
+        start: usize,
+    },
     /// A payload this implementation does not interpret and that is not critical
     /// (configuration, EAP, fragments, private use): kept so it can be ignored.
     Other {
@@ -116,6 +122,7 @@ impl Payload {
             Payload::TsI(_) => pt::TSI,
             Payload::TsR(_) => pt::TSR,
             Payload::Encrypted { .. } => pt::SK,
+            Payload::EncryptedFragment { .. } => pt::SKF,
             Payload::Other { kind, .. } => *kind,
         }
     }
@@ -153,7 +160,7 @@ impl Payload {
                 }
             }
             Payload::TsI(t) | Payload::TsR(t) => ts::emit(t, out),
-            Payload::Encrypted { .. } => {}
+            Payload::Encrypted { .. } | Payload::EncryptedFragment { .. } => {}
             Payload::Other { body, .. } => out.extend_from_slice(body),
         }
     }
@@ -322,13 +329,20 @@ pub fn parse_chain(first: u8, bytes: &[u8]) -> Result<Vec<Payload>, Error> {
         if len < GENERIC_LEN || len > rest.len() {
             return Err(Error::BadLength);
         }
-        if kind == pt::SK {
+        if kind == pt::SK || kind == pt::SKF {
             if at + len != bytes.len() {
                 return Err(Error::Malformed("encrypted payload not last"));
             }
-            out.push(Payload::Encrypted {
-                first_inner: next,
-                start: at,
+            out.push(if kind == pt::SK {
+                Payload::Encrypted {
+                    first_inner: next,
+                    start: at,
+                }
+            } else {
+                Payload::EncryptedFragment {
+                    first_inner: next,
+                    start: at,
+                }
             });
             return Ok(out);
         }

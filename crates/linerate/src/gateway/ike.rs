@@ -9,7 +9,8 @@
 use super::worker::GatewayControl;
 use crate::gateway_config::{EspConfig, GatewayConfig, IkeAuth};
 use dataplane::esp::{Encapsulation, SaSpec};
-use dataplane::ike::IkeDatagram;
+use dataplane::ike::IkeInput;
+use dataplane::reassembly::{Limits, Reassembler};
 use ikev2::cert::PrivateKey;
 use ikev2::config::{PubkeyAuth, parse_identity};
 use ikev2::proposal::{Kind, Offer};
@@ -18,7 +19,7 @@ use ikev2::wire::TrafficSelector;
 use ikev2::{Connection, Endpoint, Event, Output, SaSummary, Timers};
 use io::Waker;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -43,8 +44,9 @@ pub struct IkeWork {
 
 /// One change to a tunnel's ESP, by the tunnel's name.
 pub enum IkeEspChange {
-    /// How the tunnel's ESP travels from now on (NAT detection's answer).
-    Encapsulation(String, Encapsulation),
+    /// Where the tunnel's ESP goes from now on, and how (NAT detection's
+    /// answer, or the NAT's new mapping).
+    Peer(String, IpAddr, Encapsulation),
     AddInbound(String, SaSpec),
     RemoveInbound(String, u32),
     /// A child's outbound SA, installed standing by: it seals once `Seal` names it.
@@ -77,6 +79,9 @@ struct TunnelChildren {
 pub struct IkeStatus {
     pub sas: Vec<SaSummary>,
     pub dropped: BTreeMap<&'static str, u64>,
+    /// IP fragments for the gateway dropped, and datagrams reassembled that were
+    /// not IKE, by why.
+    pub reassembly: BTreeMap<&'static str, u64>,
     pub recent: VecDeque<String>,
     pub at: Option<Instant>,
 }
@@ -167,7 +172,7 @@ fn seconds(n: u32) -> Option<Duration> {
 /// Starts the key exchange thread; its status for `show ike`.
 pub fn spawn(
     conns: Vec<Arc<Connection>>,
-    inbox: Receiver<IkeDatagram>,
+    inbox: Receiver<IkeInput>,
     to_worker: Sender<(GatewayControl, SyncSender<String>)>,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
@@ -179,6 +184,8 @@ pub fn spawn(
         to_worker,
         waker,
         status: status.clone(),
+        fragments: Reassembler::new(Limits::default()),
+        reassembled_not_taken: BTreeMap::new(),
     };
     std::thread::Builder::new()
         .name("ike".into())
@@ -194,10 +201,14 @@ struct KeyExchange {
     to_worker: Sender<(GatewayControl, SyncSender<String>)>,
     waker: Arc<Waker>,
     status: Arc<Mutex<IkeStatus>>,
+    /// IP fragments addressed to the gateway, from every worker, until whole.
+    fragments: Reassembler,
+    /// Datagrams reassembled that the endpoint does not take, by why.
+    reassembled_not_taken: BTreeMap<&'static str, u64>,
 }
 
 impl KeyExchange {
-    fn run(&mut self, inbox: &Receiver<IkeDatagram>, stop: &AtomicBool) {
+    fn run(&mut self, inbox: &Receiver<IkeInput>, stop: &AtomicBool) {
         let mut next_tick = Instant::now();
         while !stop.load(Ordering::Relaxed) {
             let wait = next_tick.saturating_duration_since(Instant::now());
@@ -205,9 +216,9 @@ impl KeyExchange {
             match inbox.recv_timeout(wait) {
                 Ok(d) => {
                     let now = Instant::now();
-                    out.append(self.endpoint.receive(&d.payload, d.local, d.remote, now));
+                    out.append(self.take(d, now));
                     for d in inbox.try_iter().take(BATCH) {
-                        out.append(self.endpoint.receive(&d.payload, d.local, d.remote, now));
+                        out.append(self.take(d, now));
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -215,6 +226,7 @@ impl KeyExchange {
             }
             let now = Instant::now();
             if now >= next_tick {
+                self.fragments.expire(now);
                 out.append(self.endpoint.tick(now));
                 next_tick = now + TICK;
             }
@@ -222,6 +234,25 @@ impl KeyExchange {
                 return;
             }
             self.publish(now);
+        }
+    }
+
+    /// One input from the workers: a datagram for the endpoint, or a fragment
+    /// kept until its datagram is whole.
+    fn take(&mut self, input: IkeInput, now: Instant) -> Output {
+        match input {
+            IkeInput::Datagram(d) => self.endpoint.receive(&d.payload, d.local, d.remote, now),
+            IkeInput::Fragment(packet) => match self.fragments.offer(&packet, now) {
+                Ok(Some(whole)) => match dataplane::ike::datagram_in(&whole) {
+                    Ok(d) => self.endpoint.receive(&d.payload, d.local, d.remote, now),
+                    Err(why) => {
+                        *self.reassembled_not_taken.entry(why).or_default() += 1;
+                        Output::default()
+                    }
+                },
+                // Counted by the reassembler.
+                Ok(None) | Err(_) => Output::default(),
+            },
         }
     }
 
@@ -249,6 +280,23 @@ impl KeyExchange {
                 Event::Established { detail } => self.log(format!("up: {detail}")),
                 Event::Closed { reason } => self.log(format!("down: {reason}")),
                 Event::Rekeyed { detail } => self.log(format!("rekeyed: {detail}")),
+                Event::PeerMoved {
+                    connection,
+                    local,
+                    remote,
+                } => {
+                    self.log(format!(
+                        "{connection}: the peer is at {remote} now (its NAT's new mapping); ESP follows"
+                    ));
+                    work.esp.push(IkeEspChange::Peer(
+                        connection,
+                        remote.ip(),
+                        Encapsulation::Udp {
+                            local_port: local.port(),
+                            remote_port: remote.port(),
+                        },
+                    ));
+                }
                 Event::ChildDown {
                     inbound_spi,
                     outbound_spi,
@@ -301,7 +349,7 @@ impl KeyExchange {
             },
             None => Encapsulation::None,
         };
-        esp.push(IkeEspChange::Encapsulation(t.clone(), encap));
+        esp.push(IkeEspChange::Peer(t.clone(), c.remote, encap));
         let spec = |spi, keymat| SaSpec {
             spi,
             alg: c.algorithm,
@@ -404,6 +452,14 @@ impl KeyExchange {
         let mut s = self.status.lock().expect("status lock");
         s.sas = self.endpoint.summaries(now);
         s.dropped = self.endpoint.dropped.clone();
+        s.reassembly = self
+            .fragments
+            .dropped()
+            .iter()
+            .chain(&self.reassembled_not_taken)
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, v)| (*k, *v))
+            .collect();
         s.at = Some(now);
     }
 }
@@ -458,13 +514,14 @@ pub fn show(status: &IkeStatus, now: Instant) -> String {
             );
         }
     }
-    if !status.dropped.is_empty() {
-        let list: Vec<String> = status
-            .dropped
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let _ = writeln!(out, "dropped: {}", list.join(", "));
+    for (what, counts) in [
+        ("dropped", &status.dropped),
+        ("IP fragments dropped", &status.reassembly),
+    ] {
+        if !counts.is_empty() {
+            let list: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(out, "{what}: {}", list.join(", "));
+        }
     }
     if let Some(at) = status.at {
         let _ = writeln!(

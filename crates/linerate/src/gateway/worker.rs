@@ -263,8 +263,8 @@ impl Worker {
         use super::ike::IkeEspChange;
         use dataplane::esp::EspChange;
         let change = match c {
-            IkeEspChange::Encapsulation(t, encap) => {
-                EspChange::SetEncapsulation(self.esp_tunnel(&t)?, encap)
+            IkeEspChange::Peer(t, remote, encap) => {
+                EspChange::SetPeer(self.esp_tunnel(&t)?, remote, encap)
             }
             IkeEspChange::AddInbound(t, sa) => {
                 EspChange::AddInbound(self.esp_tunnel(&t)?, self.inbound_sa(&sa)?)

@@ -7,7 +7,7 @@
 
 use super::ike::ike;
 use super::keyfile::read_hex_key_file;
-use super::l2::{Underlay, endpoints};
+use super::l2::{Underlay, endpoints, local_endpoint};
 use super::raw::{RawEsp, RawSa};
 use super::validate::Ctx;
 use super::values::prefix;
@@ -173,6 +173,18 @@ fn sa(cx: &mut Ctx<'_, '_>, s: &RawSa, path: &str, inbound: bool) -> Option<SaCo
     })
 }
 
+/// `remote = "any"`: a responder's peer from wherever it comes.
+pub const ANY_PEER: &str = "any";
+
+/// The unspecified address of `a`'s family: a tunnel's remote before its peer is
+/// known.
+fn unspecified_like(a: IpAddr) -> IpAddr {
+    match a {
+        IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    }
+}
+
 pub(super) fn esp(
     cx: &mut Ctx<'_, '_>,
     e: &RawEsp,
@@ -182,8 +194,26 @@ pub(super) fn esp(
 ) -> Option<EspConfig> {
     let path = format!("esp[{i}]");
     let mut ok = true;
-    let (local, remote) = endpoints(cx, &e.local, &e.remote, &path, under);
     let remote_key = format!("{path}.remote");
+    // A responder may take its peer from wherever it comes (behind a NAT whose
+    // address is not known, or changes): the tunnel's remote is then the
+    // unspecified address until the key exchange brings a child SA.
+    let any_peer = e.remote.get_ref() == ANY_PEER;
+    let (local, remote) = if any_peer {
+        let local = local_endpoint(cx, &e.local, &path, under);
+        let starts = e.ike.as_ref().and_then(|k| k.start_action.as_ref());
+        if e.ike.is_none() || starts.is_some_and(|s| s.get_ref() == "start") {
+            cx.err(
+                e.remote.span(),
+                &remote_key,
+                "\"any\" is for a tunnel that waits for its peer: [esp.ike] with start_action = \"none\"",
+            );
+            ok = false;
+        }
+        (local, local.map(unspecified_like))
+    } else {
+        endpoints(cx, &e.local, &e.remote, &path, under)
+    };
     if let Some(raw_ike) = &e.ike {
         let manual = e.outbound.as_ref().map(|o| o.spi.span()).or_else(|| {
             e.inbound
@@ -261,7 +291,9 @@ pub(super) fn esp(
             .and_then(|o| EspAlgorithm::from_name(o.algorithm.get_ref()));
         // With a key exchange, UDP may come (NAT detection) and any transform.
         let over = overhead(r, udp_port.is_some() || e.ike.is_some(), sealing);
-        match under.path_mtu(r) {
+        // Any peer: the path is the one from the local address's own port.
+        let toward = if any_peer { local.unwrap_or(r) } else { r };
+        match under.path_mtu(toward) {
             None => cx.err(
                 e.remote.span(),
                 &remote_key,
@@ -337,7 +369,9 @@ pub(super) fn esp(
     }
     let mut ike_config = None;
     if let Some(raw_ike) = &e.ike {
-        ike_config = ike(cx, raw_ike, &path, local, remote);
+        // Any peer: no address to be its identity by default (remote_id says).
+        let known = remote.filter(|_| !any_peer);
+        ike_config = ike(cx, raw_ike, &path, local, known);
         ok &= ike_config.is_some();
         // IKE takes UDP 500 and 4500 on every address of the gateway.
         if let Some(w) = under

@@ -104,17 +104,8 @@ fn overhead(remote: IpAddr) -> u16 {
 
 /// A tunnel's `local` (one of the gateway's addresses) and `remote` (not one, of
 /// local's family) under `path`, each `None` where it is refused (reported).
-pub(super) fn endpoints(
-    cx: &mut Ctx<'_, '_>,
-    local_text: &toml::Spanned<String>,
-    remote_text: &toml::Spanned<String>,
-    path: &str,
-    under: &Underlay<'_>,
-) -> (Option<IpAddr>, Option<IpAddr>) {
-    let ip = |cx: &mut Ctx<'_, '_>, s: &toml::Spanned<String>, key: &str| match s
-        .get_ref()
-        .parse::<IpAddr>()
-    {
+fn address(cx: &mut Ctx<'_, '_>, s: &toml::Spanned<String>, key: &str) -> Option<IpAddr> {
+    match s.get_ref().parse::<IpAddr>() {
         Ok(a) => Some(a),
         Err(_) => {
             cx.err(
@@ -124,23 +115,41 @@ pub(super) fn endpoints(
             );
             None
         }
-    };
-    let local_key = format!("{path}.local");
-    let mut local = ip(cx, local_text, &local_key);
-    if let Some(a) = local
-        && !under.is_ours(a)
-    {
+    }
+}
+
+/// A tunnel's `local`: an address of the gateway's own.
+pub(super) fn local_endpoint(
+    cx: &mut Ctx<'_, '_>,
+    local_text: &toml::Spanned<String>,
+    path: &str,
+    under: &Underlay<'_>,
+) -> Option<IpAddr> {
+    let key = format!("{path}.local");
+    let a = address(cx, local_text, &key)?;
+    if !under.is_ours(a) {
         cx.err(
             local_text.span(),
-            &local_key,
+            &key,
             format!(
                 "{a} is not one of the gateway's addresses (a port's or a WireGuard interface's)"
             ),
         );
-        local = None;
+        return None;
     }
+    Some(a)
+}
+
+pub(super) fn endpoints(
+    cx: &mut Ctx<'_, '_>,
+    local_text: &toml::Spanned<String>,
+    remote_text: &toml::Spanned<String>,
+    path: &str,
+    under: &Underlay<'_>,
+) -> (Option<IpAddr>, Option<IpAddr>) {
+    let local = local_endpoint(cx, local_text, path, under);
     let remote_key = format!("{path}.remote");
-    let mut remote = ip(cx, remote_text, &remote_key);
+    let mut remote = address(cx, remote_text, &remote_key);
     if let Some(r) = remote {
         if under.is_ours(r) {
             cx.err(

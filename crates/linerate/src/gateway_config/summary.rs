@@ -116,7 +116,11 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
             "esp {}: {} -> {} {}, inner mtu {}, local ts {}, remote ts {}",
             e.name,
             e.local,
-            e.remote,
+            if e.remote.is_unspecified() {
+                "any peer".to_string()
+            } else {
+                e.remote.to_string()
+            },
             how,
             e.mtu,
             ts(&e.local_ts),

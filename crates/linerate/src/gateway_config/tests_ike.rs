@@ -270,3 +270,53 @@ fn a_wireguard_interface_on_an_ike_port_is_refused() {
         "{got:#?}"
     );
 }
+
+const ANY_PEER_TUNNEL: &str = r#"
+[[esp]]
+name = "roaming"
+local = "198.18.2.1"
+remote = "any"
+local_ts = ["198.19.1.0/24"]
+remote_ts = ["198.19.3.0/24"]
+"#;
+
+#[test]
+fn a_responder_takes_its_peer_from_any_address() {
+    let d = dir();
+    let text = format!(
+        "{PORTS}{ANY_PEER_TUNNEL}\n[esp.ike]\nremote_id = \"@gw-b.example\"\npsk_file = \"site.psk\"\nnat_keepalive = 15\n"
+    );
+    let c = load(&d.write("gw.toml", &text)).unwrap_or_else(|e| panic!("{e}"));
+    let e = &c.esps[0];
+    assert!(e.remote.is_unspecified() && e.remote.is_ipv4());
+    let k = e.ike.as_ref().unwrap();
+    assert!(!k.start);
+    assert_eq!(k.nat_keepalive, 15);
+    assert!(
+        c.summary().contains("198.18.2.1 -> any peer"),
+        "{}",
+        c.summary()
+    );
+}
+
+#[test]
+fn any_peer_is_refused_where_this_end_must_know_where_to_send() {
+    let d = dir();
+    let starts = format!(
+        "{PORTS}{ANY_PEER_TUNNEL}\n[esp.ike]\npsk_file = \"site.psk\"\nstart_action = \"start\"\nnat_keepalive = 7200\n"
+    );
+    assert_eq!(
+        errors_of(&d, &starts),
+        [
+            "gw.toml:9: esp[0].remote: \"any\" is for a tunnel that waits for its peer: [esp.ike] with start_action = \"none\"",
+            "gw.toml:16: esp[0].ike.nat_keepalive: 7200 is out of range (0..=3600)",
+        ]
+    );
+    let manual = format!(
+        "{PORTS}{ANY_PEER_TUNNEL}\n[esp.outbound]\nspi = 0x100\nalgorithm = \"aes128gcm16\"\nkey_file = \"site.psk\"\n"
+    );
+    assert_eq!(
+        errors_of(&d, &manual)[0],
+        "gw.toml:9: esp[0].remote: \"any\" is for a tunnel that waits for its peer: [esp.ike] with start_action = \"none\""
+    );
+}

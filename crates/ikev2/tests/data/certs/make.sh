@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Test credentials for the ikev2 crate's certificate tests (never for real use):
-# a CA (ECDSA P-256), gw-a (RSA 2048) and gw-b (ECDSA P-384) issued by it, and
+# a CA (ECDSA P-256), gw-a (RSA 2048), gw-b (ECDSA P-384) and big (RSA 4096,
+# whose IKE_AUTH needs fragments) issued by it, and
 # "other", issued by a second CA. Valid for 100 years. Run here to make new ones.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -16,5 +17,6 @@ issue() { # NAME KEYARGS CA
 }
 issue gw-a "rsa:2048" ca
 issue gw-b "ec -pkeyopt ec_paramgen_curve:P-384" ca
+issue big "rsa:4096" ca
 issue other "ec -pkeyopt ec_paramgen_curve:P-256" other-ca
 rm -f ./*.srl ca.key other-ca.key
