@@ -45,6 +45,9 @@
 #                       ends, each end initiating: from 3072 bits IKE_AUTH
 #                       outgrows 1280 bytes and goes in RFC 7383 fragments both
 #                       ways; 4096 bits again over a path of MTU 1280
+#   certificate_chain   gw-a's and gw-b's certificates from an intermediate CA
+#                       under the CA both trust, each end sending its chain;
+#                       each end initiating
 #   lost_rekey_answer_linerate_asks  the mirror: linerate rekeys, charon's
 #                       answer is lost once
 #
@@ -71,7 +74,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_keepalives rsa_certificates)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_keepalives rsa_certificates certificate_chain)
 CHARON=/usr/lib/ipsec/charon
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 # The outer addresses: IPv4 unless a scenario says otherwise.
@@ -118,12 +121,25 @@ EOF2
 
 # make_certs: a CA (ECDSA P-256) and certificates for gw-a (RSA 2048, or
 # $CERT_A_KEY as openssl's -newkey takes it) and gw-b (ECDSA P-256, or
-# $CERT_B_KEY) in $LR_TMP/certs, for AUTH_MODE=pubkey.
+# $CERT_B_KEY) in $LR_TMP/certs, for AUTH_MODE=pubkey. With CERT_CHAIN=1 an
+# intermediate CA under the CA issues both: gw-a.pem holds gw-a's certificate
+# and the intermediate's (linerate's cert_file with its chain), charon finds
+# the intermediate in its x509ca directory.
 make_certs() {
-  local d=$LR_TMP/certs
+  local d=$LR_TMP/certs issuer=ca
   mkdir -p "$d"
   openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$d/ca.key" \
     -subj "/C=CH/O=linerate/CN=Interop CA" -days 2 -out "$d/ca.pem" 2>/dev/null
+  if [ -n "${CERT_CHAIN:-}" ]; then
+    issuer=inter
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$d/inter.key" \
+      -subj "/C=CH/O=linerate/CN=Interop Intermediate CA" -out "$d/inter.csr" 2>/dev/null
+    openssl x509 -req -in "$d/inter.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+      -days 2 -sha256 -extfile <(printf 'basicConstraints=critical,CA:TRUE\n') \
+      -out "$d/inter.pem" 2>/dev/null
+    mkdir -p "$LR_TMP/sw/swanctl/x509ca"
+    cp "$d/inter.pem" "$LR_TMP/sw/swanctl/x509ca/"
+  fi
   local who keyargs
   for who in gw-a gw-b; do
     if [ "$who" = gw-a ]; then
@@ -133,9 +149,10 @@ make_certs() {
     fi
     openssl req -new -newkey "${keyargs[@]}" -nodes -keyout "$d/$who.key" \
       -subj "/C=CH/O=linerate/CN=$who" -out "$d/$who.csr" 2>/dev/null
-    openssl x509 -req -in "$d/$who.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+    openssl x509 -req -in "$d/$who.csr" -CA "$d/$issuer.pem" -CAkey "$d/$issuer.key" -CAcreateserial \
       -days 2 -sha256 -out "$d/$who.pem" 2>/dev/null
   done
+  [ "$issuer" = ca ] || cat "$d/inter.pem" >>"$d/gw-a.pem"
 }
 
 # lr_auth: gw-a's authentication lines: the pre-shared key, or with
@@ -727,6 +744,15 @@ scenario_rsa_certificates() {
   cert_round charon "RSA-4096 over a path of MTU 1280, charon initiating"
   assert "nothing dropped as too big on the way out" \
     test "$(gw_counter a 'ip-rewrite\.drop\.(too-big|own-too-big)')" = 0
+}
+
+scenario_certificate_chain() {
+  AUTH_MODE=pubkey CERT_CHAIN=1
+  sw_topology
+  make_certs
+  cert_round linerate "through an intermediate CA, linerate initiating"
+  assert "charon took linerate's chain" grep -q "Interop Intermediate CA" "$LR_TMP/sw/charon.log"
+  cert_round charon "through an intermediate CA, charon initiating"
 }
 
 scenario_lost_rekey_answer_linerate_answers() { lost_rekey_answer charon; }

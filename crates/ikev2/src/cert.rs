@@ -2,8 +2,10 @@
 //! (RFC 7296 section 2.15, RFC 7427 "Digital Signature" AUTH). Parsing is
 //! `x509-cert`'s; every signature (the CA's over a certificate, a peer's over its
 //! AUTH octets) is checked by aws-lc-rs. A certificate is accepted when the one
-//! configured CA signed it, it is within its validity, and its key is RSA (2048 to
-//! 8192 bits) or ECDSA on P-256 or P-384.
+//! configured CA signed it, directly or through up to `MAX_INTERMEDIATES`
+//! intermediate CAs (each marked a CA in its basic constraints), every one within
+//! its validity, and its key is RSA (2048 to 8192 bits) or ECDSA on P-256 or
+//! P-384.
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, UnparsedPublicKey};
@@ -21,6 +23,10 @@ const RSA_SHA512: &str = "1.2.840.113549.1.1.13";
 const ECDSA_SHA256: &str = "1.2.840.10045.4.3.2";
 const ECDSA_SHA384: &str = "1.2.840.10045.4.3.3";
 const ECDSA_SHA512: &str = "1.2.840.10045.4.3.4";
+/// The basic constraints extension (RFC 5280 section 4.2.1.9).
+const BASIC_CONSTRAINTS: &str = "2.5.29.19";
+/// Intermediate CAs between a certificate and the trusted CA, at most.
+pub const MAX_INTERMEDIATES: usize = 4;
 
 /// The AlgorithmIdentifier DER of the signatures this end makes (RFC 7427
 /// appendix A): sha256WithRSAEncryption (NULL parameters), ecdsa-with-SHA256 and
@@ -58,6 +64,8 @@ pub struct Certificate {
     signature: Vec<u8>,
     not_before: SystemTime,
     not_after: SystemTime,
+    /// Its basic constraints say it is a CA: it may issue certificates.
+    is_ca: bool,
 }
 
 impl core::fmt::Debug for Certificate {
@@ -105,6 +113,18 @@ impl Certificate {
             .as_bytes()
             .ok_or("a public key of an odd number of bits")?
             .to_vec();
+        let is_ca = tbs
+            .extensions
+            .iter()
+            .flatten()
+            .find(|e| e.extn_id.to_string() == BASIC_CONSTRAINTS)
+            .map(|e| {
+                x509_cert::ext::pkix::BasicConstraints::from_der(e.extn_value.as_bytes())
+                    .map(|b| b.ca)
+                    .map_err(der_err)
+            })
+            .transpose()?
+            .unwrap_or(false);
         Ok(Certificate {
             der: der.to_vec(),
             subject: tbs.subject.to_der().map_err(der_err)?,
@@ -117,7 +137,62 @@ impl Certificate {
             signature: c.signature.as_bytes().ok_or("an odd signature")?.to_vec(),
             not_before: tbs.validity.not_before.to_system_time(),
             not_after: tbs.validity.not_after.to_system_time(),
+            is_ca,
         })
+    }
+
+    /// Every certificate in PEM text, in order: a certificate and the
+    /// intermediate CAs that issued it.
+    pub fn all_from_pem(text: &[u8]) -> Result<Vec<Certificate>, String> {
+        let text = std::str::from_utf8(text).map_err(|_| "not PEM: not text")?;
+        const BEGIN: &str = "-----BEGIN ";
+        let starts: Vec<usize> = text.match_indices(BEGIN).map(|(i, _)| i).collect();
+        if starts.is_empty() {
+            return Err("not PEM: no BEGIN line".into());
+        }
+        starts
+            .iter()
+            .enumerate()
+            .map(|(n, &at)| {
+                let end = starts.get(n + 1).copied().unwrap_or(text.len());
+                Certificate::from_pem(&text.as_bytes()[at..end])
+                    .map_err(|e| format!("certificate {} in the file: {e}", n + 1))
+            })
+            .collect()
+    }
+
+    /// Checks that `ca` issued this certificate, directly or through some of
+    /// `intermediates` (each a CA, at most `MAX_INTERMEDIATES` of them), every
+    /// signature and validity on the way.
+    pub fn verify_chain(
+        &self,
+        intermediates: &[Certificate],
+        ca: &Certificate,
+        now: SystemTime,
+    ) -> Result<(), String> {
+        let mut current = self;
+        for _ in 0..=MAX_INTERMEDIATES {
+            if current.issuer == ca.subject {
+                return current.verify_issued_by(ca, now);
+            }
+            let Some(up) = intermediates.iter().find(|c| c.subject == current.issuer) else {
+                return current.verify_issued_by(ca, now);
+            };
+            if !up.is_ca {
+                return Err(format!(
+                    "'{}' issued '{}' but is not a CA (basic constraints)",
+                    up.subject_text(),
+                    current.subject_text()
+                ));
+            }
+            current.verify_issued_by(up, now)?;
+            current = up;
+        }
+        Err(format!(
+            "'{}' is more than {MAX_INTERMEDIATES} intermediate CAs from the CA '{}'",
+            self.subject_text(),
+            ca.subject_text()
+        ))
     }
 
     /// The first certificate in PEM text.

@@ -44,6 +44,9 @@ impl Default for Timers {
 /// certificate issued by `ca`.
 pub struct PubkeyAuth {
     pub cert: crate::cert::Certificate,
+    /// The intermediate CAs between `cert` and the peer's trusted CA, sent with
+    /// it.
+    pub intermediates: Vec<crate::cert::Certificate>,
     pub key: crate::cert::PrivateKey,
     pub ca: crate::cert::Certificate,
     /// The peer's subject, as strongSwan writes a DN ("C=CH, O=linerate,

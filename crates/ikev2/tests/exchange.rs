@@ -57,9 +57,13 @@ fn cert_file(name: &str) -> Vec<u8> {
 }
 
 fn pubkey(own: &str, trust: &str, remote_dn: Option<&str>) -> PubkeyAuth {
-    let cert = Certificate::from_pem(&cert_file(&format!("{own}.pem"))).unwrap();
+    // The certificate, then the CAs between it and the trusted one.
+    let mut chain = Certificate::all_from_pem(&cert_file(&format!("{own}.pem"))).unwrap();
+    let intermediates = chain.split_off(1);
+    let cert = chain.pop().unwrap();
     PubkeyAuth {
         key: PrivateKey::from_pem(&cert_file(&format!("{own}.key")), &cert).unwrap(),
+        intermediates,
         cert,
         ca: Certificate::from_pem(&cert_file(&format!("{trust}.pem"))).unwrap(),
         remote_dn: remote_dn.map(str::to_string),
@@ -1099,4 +1103,58 @@ fn rsa_4096_certificates_go_in_fragments_both_ways_and_a_lost_one_is_sent_again(
         }
         assert_children_match(&p);
     }
+}
+
+#[test]
+fn a_certificate_from_an_intermediate_ca_is_taken_both_ways_with_its_chain() {
+    for (a, b) in [("leaf", "gw-b"), ("gw-a", "leaf")] {
+        let mut p = Pair::new(
+            Side {
+                cert: Some((a, "ca", None)),
+                ..Side::default()
+            },
+            Side {
+                cert: Some((b, "ca", None)),
+                ..Side::default()
+            },
+        );
+        p.start();
+        assert_children_match(&p);
+    }
+}
+
+#[test]
+fn a_certificate_issued_by_one_that_is_no_ca_is_refused() {
+    // gw-b's certificate (no CA) issued "forged"; its chain names gw-b.
+    let mut forged = pubkey("forged", "ca", None);
+    forged.intermediates = vec![Certificate::from_pem(&cert_file("gw-b.pem")).unwrap()];
+    let mut p = Pair::new(Side::default(), Side::default());
+    let mut c = Arc::try_unwrap(conn("a-to-b", A, B, &Side::default(), true))
+        .ok()
+        .unwrap();
+    c.pubkey = Some(forged);
+    c.local_id = ikev2::wire::Identification {
+        kind: ikev2::wire::id_type::DER_ASN1_DN,
+        data: c.pubkey.as_ref().unwrap().cert.subject().to_vec(),
+    };
+    p.a = Endpoint::new(vec![Arc::new(c)], p.now);
+    p.b = Endpoint::new(
+        vec![conn(
+            "b-to-a",
+            B,
+            A,
+            &Side {
+                cert: Some(("gw-b", "ca", None)),
+                local_net: Side::default().remote_net,
+                remote_net: Side::default().local_net,
+                ..Side::default()
+            },
+            false,
+        )],
+        p.now,
+    );
+    p.start();
+    assert!(child(&p.b_events).is_none());
+    let why = closed(&p.b_events).expect("b refused");
+    assert!(why.contains("is not a CA"), "{why}");
 }

@@ -40,10 +40,13 @@ impl IkeSa {
         let Some(p) = &self.conn.pubkey else {
             return Vec::new();
         };
-        let mut v = vec![Payload::Cert {
-            encoding: CERT_X509_SIGNATURE,
-            data: p.cert.der().to_vec(),
-        }];
+        let mut v: Vec<Payload> = std::iter::once(&p.cert)
+            .chain(&p.intermediates)
+            .map(|c| Payload::Cert {
+                encoding: CERT_X509_SIGNATURE,
+                data: c.der().to_vec(),
+            })
+            .collect();
         if self.role == Role::Initiator
             && let Ok(hash) = p.ca.spki_sha1()
         {
@@ -63,16 +66,19 @@ impl IkeSa {
         id: &Identification,
         inner: &[Payload],
     ) -> Result<crate::cert::Certificate, String> {
-        let der = inner
-            .iter()
-            .find_map(|x| match x {
-                Payload::Cert { encoding, data } if *encoding == CERT_X509_SIGNATURE => Some(data),
-                _ => None,
-            })
-            .ok_or("the peer sent no X.509 certificate")?;
+        // Its own certificate first (RFC 7296 section 3.6), then the CAs between.
+        let mut ders = inner.iter().filter_map(|x| match x {
+            Payload::Cert { encoding, data } if *encoding == CERT_X509_SIGNATURE => Some(data),
+            _ => None,
+        });
+        let der = ders.next().ok_or("the peer sent no X.509 certificate")?;
         let cert = crate::cert::Certificate::from_der(der)?;
+        let intermediates = ders
+            .take(crate::cert::MAX_INTERMEDIATES)
+            .map(|d| crate::cert::Certificate::from_der(d))
+            .collect::<Result<Vec<_>, _>>()?;
         // The one read of the wall clock: certificates are valid in calendar time.
-        cert.verify_issued_by(&p.ca, std::time::SystemTime::now())?;
+        cert.verify_chain(&intermediates, &p.ca, std::time::SystemTime::now())?;
         if id.kind != crate::wire::id_type::DER_ASN1_DN || !cert.subject_is_der(&id.data) {
             return Err(format!(
                 "peer identity '{}' is not its certificate's subject '{}'",

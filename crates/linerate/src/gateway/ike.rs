@@ -120,6 +120,7 @@ fn connection(e: &EspConfig) -> Result<Arc<Connection>, String> {
         ),
         IkeAuth::Pubkey {
             cert,
+            intermediates,
             ca,
             key_pem,
             remote_dn,
@@ -133,6 +134,7 @@ fn connection(e: &EspConfig) -> Result<Arc<Connection>, String> {
             Zeroizing::new(Vec::new()),
             Some(PubkeyAuth {
                 cert: (**cert).clone(),
+                intermediates: intermediates.clone(),
                 key: PrivateKey::from_pem(key_pem, cert)?,
                 ca: (**ca).clone(),
                 remote_dn: remote_dn.clone(),

@@ -31,6 +31,8 @@ pub enum IkeAuth {
         key_file: PathBuf,
         ca_file: PathBuf,
         cert: Box<Certificate>,
+        /// The intermediate CAs after the certificate in `cert_file`.
+        intermediates: Vec<Certificate>,
         ca: Box<Certificate>,
         /// The key in PEM, read again (and checked against the certificate) where
         /// it is used.
@@ -292,9 +294,22 @@ pub(super) fn auth(
                     }
                 }
             };
-            let cert_c = parsed(cx, &cert, "cert_file");
+            // The certificate, then the intermediate CAs that issued it.
+            let chain = match Certificate::all_from_pem(&cert.1) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    cx.err(
+                        cert.2.clone(),
+                        &format!("{path}.cert_file"),
+                        format!("{}: {e}", cert.0.display()),
+                    );
+                    None
+                }
+            };
             let ca_c = parsed(cx, &ca, "ca_file");
-            let (cert_c, ca_c) = (cert_c?, ca_c?);
+            let (mut chain, ca_c) = (chain?, ca_c?);
+            let intermediates = chain.split_off(1);
+            let cert_c = chain.pop().expect("all_from_pem gives one at least");
             let key_pem = Zeroizing::new(key.1);
             if let Err(e) = PrivateKey::from_pem(&key_pem, &cert_c) {
                 cx.err(
@@ -304,7 +319,8 @@ pub(super) fn auth(
                 );
                 return None;
             }
-            if let Err(e) = cert_c.verify_issued_by(&ca_c, std::time::SystemTime::now()) {
+            if let Err(e) = cert_c.verify_chain(&intermediates, &ca_c, std::time::SystemTime::now())
+            {
                 cx.err(cert.2.clone(), &format!("{path}.cert_file"), e);
                 return None;
             }
@@ -326,6 +342,7 @@ pub(super) fn auth(
                 key_file: key.0,
                 ca_file: ca.0,
                 cert: Box::new(cert_c),
+                intermediates,
                 ca: Box::new(ca_c),
                 key_pem,
                 remote_dn,
