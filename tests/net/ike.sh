@@ -48,6 +48,9 @@
 #   certificate_chain   gw-a's and gw-b's certificates from an intermediate CA
 #                       under the CA both trust, each end sending its chain;
 #                       each end initiating
+#   ip_fragments        charon without IKE fragmentation and with an RSA-4096
+#                       certificate: its IKE_AUTH leaves in IP fragments, which
+#                       linerate reassembles; each end initiating
 #   lost_rekey_answer_linerate_asks  the mirror: linerate rekeys, charon's
 #                       answer is lost once
 #
@@ -74,7 +77,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_keepalives rsa_certificates certificate_chain)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_keepalives rsa_certificates certificate_chain ip_fragments)
 CHARON=/usr/lib/ipsec/charon
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 # The outer addresses: IPv4 unless a scenario says otherwise.
@@ -226,6 +229,7 @@ connections {
     remote_addrs = ${SW_REMOTE_ADDRS:-$OUT_A}
     proposals = $ike
     encap = yes
+    fragmentation = ${SW_FRAGMENTATION:-yes}
     dpd_delay = ${SW_DPD:-2}s
     rekey_time = ${SW_IKE_REKEY:-14400}s
 $(sw_auth)
@@ -753,6 +757,19 @@ scenario_certificate_chain() {
   cert_round linerate "through an intermediate CA, linerate initiating"
   assert "charon took linerate's chain" grep -q "Interop Intermediate CA" "$LR_TMP/sw/charon.log"
   cert_round charon "through an intermediate CA, charon initiating"
+}
+
+scenario_ip_fragments() {
+  AUTH_MODE=pubkey SW_FRAGMENTATION=no
+  sw_topology
+  CERT_A_KEY="ec -pkeyopt ec_paramgen_curve:P-256" CERT_B_KEY="rsa:4096" make_certs
+  cert_round linerate "charon's IKE_AUTH answer in IP fragments"
+  cert_round charon "charon's IKE_AUTH request in IP fragments"
+  assert "no IKE fragments were agreed" not grep -q "received fragment #" "$LR_TMP/sw/charon.log"
+  assert "charon sent IKE messages larger than the path (1500)" \
+    grep -Eq "sending packet: .*\((1[5-9][0-9]{2}|[2-9][0-9]{3}) bytes\)" "$LR_TMP/sw/charon.log"
+  assert "linerate's ip-local handed the fragments on" \
+    test "$(gw_counter a 'ip-local\.drop\.(fragment|ike-backlog)')" = 0
 }
 
 scenario_lost_rekey_answer_linerate_answers() { lost_rekey_answer charon; }
