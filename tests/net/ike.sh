@@ -51,6 +51,10 @@
 #   ip_fragments        charon without IKE fragmentation and with an RSA-4096
 #                       certificate: its IKE_AUTH leaves in IP fragments, which
 #                       linerate reassembles; each end initiating
+#   both_start_and_restart  both ends start the tunnel (two IKE SAs may come
+#                       of it), then linerate is killed and started again while
+#                       charon starts over: every child SA charon sends on is
+#                       installed in linerate, and traffic passes both ways
 #   lost_rekey_answer_linerate_asks  the mirror: linerate rekeys, charon's
 #                       answer is lost once
 #
@@ -77,7 +81,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_keepalives rsa_certificates certificate_chain ip_fragments)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_keepalives rsa_certificates certificate_chain ip_fragments both_start_and_restart)
 CHARON=/usr/lib/ipsec/charon
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 # The outer addresses: IPv4 unless a scenario says otherwise.
@@ -770,6 +774,41 @@ scenario_ip_fragments() {
     grep -Eq "sending packet: .*\((1[5-9][0-9]{2}|[2-9][0-9]{3}) bytes\)" "$LR_TMP/sw/charon.log"
   assert "linerate's ip-local handed the fragments on" \
     test "$(gw_counter a 'ip-local\.drop\.(fragment|ike-backlog)')" = 0
+}
+
+# charon_sends_on_ours: whether every child SA charon has installed sends to
+# an inbound SA linerate has (its outbound SPIs among linerate's inbound ones).
+charon_sends_on_ours() {
+  local spi ours
+  ours=$(gw_show a esp | sed -n 's/^  in spi 0x\([0-9a-f]*\) .*/\1/p')
+  for spi in $(swanctl_out --list-sas | sed -n 's/^ *out  *\([0-9a-f]\{8\}\).*/\1/p'); do
+    grep -qx "$spi" <<<"$ours" || return 1
+  done
+  [ -n "$ours" ]
+}
+
+scenario_both_start_and_restart() {
+  sw_topology
+  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_start
+  gw_start a
+  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  assert "every child SA charon sends on is installed in linerate" \
+    wait_until 10 "linerate's inbound SAs" charon_sends_on_ours
+  assert "traffic passes both ways" ping_ok "$NS_HA" "$H4_B" 10 10
+  assert "and back" ping_ok "$NS_HB" "$H4_A" 10 10
+  kill -KILL "$GW_PID_A"
+  wait "$GW_PID_A" 2>/dev/null || true
+  assert "charon finds linerate gone and starts over" \
+    wait_until 30 "charon's dead peer detection" grep -q "giving up after" "$LR_TMP/sw/charon.log"
+  gw_start a
+  assert "the tunnel comes up again" wait_until 20 "the child SA" child_installed
+  assert "every child SA charon sends on is installed in linerate again" \
+    wait_until 15 "linerate's inbound SAs" charon_sends_on_ours
+  assert "traffic passes both ways again" ping_ok "$NS_HA" "$H4_B" 10 10
+  assert "and back" ping_ok "$NS_HB" "$H4_A" 10 10
+  log "    charon: $(swanctl_out --list-sas | grep -c "ESTABLISHED") IKE SA(s), $(swanctl_out --list-sas | grep -c "INSTALLED") child SA(s); linerate: $(gw_show a ike | grep -c "Established") IKE SA(s)"
 }
 
 scenario_lost_rekey_answer_linerate_answers() { lost_rekey_answer charon; }
