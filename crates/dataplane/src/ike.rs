@@ -30,6 +30,11 @@ pub enum IkeInput {
     /// fragmentation). The key exchange reassembles (`crate::reassembly`), as the
     /// packet path does not: only IKE is large and rare enough to be worth it.
     Fragment(Vec<u8>),
+    /// A NAT keepalive (RFC 3948) on port 4500, and where it came from.
+    Keepalive {
+        local: SocketAddr,
+        remote: SocketAddr,
+    },
 }
 
 /// The IKE datagram in a whole IP packet (one reassembled from fragments): UDP to

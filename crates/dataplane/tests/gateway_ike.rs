@@ -41,7 +41,7 @@ fn gateway(now: Instant) -> (GatewayGraph, PortId) {
 fn datagram(input: IkeInput) -> IkeDatagram {
     match input {
         IkeInput::Datagram(d) => d,
-        IkeInput::Fragment(_) => panic!("a fragment, not a datagram"),
+        _ => panic!("not a datagram"),
     }
 }
 
@@ -135,7 +135,14 @@ fn ike_ports_reach_the_inbox() {
     send(&mut gw, wan, &udp4_frame(4500, 4500, &esp), now);
     send(&mut gw, wan, &udp4_frame(4500, 4500, &[0xff]), now);
     send(&mut gw, wan, &udp4_frame(500, 501, b"not ike"), now);
-    assert_eq!(rx.try_iter().count(), 0);
+    // The keepalive goes to the key exchange as where it came from.
+    let got: Vec<IkeInput> = rx.try_iter().collect();
+    assert_eq!(got.len(), 1);
+    let IkeInput::Keepalive { local, remote } = got[0] else {
+        panic!("a keepalive")
+    };
+    assert_eq!(local, "198.18.2.1:4500".parse().unwrap());
+    assert_eq!(remote, "198.18.2.2:4500".parse().unwrap());
     assert_eq!(drops(&gw, "esp-decrypt", "unknown-spi"), 1);
     assert_eq!(drops(&gw, "ip-local", "unserved"), 2);
     assert!(sent(&mut gw, wan).is_empty());
@@ -208,7 +215,7 @@ fn fragments_for_the_gateway_go_to_the_key_exchange_which_makes_them_whole() {
     let mut whole = None;
     for input in rx.try_iter() {
         let IkeInput::Fragment(p) = input else {
-            panic!("a datagram, not a fragment")
+            panic!("not a fragment")
         };
         if let Some(w) = r.offer(&p, now).unwrap() {
             whole = Some(w);

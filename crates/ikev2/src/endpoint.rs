@@ -131,6 +131,22 @@ impl Endpoint {
         out
     }
 
+    /// A NAT keepalive from `remote`. Unauthenticated, it moves nothing; but
+    /// from where no IKE SA's peer is, it may be a NATed peer's new mapping
+    /// (RFC 7296 section 2.23): each IKE SA whose peer is behind a NAT asks
+    /// there whether its peer is alive, at most every `PROBE_EVERY`, and one
+    /// whose peer answers from there follows it (`Event::PeerMoved`).
+    pub fn keepalive(&mut self, local: SocketAddr, remote: SocketAddr, now: Instant) -> Output {
+        let mut out = Output::default();
+        if self.sas.values().any(|s| s.peer() == remote) {
+            return out;
+        }
+        for sa in self.sas.values_mut() {
+            out.append(sa.probe(local, remote, now));
+        }
+        out
+    }
+
     fn deliver(
         &mut self,
         ours: u64,

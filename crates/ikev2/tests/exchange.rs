@@ -999,10 +999,10 @@ fn run_behind_nat(p: &mut Pair, mut from_a: Vec<Datagram>, outside: &str) {
     panic!("the exchange did not settle");
 }
 
-#[test]
-fn behind_a_nat_the_end_in_front_of_it_sends_keepalives() {
+/// A pair brought up with a NAT in front of a (198.18.9.9 outside), b knowing a
+/// by the NAT's address and by its identity.
+fn up_behind_nat() -> Pair {
     let mut p = Pair::new(Side::default(), Side::default());
-    // b knows a by the NAT's address, and by its identity.
     let d = Side::default();
     let b_side = Side {
         local_net: d.remote_net,
@@ -1016,6 +1016,12 @@ fn behind_a_nat_the_end_in_front_of_it_sends_keepalives() {
     p.b = Endpoint::new(vec![Arc::new(c)], p.now);
     let out = p.a.tick(p.now);
     run_behind_nat(&mut p, out.datagrams, "198.18.9.9");
+    p
+}
+
+#[test]
+fn behind_a_nat_the_end_in_front_of_it_sends_keepalives() {
+    let mut p = up_behind_nat();
     assert_children_match(&p);
     assert_eq!(child(&p.a_events).unwrap().udp_encap, Some((4500, 4500)));
     let keepalives = |o: &Output| o.datagrams.iter().filter(|d| d.payload() == [0xff]).count();
@@ -1157,4 +1163,37 @@ fn a_certificate_issued_by_one_that_is_no_ca_is_refused() {
     assert!(child(&p.b_events).is_none());
     let why = closed(&p.b_events).expect("b refused");
     assert!(why.contains("is not a CA"), "{why}");
+}
+
+#[test]
+fn a_keepalive_from_a_new_nat_mapping_is_probed_and_the_answer_moves_the_sa() {
+    let mut p = up_behind_nat();
+    assert_children_match(&p);
+    let local: std::net::SocketAddr = "198.18.1.2:4500".parse().unwrap();
+    let old: std::net::SocketAddr = "198.18.9.9:44500".parse().unwrap();
+    let new: std::net::SocketAddr = "198.18.9.9:45500".parse().unwrap();
+    // From where the peer is: nothing to ask.
+    assert!(p.b.keepalive(local, old, p.now).datagrams.is_empty());
+    // The NAT maps a anew: its keepalive comes from another port. b asks there.
+    let probe = p.b.keepalive(local, new, p.now);
+    assert_eq!(probe.datagrams.len(), 1);
+    assert_eq!(probe.datagrams[0].remote, new);
+    // Another keepalive at once asks nothing more.
+    assert!(p.b.keepalive(local, new, p.now).datagrams.is_empty());
+    // a answers; through the NAT's new mapping, the answer comes from `new`.
+    let a_addr: std::net::SocketAddr = "198.18.1.1:4500".parse().unwrap();
+    let d = &probe.datagrams[0];
+    let answer = p.a.receive(&d.payload(), a_addr, d.local, p.now);
+    assert_eq!(answer.datagrams.len(), 1);
+    let back =
+        p.b.receive(&answer.datagrams[0].payload(), local, new, p.now);
+    assert!(
+        back.events.iter().any(|e| matches!(
+            e,
+            Event::PeerMoved { remote, .. } if *remote == new
+        )),
+        "{:?}",
+        back.events
+    );
+    assert_eq!(p.b.summaries(p.now)[0].remote, new);
 }

@@ -217,6 +217,17 @@ fn udp(
                 src_port,
             ),
             Ok(wire::esp::UdpPayload::Keepalive) => {
+                // The key exchange hears where each came from: a NATed peer's
+                // keepalive from a new mapping is its cue to look there.
+                if let Some(inbox) = ike {
+                    let k = crate::ike::IkeInput::Keepalive {
+                        local: SocketAddr::new(dst, dst_port),
+                        remote: SocketAddr::new(src, src_port),
+                    };
+                    if !inbox.hand_over(k) {
+                        return Err(IpLocalError::IkeBacklog);
+                    }
+                }
                 c.consumed += 1;
                 Ok(FREE)
             }

@@ -28,6 +28,8 @@ mod rekey;
 mod responder;
 
 const NONCE_LEN: usize = 32;
+/// A liveness check goes where a keepalive came from at most this often.
+const PROBE_EVERY: Duration = Duration::from_secs(5);
 /// INVALID_KE_PAYLOAD and COOKIE answers followed before giving up on a peer.
 const INIT_RETRIES: u8 = 3;
 
@@ -132,6 +134,8 @@ pub struct IkeSa {
     nat_ours: bool,
     /// When the next NAT keepalive goes, once established with `nat_ours`.
     keepalive_at: Option<Instant>,
+    /// When a liveness check last went to where a keepalive came from.
+    probed_at: Option<Instant>,
     /// The peer authenticated with INITIAL_CONTACT: it holds no other IKE SA
     /// with us (it restarted), so ours from before are dead. For the endpoint,
     /// once.
@@ -275,6 +279,7 @@ impl IkeSa {
             nat_ours: false,
             keepalive_at: None,
             peer_started_afresh: false,
+            probed_at: None,
             initial_contact: true,
             next_request_id: 0,
             expected_request_id: 0,
@@ -468,6 +473,39 @@ impl IkeSa {
         }
         if !quiet {
             out.events.push(Event::Closed { reason });
+        }
+    }
+
+    /// Where the peer's messages come from.
+    pub fn peer(&self) -> SocketAddr {
+        self.remote
+    }
+
+    /// Asks at `remote`, with an empty INFORMATIONAL request, whether the peer
+    /// is there: a NATed peer's keepalive came from there (`Endpoint::keepalive`).
+    /// Only with a NAT detected, nothing else outstanding, and not within
+    /// `PROBE_EVERY` of the last: whoever sends keepalives decides nothing but
+    /// where one small request goes, now and then. Its answer, authenticated,
+    /// moves the SA there (`follow_peer`); retransmissions go where the peer was.
+    pub fn probe(&mut self, local: SocketAddr, remote: SocketAddr, now: Instant) -> Output {
+        let recent = self
+            .probed_at
+            .is_some_and(|t| now.saturating_duration_since(t) < PROBE_EVERY);
+        if self.state != State::Established
+            || !self.behind_nat
+            || self.outstanding.is_some()
+            || recent
+            || local.ip() != self.local.ip()
+        {
+            return Output::default();
+        }
+        self.probed_at = Some(now);
+        let id = self.next_request_id;
+        let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &[]);
+        let sent = self.send_request(m, Purpose::Plain, now);
+        Output {
+            datagrams: sent.into_iter().map(|d| Datagram { remote, ..d }).collect(),
+            ..Output::default()
         }
     }
 

@@ -244,6 +244,7 @@ impl KeyExchange {
     fn take(&mut self, input: IkeInput, now: Instant) -> Output {
         match input {
             IkeInput::Datagram(d) => self.endpoint.receive(&d.payload, d.local, d.remote, now),
+            IkeInput::Keepalive { local, remote } => self.endpoint.keepalive(local, remote, now),
             IkeInput::Fragment(packet) => match self.fragments.offer(&packet, now) {
                 Ok(Some(whole)) => match dataplane::ike::datagram_in(&whole) {
                     Ok(d) => self.endpoint.receive(&d.payload, d.local, d.remote, now),
