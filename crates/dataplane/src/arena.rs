@@ -18,6 +18,8 @@ pub const FRAME_SIZE: usize = 2048;
 pub const HEADROOM: usize = 128;
 /// Room kept at the end for the AEAD tag and padding.
 pub const TAILROOM: usize = 32;
+/// The most data one buffer holds between its headroom and tailroom.
+pub const MAX_DATA: usize = FRAME_SIZE - HEADROOM - TAILROOM;
 
 pub type Handle = u32;
 
@@ -302,7 +304,7 @@ impl Arena {
 
     /// Copies `bytes` into a new buffer at the usual headroom.
     pub fn alloc_with(&mut self, bytes: &[u8]) -> Option<Handle> {
-        if bytes.len() > FRAME_SIZE - HEADROOM - TAILROOM {
+        if bytes.len() > MAX_DATA {
             return None;
         }
         let h = self.alloc()?;

@@ -160,7 +160,7 @@ impl GatewayGraph {
                 Box::new(WgEncrypt::node()),
                 Box::new(WgEncrypt::post()),
                 Box::new(EspEncrypt::node()),
-                Box::new(UdpEncap),
+                Box::new(UdpEncap::new()),
                 Box::new(Ip4Fragment),
                 Box::new(IpRewrite),
                 Box::new(IcmpError::default()),

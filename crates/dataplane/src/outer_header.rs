@@ -163,6 +163,7 @@ mod tests {
                 ip_len,
                 SocketAddr::new(from, a),
                 SocketAddr::new(to, b),
+                None,
             ),
             None => {
                 let total = p.len();

@@ -19,7 +19,7 @@ crate::node_errors! {
     /// Why ip-rewrite drops a packet.
     pub enum IpRewriteError {
         TooBig => "too-big", "Longer than the port's MTU with DF (or IPv6): answered with needs fragmentation / too big.";
-        OwnTooBig => "own-too-big", "A packet the gateway made itself (a tunnel's outer packet) longer than the port's MTU: dropped; the tunnel's MTU is lowered to fit it (show interfaces, show esp), so its senders hear the MTU that fits.";
+        OwnTooBig => "own-too-big", "A packet the gateway made itself (a tunnel's outer packet, with DF) longer than the port's MTU: dropped; the tunnel's MTU is lowered to fit it (show interfaces, show esp), so its senders hear the MTU that fits.";
         NoPort => "no-port", "Routed to a port that is not configured.";
         NoHeadroom => "no-headroom", "No room in front of the packet for an Ethernet header.";
         QueueFull => "neighbor-queue-full", "Already 4 packets wait for the next hop to answer.";
@@ -117,7 +117,13 @@ impl PerPacket for IpRewrite {
             .ok_or(IpRewriteError::NoPort)?;
         if m.len > mtu {
             let data = cx.arena.data(h);
-            if let Some(src) = source_of(data)
+            // IPv6 is never fragmented on the way, nor IPv4 with DF (RFC 1191: tell
+            // the source the MTU); IPv4 without DF is cut to fit, our own too (the
+            // key exchange's messages go so).
+            let may_fragment =
+                data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
+            if !may_fragment
+                && let Some(src) = source_of(data)
                 && cx.ip.interfaces.owner(src).is_some()
             {
                 // An error about our own packet would be addressed to ourselves:
@@ -125,10 +131,6 @@ impl PerPacket for IpRewrite {
                 fit_tunnel_to(cx, h, src, usize::from(mtu));
                 return Err(IpRewriteError::OwnTooBig);
             }
-            // IPv6 is never fragmented on the way, nor IPv4 with DF (RFC 1191: tell
-            // the source the MTU); IPv4 without DF is cut to fit.
-            let may_fragment =
-                data[0] >> 4 == 4 && !wire::ipv4::Packet::new_unchecked(data).dont_frag();
             cx.arena.meta_mut(h).icmp = Some(IcmpReason::TooBig { mtu });
             if may_fragment {
                 return Ok(Next::Fragment as u16);

@@ -10,6 +10,9 @@
 //! set on IPv4 (path MTU discovery, the Linux default) with identification 0
 //! (RFC 6864: an atomic datagram), no UDP checksum over IPv4 (RFC 768 allows it; the
 //! AEAD tag protects the payload), the checksum IPv6 requires (RFC 8200 section 8.1).
+//! The gateway's own IKE messages over IPv4 go without DF and with an
+//! identification of their own: one larger than the path (a certificate, to a
+//! peer that takes no IKE fragments) is cut by `ip4-fragment`, as a kernel would.
 
 use crate::arena::Handle;
 use crate::context::Context;
@@ -39,10 +42,27 @@ enum Next {
 /// The TTL (hop limit) of the outer header, before the rewrite takes one off.
 pub(crate) const OUTER_TTL: u8 = 64;
 
-pub struct UdpEncap;
+pub struct UdpEncap {
+    /// The identification of the next IKE datagram over IPv4.
+    next_ident: u16,
+}
 
 impl UdpEncap {
     pub const NAME: &'static str = "udp-encap";
+
+    pub fn new() -> UdpEncap {
+        // A random start, so that a restart does not reuse the numbers a peer
+        // may still be reassembling (RFC 6864 section 4.2).
+        UdpEncap {
+            next_ident: rand::random(),
+        }
+    }
+}
+
+impl Default for UdpEncap {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl PerPacket for UdpEncap {
@@ -72,9 +92,13 @@ impl PerPacket for UdpEncap {
             .interfaces
             .source_for(port, to.ip())
             .ok_or(UdpEncapError::NoSource)?;
-        let src_port = match m.src_port {
-            0 => cx.tunnels.wg.listen_port,
-            p => p,
+        let (src_port, ident) = match m.src_port {
+            0 => (cx.tunnels.wg.listen_port, None),
+            // The gateway's own: IKE.
+            p => {
+                self.next_ident = self.next_ident.wrapping_add(1);
+                (p, Some(self.next_ident))
+            }
         };
         let from = SocketAddr::new(from, src_port);
         let ip_len = if to.is_ipv4() {
@@ -92,7 +116,7 @@ impl PerPacket for UdpEncap {
             .checked_sub(udp::HEADER_LEN + ip_len)
             .ok_or(UdpEncapError::NoHeadroom)?;
         let buf = &mut cx.arena.buffer_mut(h)[at..start + len];
-        write_headers(buf, ip_len, from, to);
+        write_headers(buf, ip_len, from, to, ident);
         let meta = cx.arena.meta_mut(h);
         meta.offset = at as u16;
         meta.len = total as u16;
@@ -104,8 +128,15 @@ impl PerPacket for UdpEncap {
 
 /// Writes the IP header (`ip_len` bytes) and the UDP header in front of the payload
 /// that fills the rest of `buf`. The addresses are of one family (the source was
-/// chosen for the destination).
-pub(crate) fn write_headers(buf: &mut [u8], ip_len: usize, from: SocketAddr, to: SocketAddr) {
+/// chosen for the destination). IPv4 with `fragmentable` (an identification) goes
+/// without DF.
+pub(crate) fn write_headers(
+    buf: &mut [u8],
+    ip_len: usize,
+    from: SocketAddr,
+    to: SocketAddr,
+    fragmentable: Option<u16>,
+) {
     let total = buf.len();
     let udp_len = (total - ip_len) as u16;
     let (head, datagram) = buf.split_at_mut(ip_len);
@@ -126,8 +157,8 @@ pub(crate) fn write_headers(buf: &mut [u8], ip_len: usize, from: SocketAddr, to:
             ttl: OUTER_TTL,
             dscp: 0,
             ecn: 0,
-            ident: 0,
-            dont_frag: true,
+            ident: fragmentable.unwrap_or(0),
+            dont_frag: fragmentable.is_none(),
         }
         .emit(head),
         (IpAddr::V6(src), IpAddr::V6(dst)) => {
@@ -160,7 +191,7 @@ mod tests {
         buf[28..].copy_from_slice(&payload);
         let from: SocketAddr = "198.18.2.1:51820".parse().unwrap();
         let to: SocketAddr = "198.18.2.2:40000".parse().unwrap();
-        write_headers(&mut buf, ipv4::HEADER_LEN, from, to);
+        write_headers(&mut buf, ipv4::HEADER_LEN, from, to, None);
         let p = ipv4::Packet::new_checked(&buf[..]).unwrap();
         assert!(p.verify_checksum());
         assert!(p.dont_frag());
@@ -180,7 +211,7 @@ mod tests {
         buf[48..].copy_from_slice(b"hello");
         let from: SocketAddr = "[2001:2:0:2::1]:51820".parse().unwrap();
         let to: SocketAddr = "[2001:2:0:2::2]:51821".parse().unwrap();
-        write_headers(&mut buf, ipv6::HEADER_LEN, from, to);
+        write_headers(&mut buf, ipv6::HEADER_LEN, from, to, None);
         let p = ipv6::Packet::new_checked(&buf[..]).unwrap();
         assert_eq!(p.hop_limit(), OUTER_TTL);
         assert_eq!(p.payload_len() as usize, udp::HEADER_LEN + 5);

@@ -295,6 +295,16 @@ impl Worker {
         }
         let mut unsent = 0;
         for (src_port, to, payload) in &work.datagrams {
+            if payload.len() > dataplane::arena::MAX_DATA {
+                // Only a peer that takes no IKE fragments (RFC 7383) is sent
+                // one message this large.
+                text.push_str(&format!(
+                    "an IKE message of {} bytes to {to} not sent: more than a buffer holds ({}), and the peer takes no IKE fragments\n",
+                    payload.len(),
+                    dataplane::arena::MAX_DATA
+                ));
+                continue;
+            }
             if !self.lane.gw.send_udp(*src_port, *to, payload) {
                 unsent += 1;
             }
