@@ -800,6 +800,41 @@ scenario_ip_fragments() {
   assert "linerate cut its own IKE_AUTH answer" counter_at_least a 'ip4-fragment\.packets' 1
 }
 
+# charon_sends_on_ours: whether every child SA charon has installed sends to
+# an inbound SA linerate has (its outbound SPIs among linerate's inbound ones).
+charon_sends_on_ours() {
+  local spi ours
+  ours=$(gw_show a esp | sed -n 's/^  in spi 0x\([0-9a-f]*\) .*/\1/p')
+  for spi in $(swanctl_out --list-sas | sed -n 's/^ *out  *\([0-9a-f]\{8\}\).*/\1/p'); do
+    grep -qx "$spi" <<<"$ours" || return 1
+  done
+  [ -n "$ours" ]
+}
+
+scenario_both_start_and_restart() {
+  sw_topology
+  linerate_config start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_setup start aes256gcm16-prfsha256-ecp256 aes128gcm16
+  charon_start
+  gw_start a
+  assert "the tunnel comes up" wait_until 20 "the child SA" child_installed
+  assert "every child SA charon sends on is installed in linerate" \
+    wait_until 10 "linerate's inbound SAs" charon_sends_on_ours
+  assert "traffic passes both ways" ping_ok "$NS_HA" "$H4_B" 10 10
+  assert "and back" ping_ok "$NS_HB" "$H4_A" 10 10
+  kill -KILL "$GW_PID_A"
+  wait "$GW_PID_A" 2>/dev/null || true
+  assert "charon finds linerate gone and starts over" \
+    wait_until 30 "charon's dead peer detection" grep -q "giving up after" "$LR_TMP/sw/charon.log"
+  gw_start a
+  assert "the tunnel comes up again" wait_until 20 "the child SA" child_installed
+  assert "every child SA charon sends on is installed in linerate again" \
+    wait_until 15 "linerate's inbound SAs" charon_sends_on_ours
+  assert "traffic passes both ways again" ping_ok "$NS_HA" "$H4_B" 10 10
+  assert "and back" ping_ok "$NS_HB" "$H4_A" 10 10
+  log "    charon: $(swanctl_out --list-sas | grep -c "ESTABLISHED") IKE SA(s), $(swanctl_out --list-sas | grep -c "INSTALLED") child SA(s); linerate: $(gw_show a ike | grep -c "Established") IKE SA(s)"
+}
+
 scenario_lost_rekey_answer_linerate_answers() { lost_rekey_answer charon; }
 scenario_lost_rekey_answer_linerate_asks() { lost_rekey_answer linerate; }
 
