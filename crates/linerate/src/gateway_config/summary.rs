@@ -144,7 +144,7 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         if let Some(k) = &e.ike {
             let _ = writeln!(
                 out,
-                "  ike: {}, {}, {}{}, dpd {}",
+                "  ike: {}, {}, {}{}, dpd {}, nat keepalive {}",
                 if k.start { "initiates" } else { "responds" },
                 k.auth.describe(),
                 if k.encap { "UDP forced, " } else { "" },
@@ -153,11 +153,8 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
                     k.proposals.join(" "),
                     k.esp_proposals.join(" ")
                 ),
-                if k.dpd_delay == 0 {
-                    "off".to_string()
-                } else {
-                    format!("{}s", k.dpd_delay)
-                }
+                seconds_or_off(k.dpd_delay),
+                seconds_or_off(k.nat_keepalive)
             );
         }
     }
@@ -169,4 +166,13 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         let _ = writeln!(out, "xconnect {} -> {}", name(x.from), name(x.to));
     }
     out
+}
+
+/// A period of seconds as the summary says it: "30s", or "off" for 0.
+fn seconds_or_off(n: u32) -> String {
+    if n == 0 {
+        "off".to_string()
+    } else {
+        format!("{n}s")
+    }
 }
