@@ -138,7 +138,12 @@ impl Endpoint {
     /// whose peer answers from there follows it (`Event::PeerMoved`).
     pub fn keepalive(&mut self, local: SocketAddr, remote: SocketAddr, now: Instant) -> Output {
         let mut out = Output::default();
-        if self.sas.values().any(|s| s.peer() == remote) {
+        let mut known = false;
+        for sa in self.sas.values_mut().filter(|s| s.peer() == remote) {
+            sa.heard_keepalive(now);
+            known = true;
+        }
+        if known {
             return out;
         }
         for sa in self.sas.values_mut() {
@@ -170,12 +175,17 @@ impl Endpoint {
         out
     }
 
-    /// Forgets every other IKE SA of `ours`'s connection: the peer restarted
+    /// Forgets every other IKE SA of `ours`'s connection with the same peer
+    /// identity: that peer restarted
     /// (INITIAL_CONTACT, RFC 7296 section 2.4) and holds none of them, so their
     /// children would only swallow what is routed into them.
     fn forget_all_but(&mut self, ours: u64) -> Output {
         let mut out = Output::default();
-        let Some(name) = self.sas.get(&ours).map(|s| s.connection().name.clone()) else {
+        let Some((name, id)) = self
+            .sas
+            .get(&ours)
+            .map(|s| (s.connection().name.clone(), s.peer_identity().cloned()))
+        else {
             return out;
         };
         for (_, sa) in self
@@ -186,6 +196,7 @@ impl Endpoint {
             .filter(|(spi, s)| {
                 **spi != ours
                     && s.connection().name == name
+                    && s.peer_identity() == id.as_ref()
                     && matches!(
                         s.state(),
                         State::Established | State::Rekeyed | State::Deleting

@@ -1174,7 +1174,14 @@ fn a_keepalive_from_a_new_nat_mapping_is_probed_and_the_answer_moves_the_sa() {
     let new: std::net::SocketAddr = "198.18.9.9:45500".parse().unwrap();
     // From where the peer is: nothing to ask.
     assert!(p.b.keepalive(local, old, p.now).datagrams.is_empty());
-    // The NAT maps a anew: its keepalive comes from another port. b asks there.
+    // From elsewhere while the peer is alive where it is (it just sent one):
+    // nothing either, or anyone relaying from elsewhere could lure the SA away.
+    assert!(p.b.keepalive(local, new, p.now).datagrams.is_empty());
+    // The NAT maps a anew: a's keepalives (every 10 s, say) come from another
+    // port, and none from the old one for longer than 2.5 gaps. b asks there.
+    p.now += Duration::from_secs(10);
+    assert!(p.b.keepalive(local, old, p.now).datagrams.is_empty());
+    p.now += Duration::from_secs(26);
     let probe = p.b.keepalive(local, new, p.now);
     assert_eq!(probe.datagrams.len(), 1);
     assert_eq!(probe.datagrams[0].remote, new);

@@ -195,6 +195,7 @@ impl IkeSa {
             self.close(format!("{name}: {why}"), &mut out);
             return out;
         }
+        self.peer_id = Some(id.clone());
         self.outstanding = None;
         self.established(now, &mut out);
         if let Some(e) = error_notify(inner) {

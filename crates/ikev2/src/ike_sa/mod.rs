@@ -30,6 +30,9 @@ mod responder;
 const NONCE_LEN: usize = 32;
 /// A liveness check goes where a keepalive came from at most this often.
 const PROBE_EVERY: Duration = Duration::from_secs(5);
+/// How long a peer that sends no keepalives must be quiet before one from
+/// elsewhere is looked into (strongSwan's default keepalive is 20 s).
+const PEER_QUIET_WITHOUT_KEEPALIVES: Duration = Duration::from_secs(30);
 /// INVALID_KE_PAYLOAD and COOKIE answers followed before giving up on a peer.
 const INIT_RETRIES: u8 = 3;
 
@@ -66,7 +69,7 @@ const DATAGRAM_HEADERS: usize = 40 + 8 + 4;
 /// Fragments of one message held at most, and their bytes: a message larger
 /// than any certificate chain sent here is refused, not buffered.
 const MAX_FRAGMENTS: u16 = 64;
-const MAX_FRAGMENT_BYTES: usize = 64 * 1024;
+const MAX_FRAGMENT_BYTES: usize = 32 * 1024;
 
 /// An encrypted message as sent: one IKE message, or its RFC 7383 fragments.
 type Wire = Vec<Vec<u8>>;
@@ -136,6 +139,13 @@ pub struct IkeSa {
     keepalive_at: Option<Instant>,
     /// When a liveness check last went to where a keepalive came from.
     probed_at: Option<Instant>,
+    /// When a keepalive last came from where the peer is, and the gap before
+    /// it: how quiet the peer may be before a keepalive from elsewhere is
+    /// looked into.
+    peer_keepalive_at: Option<Instant>,
+    peer_keepalive_gap: Option<Duration>,
+    /// The identity the peer authenticated with (its ID payload).
+    peer_id: Option<Identification>,
     /// The peer authenticated with INITIAL_CONTACT: it holds no other IKE SA
     /// with us (it restarted), so ours from before are dead. For the endpoint,
     /// once.
@@ -280,6 +290,9 @@ impl IkeSa {
             keepalive_at: None,
             peer_started_afresh: false,
             probed_at: None,
+            peer_keepalive_at: None,
+            peer_keepalive_gap: None,
+            peer_id: None,
             initial_contact: true,
             next_request_id: 0,
             expected_request_id: 0,
@@ -481,6 +494,37 @@ impl IkeSa {
         self.remote
     }
 
+    /// A keepalive came from where the peer is: it is there, and this is how
+    /// often it says so.
+    pub fn heard_keepalive(&mut self, now: Instant) {
+        if let Some(t) = self.peer_keepalive_at {
+            self.peer_keepalive_gap = Some(now.saturating_duration_since(t));
+        }
+        self.peer_keepalive_at = Some(now);
+    }
+
+    /// Whether the peer has been quiet where it is for long enough that a
+    /// keepalive from elsewhere may be its new mapping: longer than 2.5 of its
+    /// keepalive gaps (5 s at least; 30 s when it sends none), and nothing
+    /// authenticated from it meanwhile. A peer alive where it is cannot be
+    /// lured away by someone relaying our liveness check from another address.
+    fn peer_quiet(&self, now: Instant) -> bool {
+        let quiet_for = self
+            .peer_keepalive_gap
+            .map_or(PEER_QUIET_WITHOUT_KEEPALIVES, |g| {
+                (g * 5 / 2).clamp(PROBE_EVERY, PEER_QUIET_WITHOUT_KEEPALIVES * 2)
+            });
+        let heard = self
+            .peer_keepalive_at
+            .map_or(self.last_heard, |k| k.max(self.last_heard));
+        now.saturating_duration_since(heard) >= quiet_for
+    }
+
+    /// The identity the peer authenticated with, once it has.
+    pub fn peer_identity(&self) -> Option<&Identification> {
+        self.peer_id.as_ref()
+    }
+
     /// Asks at `remote`, with an empty INFORMATIONAL request, whether the peer
     /// is there: a NATed peer's keepalive came from there (`Endpoint::keepalive`).
     /// Only with a NAT detected, nothing else outstanding, and not within
@@ -496,6 +540,7 @@ impl IkeSa {
             || self.outstanding.is_some()
             || recent
             || local.ip() != self.local.ip()
+            || !self.peer_quiet(now)
         {
             return Output::default();
         }
@@ -560,8 +605,11 @@ impl IkeSa {
         }
         if h.is_response() {
             let mut out = self.on_response(&h, msg, now);
-            // Authenticated (its answer took effect), so its source is the peer's.
-            if out.dropped.is_none() && h.exchange != exchange::IKE_SA_INIT {
+            // Authenticated and whole (its answer took effect, not a fragment
+            // kept for later), so its source is the peer's.
+            let waiting =
+                h.next_payload == crate::wire::payload_type::SKF && self.incoming.is_some();
+            if out.dropped.is_none() && h.exchange != exchange::IKE_SA_INIT && !waiting {
                 self.follow_peer(local, remote, &mut out);
             }
             out

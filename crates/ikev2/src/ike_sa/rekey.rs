@@ -509,6 +509,7 @@ impl IkeSa {
         sa.behind_nat = self.behind_nat;
         sa.fragmentation = self.fragmentation;
         sa.nat_ours = self.nat_ours;
+        sa.peer_id = self.peer_id.clone();
         sa.established_at = Some(now);
         sa.ike_rekey_at = Self::rekey_time(now, self.conn.timers.ike_rekey);
         sa.children = std::mem::take(&mut self.children);

@@ -129,6 +129,7 @@ impl IkeSa {
         reply.extend(self.our_certificates());
         reply.push(Payload::Auth(self.our_auth()));
         self.peer_started_afresh = notify_of(inner, notify::INITIAL_CONTACT).is_some();
+        self.peer_id = Some(idi.clone());
         self.established(now, &mut out);
         let child = self.child_from_request(inner);
         match child {

@@ -340,6 +340,20 @@ impl KeyExchange {
     /// them.
     fn child_up(&mut self, c: ikev2::ChildSa, esp: &mut Vec<IkeEspChange>) {
         let t = c.connection.clone();
+        // The peer chose our outbound SPI: one the tunnel holds already (a
+        // duplicate IKE SA's child) would share, then lose, its SA.
+        let taken = self.installed.get(&t).is_some_and(|e| {
+            e.children
+                .iter()
+                .any(|x| x.outbound == c.outbound_spi || x.inbound == c.inbound_spi)
+        });
+        if taken {
+            self.log(format!(
+                "{t}: child SA {:08x}_i {:08x}_o not installed: the tunnel has an SA with one of its SPIs",
+                c.inbound_spi, c.outbound_spi
+            ));
+            return;
+        }
         if c.local_ts.len() != 1 || c.remote_ts.len() != 1 {
             self.log(format!(
                 "{t}: the peer narrowed the traffic selectors; the tunnel keeps its own"

@@ -209,6 +209,30 @@ pub(super) fn esp(
                 "\"any\" is for a tunnel that waits for its peer: [esp.ike] with start_action = \"none\"",
             );
             ok = false;
+        } else if e.ike.as_ref().is_some_and(|k| k.remote_id.is_none()) {
+            // Any address and any identity: whoever holds the key (or a
+            // certificate from the CA) would be this tunnel's peer.
+            cx.err(
+                e.remote.span(),
+                &remote_key,
+                "\"any\" takes the peer from any address: say who it is with remote_id in [esp.ike] (\"%any\" for whoever authenticates)",
+            );
+            ok = false;
+        }
+        if let Some(l) = local
+            && let Some(t) = earlier
+                .iter()
+                .find(|t| t.local == l && t.remote.is_unspecified())
+        {
+            cx.err(
+                e.remote.span(),
+                &remote_key,
+                format!(
+                    "esp {} takes any peer on {l} already: a second would never be chosen",
+                    t.name
+                ),
+            );
+            ok = false;
         }
         (local, local.map(unspecified_like))
     } else {

@@ -320,3 +320,26 @@ fn any_peer_is_refused_where_this_end_must_know_where_to_send() {
         "gw.toml:9: esp[0].remote: \"any\" is for a tunnel that waits for its peer: [esp.ike] with start_action = \"none\""
     );
 }
+
+#[test]
+fn any_peer_needs_an_identity_and_one_tunnel_per_address() {
+    let d = dir();
+    let nobody = format!("{PORTS}{ANY_PEER_TUNNEL}\n[esp.ike]\npsk_file = \"site.psk\"\n");
+    assert_eq!(
+        errors_of(&d, &nobody),
+        [
+            "gw.toml:9: esp[0].remote: \"any\" takes the peer from any address: say who it is with remote_id in [esp.ike] (\"%any\" for whoever authenticates)"
+        ]
+    );
+    let table = "\n[esp.ike]\npsk_file = \"site.psk\"\nremote_id = \"%any\"\n";
+    let second = ANY_PEER_TUNNEL
+        .replace("roaming", "second")
+        .replace("198.19.3.0/24", "198.19.4.0/24");
+    let two = format!("{PORTS}{ANY_PEER_TUNNEL}{table}{second}{table}");
+    assert_eq!(
+        errors_of(&d, &two),
+        [
+            "gw.toml:20: esp[1].remote: esp roaming takes any peer on 198.18.2.1 already: a second would never be chosen"
+        ]
+    );
+}
