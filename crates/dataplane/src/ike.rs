@@ -37,6 +37,14 @@ pub enum IkeInput {
     },
 }
 
+/// Whether a UDP datagram to our `dst_port` carrying `payload` is IKE's: to port
+/// 500, or to 4500 behind the non-ESP marker (RFC 3948).
+pub(crate) fn is_ike(dst_port: u16, payload: &[u8]) -> bool {
+    dst_port == IKE_PORT
+        || (dst_port == NAT_T_PORT
+            && wire::esp::classify_udp(payload) == Ok(wire::esp::UdpPayload::Ike))
+}
+
 /// The IKE datagram in a whole IP packet (one reassembled from fragments): UDP to
 /// port 500, or to 4500 behind the non-ESP marker, its checksum verified; else
 /// why not.
@@ -70,10 +78,7 @@ pub fn datagram_in(packet: &[u8]) -> Result<IkeDatagram, &'static str> {
     if !crate::nodes::ip_local::udp_checksum_ok(&u, src, dst) {
         return Err("bad-udp-checksum");
     }
-    let ike = u.dst_port() == IKE_PORT
-        || (u.dst_port() == NAT_T_PORT
-            && wire::esp::classify_udp(u.payload()) == Ok(wire::esp::UdpPayload::Ike));
-    if !ike {
+    if !is_ike(u.dst_port(), u.payload()) {
         return Err("not-ike");
     }
     Ok(IkeDatagram {

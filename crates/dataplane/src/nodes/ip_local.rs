@@ -184,22 +184,19 @@ fn udp(
     let listen = cx.tunnels.wg.listen_port;
     let ike = cx.tunnels.ike.as_ref();
     let dst_port = u.dst_port();
-    if let Some(inbox) = ike {
-        let to_ike = dst_port == crate::ike::IKE_PORT
-            || (dst_port == crate::ike::NAT_T_PORT
-                && wire::esp::classify_udp(u.payload()) == Ok(wire::esp::UdpPayload::Ike));
-        if to_ike {
-            let d = crate::ike::IkeInput::Datagram(crate::ike::IkeDatagram {
-                local: SocketAddr::new(dst, dst_port),
-                remote: SocketAddr::new(src, u.src_port()),
-                payload: u.payload().to_vec(),
-            });
-            if !inbox.hand_over(d) {
-                return Err(IpLocalError::IkeBacklog);
-            }
-            c.consumed += 1;
-            return Ok(FREE);
+    if let Some(inbox) = ike
+        && crate::ike::is_ike(dst_port, u.payload())
+    {
+        let d = crate::ike::IkeInput::Datagram(crate::ike::IkeDatagram {
+            local: SocketAddr::new(dst, dst_port),
+            remote: SocketAddr::new(src, u.src_port()),
+            payload: u.payload().to_vec(),
+        });
+        if !inbox.hand_over(d) {
+            return Err(IpLocalError::IkeBacklog);
         }
+        c.consumed += 1;
+        return Ok(FREE);
     }
     let esp_port = cx.tunnels.esp.listens_on(dst_port)
         || (ike.is_some() && dst_port == crate::ike::NAT_T_PORT);

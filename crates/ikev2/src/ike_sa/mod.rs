@@ -489,6 +489,13 @@ impl IkeSa {
         }
     }
 
+    /// An empty INFORMATIONAL request: is the peer alive (RFC 7296 section 1.4)?
+    fn send_liveness_check(&mut self, now: Instant) -> Vec<Datagram> {
+        let id = self.next_request_id;
+        let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &[]);
+        self.send_request(m, Purpose::Plain, now)
+    }
+
     /// Where the peer's messages come from.
     pub fn peer(&self) -> SocketAddr {
         self.remote
@@ -545,9 +552,7 @@ impl IkeSa {
             return Output::default();
         }
         self.probed_at = Some(now);
-        let id = self.next_request_id;
-        let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &[]);
-        let sent = self.send_request(m, Purpose::Plain, now);
+        let sent = self.send_liveness_check(now);
         Output {
             datagrams: sent.into_iter().map(|d| Datagram { remote, ..d }).collect(),
             ..Output::default()
@@ -835,10 +840,7 @@ impl IkeSa {
         if let (State::Established, Some(dpd)) = (self.state, timers.dpd)
             && now.saturating_duration_since(self.last_heard) >= dpd
         {
-            let id = self.next_request_id;
-            let m = self.sealed_message(self.header(exchange::INFORMATIONAL, false, id), &[]);
-            let d = self.send_request(m, Purpose::Plain, now);
-            out.datagrams.extend(d);
+            out.datagrams.extend(self.send_liveness_check(now));
             return out;
         }
         if self.state == State::Established {
