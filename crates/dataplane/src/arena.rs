@@ -45,6 +45,28 @@ pub struct PacketMeta {
     pub port: u16,
     /// Why the packet goes to `icmp-error`: the ICMP error that answers it.
     pub icmp: Option<IcmpReason>,
+    /// A WireGuard data packet this worker sealed: where, and on which session, for
+    /// the check before it leaves (see `seal_ledger`).
+    pub seal: SealMark,
+}
+
+/// Where a sealed WireGuard packet's transport header is in its buffer (outer
+/// headers go in front of it, so it does not move), and its session in the worker's
+/// ledger of that `epoch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SealMark {
+    pub epoch: u16,
+    /// The session's entry in the ledger; `u16::MAX`: not sealed here.
+    pub run: u16,
+    pub at: u16,
+}
+
+impl SealMark {
+    pub const NONE: SealMark = SealMark {
+        epoch: 0,
+        run: u16::MAX,
+        at: 0,
+    };
 }
 
 /// An ICMP (ICMPv6) error a routed packet is answered with.
@@ -68,6 +90,7 @@ impl Default for PacketMeta {
             src_port: 0,
             port: u16::MAX,
             icmp: None,
+            seal: SealMark::NONE,
         }
     }
 }

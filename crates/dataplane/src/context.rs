@@ -52,6 +52,11 @@ impl Outputs {
         &mut self.queues[id.0]
     }
 
+    /// Whether every queue has gone to its driver.
+    pub(crate) fn all_empty(&self) -> bool {
+        self.queues.iter().all(Vec::is_empty)
+    }
+
     fn add(&mut self) -> OutputId {
         self.queues.push(Vec::new());
         OutputId(self.queues.len() - 1)
@@ -78,6 +83,8 @@ pub(crate) struct WgTunnel {
     /// At most this many buffers wait on handshakes, so that peers that never answer
     /// cannot take the pool the rest of the traffic needs.
     pub(crate) max_staged: usize,
+    /// The sessions this worker sealed on whose packets may still wait to leave.
+    pub(crate) ledger: crate::seal_ledger::SealLedger,
 }
 
 /// The protocol's side of each packet, from the device on its owner and from the
@@ -108,6 +115,17 @@ impl WgTunnel {
             Some(f) => f.follower.advance_ticket(t),
             None => self.device.advance_ticket(t),
         }
+    }
+
+    /// The ledger entry for packets sealed with `t`, a new ticket for `peer` (see
+    /// `seal_ledger`).
+    pub(crate) fn ledger_entry(&mut self, peer: PeerId, t: &SendTicket) -> Option<u16> {
+        let (device, follower) = (&self.device, &self.follower);
+        self.ledger
+            .entry_of(t.serial, t.counter, || match follower {
+                Some(f) => f.follower.ticket_session(peer, t),
+                None => device.ticket_session(peer, t),
+            })
     }
 
     /// One packet sent to `peer`: told to the device (or, on a follower, the run's
@@ -298,6 +316,7 @@ impl Context {
                     staged: 0,
                     runs: RunTally::default(),
                     max_staged: buffers / MAX_STAGED_SHARE,
+                    ledger: Default::default(),
                 },
                 vxlan: Default::default(),
                 esp: Default::default(),
@@ -439,20 +458,36 @@ impl Context {
     /// Hands an output queue's packets to a driver (`send` sees them with the arena),
     /// then frees them all: what was sent and what the driver could not send alike
     /// (the driver counts its failures).
+    /// WireGuard packets sealed so long ago that they would arrive late are sealed
+    /// again first (see `seal_ledger`).
     pub fn send_output(&mut self, id: OutputId, send: impl FnOnce(&Arena, &[Handle])) {
-        let queue = &mut self.outputs.queues[id.0];
-        if queue.is_empty() {
+        if self.outputs.queues[id.0].is_empty() {
             return;
         }
+        self.check_late(id);
+        let queue = &mut self.outputs.queues[id.0];
         send(&self.arena, queue);
         for h in queue.drain(..) {
             self.arena.free(h);
         }
+        self.forget_marks_if_idle();
     }
 
-    /// Moves an output queue's packets to `into`; the caller owns them now.
+    /// Moves an output queue's packets to `into`; the caller owns them now and
+    /// hands them to its driver at once. Late packets are sealed again first, as
+    /// [`Context::send_output`] does.
     pub fn take_output(&mut self, id: OutputId, into: &mut Vec<Handle>) {
+        if self.outputs.queues[id.0].is_empty() {
+            return;
+        }
+        self.check_late(id);
         into.append(&mut self.outputs.queues[id.0]);
+        self.forget_marks_if_idle();
+    }
+
+    /// What the late check of this worker's WireGuard packets did.
+    pub fn late_counters(&self) -> crate::seal_ledger::LateCounters {
+        self.tunnels.wg.ledger.counters
     }
 
     /// Hands every control message to `send`, oldest first, and forgets them.

@@ -30,6 +30,7 @@ pub mod nodes;
 mod outer_header;
 pub mod reassembly;
 pub mod rx_starts;
+pub mod seal_ledger;
 pub mod vxlan;
 pub mod wg;
 mod wg_actions;

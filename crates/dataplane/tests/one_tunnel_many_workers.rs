@@ -418,3 +418,98 @@ fn one_tunnel_in_order() -> u64 {
     );
     spread.pieces_helped
 }
+
+/// Seals `n` inner packets of `flow` on worker `w` of `site` in frames of 200; what
+/// it sealed goes to `sent` after each frame, or with `None` stays in its output
+/// queue.
+fn seal_on(site: &mut Site, w: usize, flow: u8, n: u32, now: Instant, mut sent: Option<&mut Out>) {
+    let g = &mut site.workers[w];
+    for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
+        let hs: Vec<_> = chunk
+            .iter()
+            .map(|&seq| {
+                g.context_mut()
+                    .arena_mut()
+                    .alloc_with(&packet(flow, seq))
+                    .expect("arena")
+            })
+            .collect();
+        g.from_tun(&hs);
+        g.run(now);
+        if let Some(out) = sent.as_deref_mut() {
+            collect(g, out);
+        }
+    }
+}
+
+/// B's owner takes `wire` in order; how many inner packets it delivered.
+fn deliver(b: &mut Site, from: SocketAddr, wire: &[Vec<u8>], now: Instant) -> usize {
+    let g = &mut b.workers[0];
+    let mut out = Out::default();
+    for chunk in wire.chunks(200) {
+        let hs: Vec<_> = chunk
+            .iter()
+            .map(|d| {
+                let arena = g.context_mut().arena_mut();
+                let h = arena.alloc_with(d).expect("arena");
+                arena.meta_mut(h).addr = from;
+                h
+            })
+            .collect();
+        g.from_udp(&hs);
+        g.run(now);
+        collect(g, &mut out);
+    }
+    out.delivered.len()
+}
+
+#[test]
+fn a_worker_held_back_past_the_window_seals_its_packets_again_and_none_arrives_late() {
+    let now = Instant::now();
+    let (mut a, mut b) = two_sites(2, now);
+    handshake(&mut a, &mut b, now);
+    // A's follower seals a frame and stalls before its driver takes it...
+    seal_on(&mut a, 1, 1, 200, now, None);
+    // ...while the owner sends more than a window on the same session.
+    let window = wireguard::replay::WINDOW_SIZE as u32;
+    let mut first = Out::default();
+    seal_on(&mut a, 0, 0, window + 1000, now, Some(&mut first));
+    assert_eq!(first.wire.len(), (window + 1000) as usize);
+    let delivered = deliver(&mut b, a.addr, &first.wire, now);
+    assert_eq!(delivered, first.wire.len());
+    // The follower comes back: its frame is far behind, so it is sealed again.
+    let mut late = Out::default();
+    collect(&mut a.workers[1], &mut late);
+    assert_eq!(late.wire.len(), 200);
+    let newest_before = first
+        .wire
+        .iter()
+        .map(|d| receiver_index_and_counter(d).1)
+        .max()
+        .unwrap();
+    for d in &late.wire {
+        assert!(receiver_index_and_counter(d).1 > newest_before);
+    }
+    let counters = a.workers[1].context().late_counters();
+    assert_eq!((counters.resealed, counters.dropped), (200, 0));
+    assert_eq!(a.workers[0].context().late_counters().resealed, 0);
+    let delivered = deliver(&mut b, a.addr, &late.wire, now);
+    assert_eq!(delivered, 200, "every resealed packet opens at the far end");
+    assert_eq!(drops(&b, "wg-decrypt", DropReason::Replay), 0);
+}
+
+#[test]
+fn a_worker_a_little_behind_sends_as_sealed() {
+    let now = Instant::now();
+    let (mut a, mut b) = two_sites(2, now);
+    handshake(&mut a, &mut b, now);
+    seal_on(&mut a, 1, 1, 200, now, None);
+    let (mut first, mut second) = (Out::default(), Out::default());
+    seal_on(&mut a, 0, 0, 2000, now, Some(&mut first));
+    collect(&mut a.workers[1], &mut second);
+    let mut wire = first.wire;
+    wire.extend(second.wire);
+    assert_eq!(deliver(&mut b, a.addr, &wire, now), 2200);
+    assert_eq!(a.workers[1].context().late_counters().resealed, 0);
+    assert_eq!(drops(&b, "wg-decrypt", DropReason::Replay), 0);
+}

@@ -164,6 +164,9 @@ pub struct Measured {
     /// Packets refused as replays: a worker's counters fell behind the window of the
     /// tunnel it shares (it was descheduled for longer than the window lasts).
     pub late: u64,
+    /// Packets the late check found too far behind as they left and sealed again
+    /// with fresh counters (see `dataplane::seal_ledger`).
+    pub resealed: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -198,6 +201,8 @@ pub struct Row {
     pub peers: usize,
     /// Packets refused as replays, all workers (see [`Measured::late`]).
     pub late: u64,
+    /// Packets sealed again before they left, all workers (see [`Measured::resealed`]).
+    pub resealed: u64,
 }
 
 /// The process's peak resident set size so far, from /proc (0 where there is none).
@@ -647,6 +652,7 @@ fn run_workers<G: Loopback>(
         workers,
         peers,
         late: ms.iter().map(|m| m.late).sum(),
+        resealed: ms.iter().map(|m| m.resealed).sum(),
     })
 }
 
@@ -671,7 +677,7 @@ pub fn table(rows: &[Row]) -> String {
         .unwrap_or_default();
     let _ = write!(
         out,
-        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>7} {:>9} {:>10} {:>9} {:>11} {:>9} {:>7} {:>12}",
+        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>7} {:>9} {:>10} {:>9} {:>11} {:>9} {:>7} {:>9} {:>12}",
         "workers",
         "peers",
         "size",
@@ -684,6 +690,7 @@ pub fn table(rows: &[Row]) -> String {
         "clk/pkt",
         "peak MiB",
         "late",
+        "resealed",
         "engine"
     );
     for n in &names {
@@ -693,7 +700,7 @@ pub fn table(rows: &[Row]) -> String {
     for (r, x) in rows.iter().zip(scaling(rows)) {
         let _ = write!(
             out,
-            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>7.2} {:>9.3} {:>10.2} {:>9.3} {:>11.1} {:>9.1} {:>7} {:>12}",
+            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>7.2} {:>9.3} {:>10.2} {:>9.3} {:>11.1} {:>9.1} {:>7} {:>9} {:>12}",
             r.workers,
             r.peers,
             r.size.label(),
@@ -706,6 +713,7 @@ pub fn table(rows: &[Row]) -> String {
             r.clocks_per_packet,
             r.peak_rss_kib as f64 / 1024.0,
             r.late,
+            r.resealed,
             r.engine
         );
         for n in &r.nodes {
@@ -766,6 +774,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
                 "mpps": r.mpps,
                 "over_first_worker_count": x,
                 "late_replays": r.late,
+                "resealed": r.resealed,
                 "gbps": r.gbps,
                 "clocks_per_packet": r.clocks_per_packet,
                 "node_clocks_per_packet": nodes,

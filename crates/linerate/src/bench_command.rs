@@ -50,7 +50,7 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
         bench::machine()
     );
     println!(
-        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; x base: Mpps over the first worker count's at that size; late: packets refused as replays on a shared tunnel"
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; x base: Mpps over the first worker count's at that size; late: packets refused as replays on a shared tunnel; resealed: packets found too far behind as they left and sealed again with fresh counters"
     );
     let rows = bench::run(&opts)?;
     if let Some(r) = rows.first() {

@@ -110,6 +110,15 @@ impl<G: Loopback> Driver<G> {
             .map(|(name, c)| (name.to_string(), c.clocks as f64 / delivered))
             .collect();
         let mut drops: Vec<String> = Vec::new();
+        let late_check = self.g.context().late_counters();
+        m.resealed = late_check.resealed;
+        if late_check.dropped > 0 {
+            drops.push(format!(
+                "{}: {} unsealable",
+                dataplane::seal_ledger::NAME,
+                late_check.dropped
+            ));
+        }
         for (node, c) in &counters {
             for (e, n) in c.drops().filter(|&(_, n)| n > 0) {
                 if G::is_late(e.name) {

@@ -104,6 +104,16 @@ impl CounterReport {
         }
     }
 
+    /// What the late check of the WireGuard packets a worker sealed did: packets
+    /// sealed again as `wg.resealed`, those it had to drop as its drops.
+    pub fn add_late(&mut self, c: dataplane::seal_ledger::LateCounters) {
+        self.add_other("wg.resealed", c.resealed);
+        self.add_drops(
+            dataplane::seal_ledger::NAME,
+            &[(dataplane::seal_ledger::ERRORS[0].name, c.dropped)],
+        );
+    }
+
     /// The `name=value` lines, without the UAPI's closing `errno` line. Drops that
     /// are zero are left out, so the answer stays short.
     pub fn to_text(&self) -> String {

@@ -66,6 +66,7 @@ impl HostPath {
             r.add_other(name, value);
         }
         r.add_inflight(self.wg.context().inflight_counters());
+        r.add_late(self.wg.context().late_counters());
         if let Some(c) = self.wg.context().spread_counters() {
             for (name, value) in [
                 ("spread.frames", c.spread),

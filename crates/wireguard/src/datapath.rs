@@ -364,6 +364,16 @@ impl Follower {
         Ok((*peer, k))
     }
 
+    /// `peer`'s current session, as the view has it.
+    pub(crate) fn sending_session(&self, peer: PeerId) -> Option<&Arc<Keypair>> {
+        self.view
+            .peers
+            .get(peer.0 as usize)?
+            .as_ref()?
+            .current
+            .as_ref()
+    }
+
     /// This worker's blocks of send counters.
     pub(crate) fn blocks_mut(&mut self) -> &mut CounterBlocks {
         &mut self.blocks

@@ -4,7 +4,7 @@
 use crate::constants::{
     REJECT_AFTER_MESSAGES, REJECT_AFTER_TIME, REKEY_AFTER_TIME, REKEY_ON_RECEIVE_AFTER,
 };
-use crate::replay::ReplayWindow;
+use crate::replay::{ReplayWindow, WINDOW_SIZE};
 use crypto::{Algorithm, KeyHandle, KeyRegistry};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,7 +84,26 @@ impl Keypair {
 
     /// Counters taken so far (the next one to be handed out).
     pub fn sent(&self) -> u64 {
-        self.send_counter.0.load(Ordering::Relaxed)
+        self.send_counter.next.load(Ordering::Relaxed)
+    }
+
+    /// A worker is about to hand packets sealed up to counter `last` to its driver:
+    /// from now on the far end may have seen `last`.
+    pub fn note_sending(&self, last: u64) {
+        self.send_counter.sending.fetch_max(last, Ordering::Relaxed);
+    }
+
+    /// The newest counter any worker has handed to a driver (or is about to): the
+    /// most the far end's window can have moved to.
+    pub fn newest_sending(&self) -> u64 {
+        self.send_counter.sending.load(Ordering::Relaxed)
+    }
+
+    /// Whether a packet sealed with `counter` has fallen so far behind the newest
+    /// one sent that, sent now, it could arrive outside the far end's window: more
+    /// than [`RESEAL_BEHIND`] behind. It must be sealed again with a fresh counter.
+    pub fn is_late(&self, counter: u64) -> bool {
+        self.newest_sending() > counter.saturating_add(RESEAL_BEHIND)
     }
 
     /// Takes `n` consecutive send counters and returns the first, or `None` once the
@@ -92,7 +111,7 @@ impl Keypair {
     /// is ever handed out twice, whichever workers ask at once.
     pub fn take_counters(&self, n: u64) -> Option<u64> {
         self.send_counter
-            .0
+            .next
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
                 c.checked_add(n).filter(|&end| end <= REJECT_AFTER_MESSAGES)
             })
@@ -111,11 +130,25 @@ impl Drop for Keypair {
     }
 }
 
-/// The send counter on a cache line of its own: workers write it once per block of
-/// counters, and must not slow the reads of the keys and deadlines beside it.
+/// How far behind the newest counter sent a sealed packet may be when its worker
+/// hands it to the driver: three quarters of the window. Workers sharing a session
+/// send out of counter order by about a frame per worker in normal operation (far
+/// below this), and a worker descheduled between sealing and sending falls further
+/// behind; past this its packets are sealed again (see `dataplane`'s late check).
+/// The quarter left is the slack for the time between that check and the wire.
+pub const RESEAL_BEHIND: u64 = WINDOW_SIZE / 4 * 3;
+
+/// The send counters on a cache line of their own: workers write them once per block
+/// of counters and once per batch sent, and must not slow the reads of the keys and
+/// deadlines beside them.
 #[repr(align(64))]
 #[derive(Default)]
-struct SendCounter(AtomicU64);
+struct SendCounter {
+    /// The next counter to hand out.
+    next: AtomicU64,
+    /// The newest counter handed to a driver (see [`Keypair::note_sending`]).
+    sending: AtomicU64,
+}
 
 /// Which of a peer's three keypairs a receiver index names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

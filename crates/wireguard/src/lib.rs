@@ -26,6 +26,7 @@ pub use allowed_ips::{AllowedIps, Prefix};
 pub use datapath::{Activity, Follower, ViewCell};
 pub use device::{Action, Device, PeerInfo, RecvRun, RecvTicket, SendError, SendTicket};
 pub use drop::DropReason;
+pub use keypair::{Keypair, RESEAL_BEHIND};
 pub use peer::PeerId;
 pub use runs::{ReceivedRun, RunTally, SentRun};
 pub use staged::Staged;

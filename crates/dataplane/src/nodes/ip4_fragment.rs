@@ -80,6 +80,8 @@ pub(crate) fn fragment(
         let m = cx.arena.meta_mut(dst);
         *m = meta;
         m.len = (header_len + len) as u16;
+        // A piece of a sealed packet cannot be sealed again.
+        m.seal = crate::arena::SealMark::NONE;
         let out = cx.arena.data_mut(dst);
         out[..header_len].copy_from_slice(&header);
         out[header_len..].copy_from_slice(&body[..len]);
@@ -88,6 +90,7 @@ pub(crate) fn fragment(
         rest.push(dst);
     }
     cx.arena.meta_mut(h).len = (header_len + chunk) as u16;
+    cx.arena.meta_mut(h).seal = crate::arena::SealMark::NONE;
     set_fragment(cx.arena.data_mut(h), base, true);
     Ok(())
 }

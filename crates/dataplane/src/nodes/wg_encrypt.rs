@@ -5,7 +5,7 @@
 //! AEAD ops, and queue the results for the outer socket. With an asynchronous engine
 //! the frame is parked instead and `wg-encrypt-post` finishes it.
 
-use crate::arena::{Arena, FRAME_SIZE, Handle};
+use crate::arena::{Arena, FRAME_SIZE, Handle, SealMark};
 use crate::context::{Context, WgTunnel};
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FREE, KEEP, NodeInfo};
@@ -40,11 +40,12 @@ pub struct WgEncrypt;
 
 /// What wg-encrypt remembers while it prepares a frame, so that a run of packets
 /// to one peer looks up the allowed IPs and finds the session once: the last
-/// destination and its peer, and the last ticket taken.
+/// destination and its peer, and the last ticket taken with its session's entry in
+/// the worker's ledger (see `seal_ledger`).
 #[derive(Default)]
 pub struct SendMemo {
     route: Option<(IpAddr, Option<PeerId>)>,
-    ticket: Option<(PeerId, SendTicket)>,
+    ticket: Option<(PeerId, SendTicket, Option<u16>)>,
 }
 
 impl SendMemo {
@@ -57,18 +58,20 @@ impl SendMemo {
         wg: &mut WgTunnel,
         peer: PeerId,
         now: Instant,
-    ) -> Result<&SendTicket, SendError> {
+    ) -> Result<(&SendTicket, Option<u16>), SendError> {
         let advanced = match &mut self.ticket {
-            Some((last, t)) if *last == peer => wg.advance_ticket(t),
+            Some((last, t, _)) if *last == peer => wg.advance_ticket(t),
             _ => false,
         };
         if !advanced {
-            self.ticket = Some((peer, wg.send_ticket(peer, now)?));
+            let t = wg.send_ticket(peer, now)?;
+            let entry = wg.ledger_entry(peer, &t);
+            self.ticket = Some((peer, t, entry));
         }
         // Set just above when it was not advanced.
         self.ticket
             .as_ref()
-            .map(|(_, t)| t)
+            .map(|(_, t, entry)| (t, *entry))
             .ok_or(SendError::NoSession)
     }
 }
@@ -147,7 +150,7 @@ impl AeadStage for WgEncrypt {
             c.drop(EncryptError::from(DropReason::NoPeerForDestination));
             return None;
         };
-        let ticket = match memo.ticket(wg, peer, cx.now) {
+        let (ticket, entry) = match memo.ticket(wg, peer, cx.now) {
             Ok(t) => t,
             Err(SendError::NoSession) if wg.follower.is_some() => {
                 // Only the device's owner stages: the packet goes there, copied, and
@@ -216,7 +219,12 @@ impl AeadStage for WgEncrypt {
             Span::new((Arena::offset_of(h) + start) as u32, padded as u32),
         );
         let wire_len = TRANSPORT_HEADER_LEN + padded + TAG_LEN;
+        let seal = match entry {
+            Some(e) => wg.ledger.mark(e, ticket.counter, header as u16),
+            None => SealMark::NONE,
+        };
         let meta = cx.arena.meta_mut(h);
+        meta.seal = seal;
         meta.offset = header as u16;
         meta.len = wire_len as u16;
         meta.addr = ticket.endpoint;

@@ -61,6 +61,18 @@ impl Device {
     pub fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
         advance(self.send_blocks.next_of(t.serial), t)
     }
+
+    /// The session `t`, a ticket for `peer`, was taken on, if it is still `peer`'s
+    /// current one: what the data path holds while the packets sealed with it wait
+    /// for their driver (the late check).
+    pub fn ticket_session(&self, peer: PeerId, t: &SendTicket) -> Option<Arc<Keypair>> {
+        let p = self.peers.get(peer.0 as usize)?.as_deref()?;
+        p.keypairs
+            .current
+            .as_ref()
+            .filter(|k| k.serial == t.serial)
+            .cloned()
+    }
 }
 
 impl Follower {
@@ -72,6 +84,13 @@ impl Follower {
     /// As [`Device::advance_ticket`], from this worker's blocks.
     pub fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
         advance(self.blocks_mut().next_of(t.serial), t)
+    }
+
+    /// As [`Device::ticket_session`], from the view.
+    pub fn ticket_session(&self, peer: PeerId, t: &SendTicket) -> Option<Arc<Keypair>> {
+        self.sending_session(peer)
+            .filter(|k| k.serial == t.serial)
+            .cloned()
     }
 }
 

@@ -1,0 +1,406 @@
+//! The late check: no WireGuard packet leaves so far behind its session's newest
+//! counter that the far end could refuse it as a replay.
+//!
+//! Workers that share a session take its send counters in blocks and seal in
+//! parallel, so the far end sees their packets a little out of counter order; its
+//! window (8,128 counters) absorbs that. But a worker descheduled between sealing a
+//! frame and handing it to its driver comes back with counters the others may have
+//! left a whole window behind. So each worker keeps a ledger of the sessions it
+//! sealed on since its output queues were last empty (first and last counter), and
+//! marks each sealed packet with its entry (`PacketMeta::seal`). Just before a queue
+//! goes to its driver, each entry's first counter is compared once with the newest
+//! counter any worker has handed to a driver (`Keypair::newest_sending`), and the
+//! worker's own newest is published. Only when an entry has fallen more than
+//! `RESEAL_BEHIND` behind are its packets in the queue looked at one by one: those
+//! behind are opened (in place, with their old counter), given fresh counters, and
+//! sealed again. The far end then sees them as new. Every such packet is counted.
+//!
+//! In the usual case the check costs one atomic load and one atomic max per session
+//! and batch, and a few stores per packet for the mark.
+
+use crate::arena::{Arena, Handle, SealMark};
+use crate::context::{Context, OutputId};
+use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
+use std::sync::Arc;
+use wire::wireguard::{MESSAGE_TRANSPORT_DATA, TRANSPORT_HEADER_LEN};
+use wireguard::Keypair;
+
+/// The name the late check's drops are shown under (`show errors`).
+pub const NAME: &str = "wg-late-check";
+
+/// Why the late check drops a packet.
+pub const ERRORS: &[crate::counters::ErrorInfo] = &[crate::counters::ErrorInfo {
+    name: "unsealable",
+    doc: "Too far behind its session's newest counter as it left, and could not be sealed again (the session ran out of counters).",
+}];
+
+/// What a drop reason of the late check means.
+pub fn explain(node: &str, reason: &str) -> Option<&'static str> {
+    crate::counters::explain(&[(NAME, ERRORS)], node, reason)
+}
+
+/// What the late check did on one worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LateCounters {
+    /// Packets found too far behind before they left, sealed again with fresh
+    /// counters.
+    pub resealed: u64,
+    /// Packets found too far behind that could not be sealed again (their session
+    /// ran out of counters, or they did not open: a bug) and were dropped.
+    pub dropped: u64,
+}
+
+/// Whether an entry's packets were compared with the newest counter sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Judged {
+    Not,
+    OnTime,
+    Late,
+}
+
+/// One session this worker sealed on since its queues were last empty.
+struct Entry {
+    keypair: Arc<Keypair>,
+    first: u64,
+    last: u64,
+    judged: Judged,
+}
+
+/// See the module doc.
+#[derive(Default)]
+pub(crate) struct SealLedger {
+    /// Which ledger a mark belongs to: the entries are forgotten (and the epoch
+    /// moves on) whenever nothing marked can still wait in a queue.
+    epoch: u16,
+    entries: Vec<Entry>,
+    pub(crate) counters: LateCounters,
+}
+
+impl SealLedger {
+    /// The entry of the session `serial` names, made with `session` if there is
+    /// none; `None` when the session is not found or the ledger is full (its packets
+    /// then go unchecked). Called once per run of a frame's packets to one peer.
+    pub(crate) fn entry_of(
+        &mut self,
+        serial: u64,
+        first: u64,
+        session: impl FnOnce() -> Option<Arc<Keypair>>,
+    ) -> Option<u16> {
+        // Few sessions send in one batch: a search beats a map.
+        if let Some(i) = self.entries.iter().position(|e| e.keypair.serial == serial) {
+            return Some(i as u16);
+        }
+        if self.entries.len() >= usize::from(u16::MAX) {
+            return None;
+        }
+        self.entries.push(Entry {
+            keypair: session()?,
+            first,
+            last: first,
+            judged: Judged::Not,
+        });
+        Some((self.entries.len() - 1) as u16)
+    }
+
+    /// The mark of a packet sealed with `counter` on entry `entry`, its transport
+    /// header at `at` in its buffer.
+    #[inline]
+    pub(crate) fn mark(&mut self, entry: u16, counter: u64, at: u16) -> SealMark {
+        let e = &mut self.entries[usize::from(entry)];
+        e.first = e.first.min(counter);
+        e.last = e.last.max(counter);
+        e.judged = Judged::Not;
+        SealMark {
+            epoch: self.epoch,
+            run: entry,
+            at,
+        }
+    }
+
+    /// Compares each entry not yet judged with its session's newest counter sent,
+    /// then publishes the entry's own newest; true if any is late.
+    fn judge(&mut self) -> bool {
+        let mut late = false;
+        for e in &mut self.entries {
+            if e.judged == Judged::Not {
+                e.judged = if e.keypair.is_late(e.first) {
+                    Judged::Late
+                } else {
+                    Judged::OnTime
+                };
+                e.keypair.note_sending(e.last);
+            }
+            late |= e.judged == Judged::Late;
+        }
+        late
+    }
+
+    /// The session of a late entry that `mark` names, if it is of this ledger.
+    fn late_session(&self, mark: SealMark) -> Option<&Arc<Keypair>> {
+        if mark.epoch != self.epoch {
+            return None;
+        }
+        let e = self.entries.get(usize::from(mark.run))?;
+        (e.judged == Judged::Late).then_some(&e.keypair)
+    }
+
+    /// Forgets every entry: nothing marked waits in a queue any longer.
+    fn forget(&mut self) {
+        if !self.entries.is_empty() {
+            self.entries.clear();
+            self.epoch = self.epoch.wrapping_add(1);
+        }
+    }
+}
+
+/// A late packet in a queue about to leave.
+struct Late {
+    /// Its place in the queue.
+    index: usize,
+    h: Handle,
+    keypair: Arc<Keypair>,
+    /// Its transport header's offset in its buffer, and its text's length.
+    at: usize,
+    text_len: usize,
+    counter: u64,
+    /// The one's-complement sum of its transport message as it was, when a UDP
+    /// checksum in front of it covers it (IPv6).
+    covered: Option<u16>,
+}
+
+impl Context {
+    /// The late check (see the module doc) of output queue `id`, just before its
+    /// driver takes it.
+    pub(crate) fn check_late(&mut self, id: OutputId) {
+        let ledger = &mut self.tunnels.wg.ledger;
+        if ledger.entries.is_empty() {
+            return;
+        }
+        if ledger.judge() {
+            self.reseal_late(id);
+        }
+    }
+
+    /// After a queue went to its driver: once no queue holds a packet and no frame
+    /// is out at an engine, no mark can be looked at again.
+    pub(crate) fn forget_marks_if_idle(&mut self) {
+        if !self.tunnels.wg.ledger.entries.is_empty()
+            && self.outputs.all_empty()
+            && self.inflight.is_empty()
+        {
+            self.tunnels.wg.ledger.forget();
+        }
+    }
+
+    /// Seals the late packets of queue `id` again with fresh counters; drops those
+    /// that cannot be.
+    #[cold]
+    #[inline(never)]
+    fn reseal_late(&mut self, id: OutputId) {
+        let late = self.find_late(id);
+        if late.is_empty() {
+            return;
+        }
+        let mut failed = vec![false; late.len()];
+        // Open each with the counter it was sealed with.
+        let mut ops: Vec<AeadOp> = late
+            .iter()
+            .map(|l| transport_op(l, Direction::Decrypt, l.counter))
+            .collect();
+        self.run_ops(&mut ops);
+        let mut fresh = Vec::with_capacity(late.len());
+        for (i, (l, op)) in late.iter().zip(&ops).enumerate() {
+            let counter = (op.status == OpStatus::Ok)
+                .then(|| l.keypair.take_counters(1))
+                .flatten();
+            match counter {
+                Some(c) => fresh.push(c),
+                None => {
+                    failed[i] = true;
+                    fresh.push(0);
+                }
+            }
+        }
+        // Seal again with the fresh counters, written into the headers.
+        let mut ops = Vec::with_capacity(late.len());
+        let mut sealed = Vec::with_capacity(late.len());
+        for (i, l) in late.iter().enumerate() {
+            if failed[i] {
+                continue;
+            }
+            let buf = self.arena.buffer_mut(l.h);
+            buf[l.at + 8..l.at + 16].copy_from_slice(&fresh[i].to_le_bytes());
+            ops.push(transport_op(l, Direction::Encrypt, fresh[i]));
+            sealed.push(i);
+        }
+        self.run_ops(&mut ops);
+        for (&i, op) in sealed.iter().zip(&ops) {
+            let l = &late[i];
+            if op.status != OpStatus::Ok {
+                failed[i] = true;
+                continue;
+            }
+            l.keypair.note_sending(fresh[i]);
+            if let Some(old) = l.covered {
+                fix_udp_checksum(&mut self.arena, l, old);
+            }
+        }
+        let dropped = failed.iter().filter(|&&f| f).count();
+        let counters = &mut self.tunnels.wg.ledger.counters;
+        counters.resealed += (late.len() - dropped) as u64;
+        counters.dropped += dropped as u64;
+        if dropped > 0 {
+            let queue = self.outputs.queue(id);
+            for (l, _) in late.iter().zip(&failed).filter(|(_, f)| **f).rev() {
+                let h = queue.remove(l.index);
+                self.arena.free(h);
+            }
+        }
+    }
+
+    /// The packets of queue `id` that are of a late entry and behind themselves.
+    fn find_late(&self, id: OutputId) -> Vec<Late> {
+        let ledger = &self.tunnels.wg.ledger;
+        let mut late = Vec::new();
+        for (index, &h) in self.output(id).iter().enumerate() {
+            let m = self.arena.meta(h);
+            let Some(k) = ledger.late_session(m.seal) else {
+                continue;
+            };
+            let at = usize::from(m.seal.at);
+            let start = usize::from(m.offset);
+            let data = self.arena.data(h);
+            // What the mark points at must still be the whole transport message it
+            // sealed: nothing since has cut or moved it.
+            let Some(message) = at
+                .checked_sub(start)
+                .and_then(|from| data.get(from..))
+                .filter(|m| m.len() >= TRANSPORT_HEADER_LEN + TAG_LEN)
+            else {
+                continue;
+            };
+            let text_len = message.len() - TRANSPORT_HEADER_LEN - TAG_LEN;
+            let t = wire::wireguard::TransportData::new_unchecked(message);
+            if u32::from_le_bytes([message[0], message[1], message[2], message[3]])
+                != MESSAGE_TRANSPORT_DATA
+                || !text_len.is_multiple_of(wireguard::constants::PADDING_MULTIPLE)
+                || t.receiver_index() != k.remote_index
+                || !k.is_late(t.counter())
+            {
+                continue;
+            }
+            // A UDP header in front (a gateway's outer headers) has a checksum over
+            // the message unless it is zero (IPv4 may leave it out).
+            let covered = (at >= start + 8)
+                .then(|| &data[at - start - 2..at - start])
+                .filter(|c| c != &[0, 0])
+                .map(|_| ones_sum(message));
+            late.push(Late {
+                index,
+                h,
+                keypair: k.clone(),
+                at,
+                text_len,
+                counter: t.counter(),
+                covered,
+            });
+        }
+        late
+    }
+}
+
+/// The in-place op over a late packet's text with `counter`.
+fn transport_op(l: &Late, dir: Direction, counter: u64) -> AeadOp {
+    AeadOp::in_place(
+        Algorithm::ChaCha20Poly1305,
+        l.keypair.send_key,
+        dir,
+        crypto::seal::counter_nonce(counter),
+        Span::EMPTY,
+        Span::new(
+            (Arena::offset_of(l.h) + l.at + TRANSPORT_HEADER_LEN) as u32,
+            l.text_len as u32,
+        ),
+    )
+}
+
+/// The one's-complement sum of `bytes` as 16-bit words (RFC 1071), not inverted.
+fn ones_sum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    for pair in bytes.chunks(2) {
+        let word = u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]);
+        sum += u32::from(word);
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// Updates the UDP checksum in front of a resealed message whose bytes summed to
+/// `old` (RFC 1624: HC' = ~(~HC + ~m + m')).
+fn fix_udp_checksum(arena: &mut Arena, l: &Late, old: u16) {
+    let end = l.at + TRANSPORT_HEADER_LEN + l.text_len + TAG_LEN;
+    let buf = arena.buffer_mut(l.h);
+    let new = ones_sum(&buf[l.at..end]);
+    let checksum = u16::from_be_bytes([buf[l.at - 2], buf[l.at - 1]]);
+    let mut sum = u32::from(!checksum) + u32::from(!old) + u32::from(new);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    // A UDP checksum that computes to zero is sent as all ones (RFC 768).
+    let fixed = match !(sum as u16) {
+        0 => 0xffff,
+        c => c,
+    };
+    buf[l.at - 2..l.at].copy_from_slice(&fixed.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_incremental_checksum_matches_one_computed_anew() {
+        // A UDP header's checksum over a pseudo-header sum and a message; the
+        // message changes; the fixed checksum equals the one computed from scratch.
+        let pseudo: u16 = 0x1234;
+        let full = |msg: &[u8]| {
+            let mut s = u32::from(pseudo) + u32::from(ones_sum(msg));
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            !(s as u16)
+        };
+        let mut arena = Arena::new(4);
+        let h = arena.alloc().unwrap();
+        let at = 200;
+        let text_len = 48;
+        let end = at + TRANSPORT_HEADER_LEN + text_len + TAG_LEN;
+        let old: Vec<u8> = (0..end - at).map(|i| (i * 7 + 3) as u8).collect();
+        arena.buffer_mut(h)[at..end].copy_from_slice(&old);
+        let before = full(&old);
+        arena.buffer_mut(h)[at - 2..at].copy_from_slice(&before.to_be_bytes());
+        let new: Vec<u8> = (0..end - at).map(|i| (i * 13 + 1) as u8).collect();
+        arena.buffer_mut(h)[at..end].copy_from_slice(&new);
+        let keys = Arc::new(crypto::KeyRegistry::new(4));
+        let keys_pair = wireguard::noise::SessionKeys {
+            send: [1; 32],
+            recv: [2; 32],
+        };
+        let k = Keypair::new(&keys, &keys_pair, 1, 2, true, std::time::Instant::now()).unwrap();
+        let l = Late {
+            index: 0,
+            h,
+            keypair: Arc::new(k),
+            at,
+            text_len,
+            counter: 0,
+            covered: Some(ones_sum(&old)),
+        };
+        fix_udp_checksum(&mut arena, &l, ones_sum(&old));
+        let buf = arena.buffer_mut(h);
+        let got = u16::from_be_bytes([buf[at - 2], buf[at - 1]]);
+        assert_eq!(got, full(&new));
+    }
+}
