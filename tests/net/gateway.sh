@@ -140,6 +140,7 @@ scenario_one_flow() {
   read -r retransmits mbps loss < <(one_tcp_flow 8)
   log "    one TCP flow for 8 s ($GW_DRIVER): $mbps Mbit/s, $retransmits retransmits; 100 pings a second beside it: $loss lost"
   log "    frames the ports lost: gateway a $(gw_counter a 'port-.*\.drop\..*'), gateway b $(gw_counter b 'port-.*\.drop\..*')"
+  log "    sealed again before leaving (a worker held back): gateway a $(gw_counter a 'wg\.resealed'), gateway b $(gw_counter b 'wg\.resealed')"
   gw_show a errors | sed 's/^/    a| /' >&2
   gw_show b errors | sed 's/^/    b| /' >&2
   assert "gateway a's ports lost no frame" test "$(gw_counter a 'port-.*\.drop\..*')" -eq 0

@@ -47,8 +47,18 @@ pub const COOKIE_SECRET_LATENCY: Duration = Duration::from_secs(5);
 /// Section 5.4.6: transport plaintext is padded to a multiple of 16 bytes.
 pub const PADDING_MULTIPLE: usize = 16;
 
-/// Replay window size in bits (RFC 6479 style, as the Linux implementation).
-pub const REPLAY_WINDOW_BITS: u64 = 8192;
+/// Replay window size in bits (RFC 6479 style). Four times the Linux
+/// implementation's: a session shared by several workers can reach them through
+/// several receive queues (a NIC's RSS keeps one outer flow on one queue, but veth
+/// and AF_PACKET's queue fanout follow the sender's queue), and a worker held back
+/// with packets still in its queue must find them inside the window when it comes
+/// back. 8 KiB per session.
+pub const REPLAY_WINDOW_BITS: u64 = 32768;
+
+/// The receive window of the Linux and Go implementations (8192 bits less a
+/// 64-bit word): what a far end may keep, and so what the send side must stay
+/// inside (see `keypair::RESEAL_BEHIND`).
+pub const PEER_WINDOW: u64 = 8128;
 
 /// Packets held per peer while its handshake completes (the Linux implementation's
 /// MAX_STAGED_PACKETS); the oldest is dropped when more arrive.

@@ -2,9 +2,9 @@
 //! 5.4.6 and 6.x: next, current, previous; responder key confirmation).
 
 use crate::constants::{
-    REJECT_AFTER_MESSAGES, REJECT_AFTER_TIME, REKEY_AFTER_TIME, REKEY_ON_RECEIVE_AFTER,
+    PEER_WINDOW, REJECT_AFTER_MESSAGES, REJECT_AFTER_TIME, REKEY_AFTER_TIME, REKEY_ON_RECEIVE_AFTER,
 };
-use crate::replay::{ReplayWindow, WINDOW_SIZE};
+use crate::replay::ReplayWindow;
 use crypto::{Algorithm, KeyHandle, KeyRegistry};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -131,12 +131,13 @@ impl Drop for Keypair {
 }
 
 /// How far behind the newest counter sent a sealed packet may be when its worker
-/// hands it to the driver: three quarters of the window. Workers sharing a session
+/// hands it to the driver: three quarters of the far end's window (which may be
+/// the usual 8,128 counters, smaller than ours). Workers sharing a session
 /// send out of counter order by about a frame per worker in normal operation (far
 /// below this), and a worker descheduled between sealing and sending falls further
 /// behind; past this its packets are sealed again (see `dataplane`'s late check).
 /// The quarter left is the slack for the time between that check and the wire.
-pub const RESEAL_BEHIND: u64 = WINDOW_SIZE / 4 * 3;
+pub const RESEAL_BEHIND: u64 = PEER_WINDOW / 4 * 3;
 
 /// The send counters on a cache line of their own: workers write them once per block
 /// of counters and once per batch sent, and must not slow the reads of the keys and

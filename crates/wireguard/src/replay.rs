@@ -1,8 +1,8 @@
 //! The receive counter window, shared by every worker that decrypts for a session.
 //! It accepts a counter once, and only while it is at most [`WINDOW_SIZE`] behind the
-//! newest counter accepted (8128, as the Linux implementation).
+//! newest counter accepted (32,704: see `constants::REPLAY_WINDOW_BITS`).
 //!
-//! Workers commit concurrently and without a lock. The window is a ring of 128 slots;
+//! Workers commit concurrently and without a lock. The window is a ring of 512 slots;
 //! a slot is one 128-bit atomic word holding a 64-counter block's number (its tag, the
 //! upper half) and which of the block's counters were seen (the lower half). A commit
 //! changes one slot with a compare-and-swap:
@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const SLOT_BITS: u64 = 64;
 const SLOTS: usize = (REPLAY_WINDOW_BITS / SLOT_BITS) as usize;
 /// Counters this far behind the newest are always accepted (the ring less one slot,
-/// the Linux figure).
+/// as the Linux implementation reckons it).
 pub const WINDOW_SIZE: u64 = REPLAY_WINDOW_BITS - SLOT_BITS;
 
 /// The slots, aligned so that four of them (256 counters) are one cache line.
@@ -325,13 +325,13 @@ mod tests {
     impl Model {
         fn accepts(&self, counter: u64) -> bool {
             counter < REJECT_AFTER_MESSAGES
-                && self.newest.is_none_or(|n| counter + WINDOW_SIZE >= n)
+                && self.newest.is_none_or(|n| n.saturating_sub(counter) <= WINDOW_SIZE)
                 && !self.seen.contains(&counter)
         }
 
         fn commit(&mut self, counter: u64) -> bool {
             let in_window = counter < REJECT_AFTER_MESSAGES
-                && self.newest.is_none_or(|n| counter + WINDOW_SIZE >= n);
+                && self.newest.is_none_or(|n| n.saturating_sub(counter) <= WINDOW_SIZE);
             if !in_window || !self.seen.insert(counter) {
                 return false;
             }
@@ -427,9 +427,10 @@ mod tests {
         let (refused, taken) = accepted.split_last().unwrap();
         assert!(taken.iter().all(|&a| a) && !refused);
 
-        let newest = 200 * SLOT_BITS + 10;
+        let newest_block = SLOTS as u64 + 72;
+        let newest = newest_block * SLOT_BITS + 10;
         let oldest: Vec<u64> = (0..SLOT_BITS)
-            .map(|i| (200 - 127) * SLOT_BITS + i)
+            .map(|i| (newest_block - (SLOTS as u64 - 1)) * SLOT_BITS + i)
             .collect();
         let w = ReplayWindow::new();
         let mut model = Model::default();
