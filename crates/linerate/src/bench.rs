@@ -10,7 +10,7 @@
 //! workers: shared send counters and replay window). One peer (the default) is one
 //! tunnel on every worker; as many peers as workers is one independent tunnel each.
 
-use crate::bench_driver::Driver;
+use crate::bench_driver::{Driver, FarEnd};
 use crate::bench_raw::{RawMeter, engine_at};
 use crate::engines;
 use dataplane::counters::clocks;
@@ -162,8 +162,15 @@ pub struct Measured {
     /// (padding and trailer included), which the raw engine is given too.
     pub text_lens: Vec<(usize, usize)>,
     /// Packets refused as replays: a worker's counters fell behind the window of the
-    /// tunnel it shares (it was descheduled for longer than the window lasts).
+    /// tunnel it shares (it was descheduled for longer than the window lasts). Where
+    /// the bench models the far end (WireGuard), what that far end refused as the
+    /// packets left, in the order they left.
     pub late: u64,
+    /// Where the far end is modelled: packets the worker's own opening refused as
+    /// replays (the loopback receives a shared session on every worker, so a worker
+    /// held back between checking its packets and committing them finds them
+    /// behind the others').
+    pub rx_late: u64,
     /// Packets the late check found too far behind as they left and sealed again
     /// with fresh counters (see `dataplane::seal_ledger`).
     pub resealed: u64,
@@ -201,6 +208,8 @@ pub struct Row {
     pub peers: usize,
     /// Packets refused as replays, all workers (see [`Measured::late`]).
     pub late: u64,
+    /// See [`Measured::rx_late`], all workers.
+    pub rx_late: u64,
     /// Packets sealed again before they left, all workers (see [`Measured::resealed`]).
     pub resealed: u64,
 }
@@ -388,9 +397,16 @@ pub(crate) trait Loopback: Send + Sized {
     fn text_len(&self, inner: usize) -> usize;
     fn context(&self) -> &Context;
     fn context_mut(&mut self) -> &mut Context;
-    /// Seals `inner`, hands what was sealed back in (through `back`), opens it;
-    /// how many inner packets came out.
-    fn round(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) -> u64;
+    /// Seals `inner`; what was sealed, as it would leave, into `back`.
+    fn seal(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant);
+    /// Hands what `seal` made back in, as if from the peer, and opens it; how many
+    /// inner packets came out.
+    fn open(&mut self, back: &[Handle], now: Instant) -> u64;
+    /// The send counter of a datagram `seal` made, for a tunnel whose far end the
+    /// bench models (see `bench_driver::FarEnd`); `None`: not modelled.
+    fn wire_counter(&self, _h: Handle) -> Option<u64> {
+        None
+    }
     /// Every node's name and counters, in graph order.
     fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)>;
     /// Whether a drop for `reason` is a packet a worker sealed too late for the
@@ -425,15 +441,25 @@ impl Loopback for WgGraph {
         WgGraph::context_mut(self)
     }
 
-    fn round(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) -> u64 {
+    fn seal(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) {
         self.from_tun(inner);
         self.run(now);
         self.context_mut().send_control(|_, _| ());
         back.clear();
         self.context_mut().take_output(UDP_OUT, back);
+    }
+
+    fn open(&mut self, back: &[Handle], now: Instant) -> u64 {
         self.from_udp(back);
         self.run(now);
         delivered(self.context_mut(), TUN_OUT)
+    }
+
+    /// The transport header's counter: the datagram is the message alone.
+    fn wire_counter(&self, h: Handle) -> Option<u64> {
+        let d = self.context().arena().data(h);
+        let bytes = d.get(8..16)?;
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
     }
 
     fn node_counters(&self) -> Vec<(&'static str, &NodeCounters)> {
@@ -561,9 +587,13 @@ fn run_workers<G: Loopback>(
     } else {
         opts.peers.for_workers(workers)
     };
+    // The far end of each tunnel, shared by the workers on it (worker w is on
+    // tunnel w % peers, as `graphs` builds them).
+    let far_ends: Vec<Arc<FarEnd>> = (0..peers.max(1)).map(|_| Arc::default()).collect();
     let drivers: Vec<Driver<G>> = build(workers, peers)?
         .into_iter()
-        .map(|g| Driver::new(g, size))
+        .enumerate()
+        .map(|(w, g)| Driver::new(g, size, Some(far_ends[w % far_ends.len()].clone())))
         .collect();
     let first = drivers.first().ok_or("no worker")?.measured();
     let alg = first.alg.ok_or("the first worker carries traffic")?;
@@ -652,6 +682,7 @@ fn run_workers<G: Loopback>(
         workers,
         peers,
         late: ms.iter().map(|m| m.late).sum(),
+        rx_late: ms.iter().map(|m| m.rx_late).sum(),
         resealed: ms.iter().map(|m| m.resealed).sum(),
     })
 }
@@ -677,7 +708,7 @@ pub fn table(rows: &[Row]) -> String {
         .unwrap_or_default();
     let _ = write!(
         out,
-        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>7} {:>9} {:>10} {:>9} {:>11} {:>9} {:>7} {:>9} {:>12}",
+        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>7} {:>9} {:>10} {:>9} {:>11} {:>9} {:>7} {:>7} {:>9} {:>12}",
         "workers",
         "peers",
         "size",
@@ -690,6 +721,7 @@ pub fn table(rows: &[Row]) -> String {
         "clk/pkt",
         "peak MiB",
         "late",
+        "rx-late",
         "resealed",
         "engine"
     );
@@ -700,7 +732,7 @@ pub fn table(rows: &[Row]) -> String {
     for (r, x) in rows.iter().zip(scaling(rows)) {
         let _ = write!(
             out,
-            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>7.2} {:>9.3} {:>10.2} {:>9.3} {:>11.1} {:>9.1} {:>7} {:>9} {:>12}",
+            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>7.2} {:>9.3} {:>10.2} {:>9.3} {:>11.1} {:>9.1} {:>7} {:>7} {:>9} {:>12}",
             r.workers,
             r.peers,
             r.size.label(),
@@ -713,6 +745,7 @@ pub fn table(rows: &[Row]) -> String {
             r.clocks_per_packet,
             r.peak_rss_kib as f64 / 1024.0,
             r.late,
+            r.rx_late,
             r.resealed,
             r.engine
         );
@@ -774,6 +807,7 @@ pub fn json(opts: &Options, rows: &[Row]) -> serde_json::Value {
                 "mpps": r.mpps,
                 "over_first_worker_count": x,
                 "late_replays": r.late,
+                "rx_late_replays": r.rx_late,
                 "resealed": r.resealed,
                 "gbps": r.gbps,
                 "clocks_per_packet": r.clocks_per_packet,

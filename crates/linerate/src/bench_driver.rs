@@ -8,7 +8,39 @@ use crate::bench::{Loopback, Measured, Size, inner_packet};
 use dataplane::counters::clocks;
 use dataplane::graph::FRAME_LEN as FRAME;
 use dataplane::{Handle, RxStarts};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// The far end of a tunnel the workers share, as the bench models it: a receive
+/// window of the usual size (`wireguard::constants::PEER_WINDOW`, the Linux and Go
+/// implementations') that sees every datagram the moment its worker hands it over
+/// (a wire that neither delays nor reorders). A counter more than the window
+/// behind the newest it has seen is what a real far end would refuse as late: a
+/// packet a worker sent too far behind the others'. (Counters are never sent twice,
+/// `one_tunnel_many_workers` checks, so lateness is the only refusal modelled.)
+#[derive(Default)]
+pub(crate) struct FarEnd {
+    /// The newest counter seen, plus one (0: none yet).
+    newest: AtomicU64,
+}
+
+impl FarEnd {
+    /// Sees the counters of one handing-over, in order; how many are late.
+    fn take(&self, counters: &[u64]) -> u64 {
+        const W: u64 = wireguard::constants::PEER_WINDOW;
+        let mut newest = self.newest.load(Ordering::Acquire);
+        let mut late = 0;
+        for &c in counters {
+            if newest > c + 1 + W {
+                late += 1;
+            }
+            newest = newest.max(c + 1);
+        }
+        self.newest.fetch_max(newest, Ordering::AcqRel);
+        late
+    }
+}
 
 /// A worker's graph and what it has measured so far.
 pub(crate) struct Driver<G: Loopback> {
@@ -21,12 +53,18 @@ pub(crate) struct Driver<G: Loopback> {
     /// Where each buffer's packet is made: where the tunnel's source of inner
     /// packets would receive it (see `Loopback::rx_starts`).
     starts: RxStarts,
+    /// The far end the tunnel's datagrams reach, if the tunnel says their counters.
+    far_end: Option<Arc<FarEnd>>,
+    counters: Vec<u64>,
+    /// Whether any datagram was handed to the far end: the graph's own replay
+    /// refusals then count as `rx_late`.
+    modelled: bool,
     m: Measured,
 }
 
 impl<G: Loopback> Driver<G> {
     /// Ready to drive `g` with packets of `size`; nothing measured yet.
-    pub(crate) fn new(g: G, size: Size) -> Driver<G> {
+    pub(crate) fn new(g: G, size: Size, far_end: Option<Arc<FarEnd>>) -> Driver<G> {
         let set = g.context().engines();
         let alg = g.alg();
         let m = Measured {
@@ -52,6 +90,9 @@ impl<G: Loopback> Driver<G> {
             handles: Vec::with_capacity(FRAME),
             back: Vec::with_capacity(FRAME),
             seq: 0,
+            far_end,
+            counters: Vec::with_capacity(FRAME),
+            modelled: false,
             m,
         }
     }
@@ -92,7 +133,18 @@ impl<G: Loopback> Driver<G> {
                 self.seq += 1;
                 self.handles.push(h);
             }
-            self.m.packets += self.g.round(&self.handles, &mut self.back, Instant::now());
+            let now = Instant::now();
+            self.g.seal(&self.handles, &mut self.back, now);
+            if let Some(far) = &self.far_end {
+                self.counters.clear();
+                self.counters
+                    .extend(self.back.iter().filter_map(|&h| self.g.wire_counter(h)));
+                if !self.counters.is_empty() {
+                    self.modelled = true;
+                    self.m.late += far.take(&self.counters);
+                }
+            }
+            self.m.packets += self.g.open(&self.back, now);
         }
         self.m.clocks = self.m.clocks.wrapping_add(clocks().wrapping_sub(c0));
         self.m.elapsed += start.elapsed();
@@ -121,7 +173,9 @@ impl<G: Loopback> Driver<G> {
         }
         for (node, c) in &counters {
             for (e, n) in c.drops().filter(|&(_, n)| n > 0) {
-                if G::is_late(e.name) {
+                if G::is_late(e.name) && self.modelled {
+                    m.rx_late += n;
+                } else if G::is_late(e.name) {
                     m.late += n;
                 } else {
                     drops.push(format!("{node}: {n} {}", e.name));
@@ -143,7 +197,7 @@ impl<G: Loopback> Driver<G> {
 
 /// Pushes packets of `size` through `g` for `seconds`, in one slice.
 pub(crate) fn drive<G: Loopback>(g: G, size: Size, seconds: f64) -> Result<Measured, String> {
-    let mut d = Driver::new(g, size);
+    let mut d = Driver::new(g, size, None);
     d.run_for(seconds);
     d.finish()
 }

@@ -144,7 +144,7 @@ impl Loopback for EspLoopback {
         self.graph.context_mut()
     }
 
-    fn round(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) -> u64 {
+    fn seal(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) {
         let arena = self.graph.context_mut().arena_mut();
         for &h in inner {
             arena.meta_mut(h).peer = u32::from(self.tunnel.0);
@@ -161,6 +161,9 @@ impl Loopback for EspLoopback {
             m.len -= self.outer_len;
             m.addr = to;
         }
+    }
+
+    fn open(&mut self, back: &[Handle], now: Instant) -> u64 {
         self.graph.from_outer(back);
         self.graph.run(now);
         bench::delivered(self.graph.context_mut(), INNER_OUT)

@@ -103,7 +103,7 @@ impl Loopback for L2Loopback {
         self.graph.context_mut()
     }
 
-    fn round(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) -> u64 {
+    fn seal(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) {
         let arena = self.graph.context_mut().arena_mut();
         for &h in inner {
             let m = *arena.meta(h);
@@ -122,6 +122,9 @@ impl Loopback for L2Loopback {
         cx.send_control(|_, _| ());
         back.clear();
         cx.take_output(UDP_OUT, back);
+    }
+
+    fn open(&mut self, back: &[Handle], now: Instant) -> u64 {
         self.graph.from_udp(back);
         self.graph.run(now);
         let cx = self.graph.context_mut();

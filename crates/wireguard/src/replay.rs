@@ -325,13 +325,17 @@ mod tests {
     impl Model {
         fn accepts(&self, counter: u64) -> bool {
             counter < REJECT_AFTER_MESSAGES
-                && self.newest.is_none_or(|n| n.saturating_sub(counter) <= WINDOW_SIZE)
+                && self
+                    .newest
+                    .is_none_or(|n| n.saturating_sub(counter) <= WINDOW_SIZE)
                 && !self.seen.contains(&counter)
         }
 
         fn commit(&mut self, counter: u64) -> bool {
             let in_window = counter < REJECT_AFTER_MESSAGES
-                && self.newest.is_none_or(|n| n.saturating_sub(counter) <= WINDOW_SIZE);
+                && self
+                    .newest
+                    .is_none_or(|n| n.saturating_sub(counter) <= WINDOW_SIZE);
             if !in_window || !self.seen.insert(counter) {
                 return false;
             }
