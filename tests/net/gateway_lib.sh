@@ -276,3 +276,25 @@ run_scenarios() {
 }
 
 scenario_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+# one_tcp_flow SECONDS: one iperf3 TCP flow from host a to host b for SECONDS
+# while host a pings host b 100 times a second; prints the flow's retransmits,
+# its Mbit/s and the pings lost ("R MBPS LOSS%").
+one_tcp_flow() {
+  local secs=$1 port=5201 ping
+  timeout $((secs + 30)) ip netns exec "$NS_HB" iperf3 -s -1 -B "$H4_B" -p $port \
+    >"$LR_TMP/iperf-server.log" 2>&1 &
+  wait_until 5 "iperf3 server" eval "[ -n \"\$(ip netns exec '$NS_HB' ss -Hltn 'sport = :$port')\" ]"
+  in_ns "$NS_HA" ping -n -q -i 0.01 -c $((secs * 100)) -W 1 "$H4_B" >"$LR_TMP/ping.log" 2>&1 &
+  ping=$!
+  timeout $((secs + 30)) ip netns exec "$NS_HA" iperf3 -c "$H4_B" -p $port -t "$secs" -J \
+    >"$LR_TMP/iperf.json" || true
+  wait "$ping" || true
+  "$PYTHON" - "$LR_TMP/iperf.json" "$LR_TMP/ping.log" <<'PY'
+import json, re, sys
+end = json.load(open(sys.argv[1]))["end"]
+loss = re.search(r"([0-9.]+)% packet loss", open(sys.argv[2]).read())
+print(end["sum_sent"].get("retransmits", 0), "%.0f" % (end["sum_received"]["bits_per_second"] / 1e6),
+      (loss.group(1) if loss else "100") + "%")
+PY
+}

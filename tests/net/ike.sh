@@ -63,6 +63,9 @@
 #                       installed in linerate, and traffic passes both ways
 #   lost_rekey_answer_linerate_asks  the mirror: linerate rekeys, charon's
 #                       answer is lost once
+#   one_flow            one TCP flow for 15 s from host a to host b: charon
+#                       (replay window 32) refuses no packet as a replay,
+#                       however many workers seal for linerate
 #
 # Each that brings a tunnel up: ping both ways, 100 MiB over TCP each way
 # (sha256 checked), the SAs in `linerate show ike` and `show esp`, nothing that
@@ -87,7 +90,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_rebinding_quiet_peer nat_keepalives rsa_certificates certificate_chain ip_fragments both_start_and_restart)
+SCENARIOS=(linerate_initiates charon_initiates chacha_x25519 cbc_sha256 v6_outer certificates certificates_linerate_initiates wrong_ca proposal_mismatch wrong_psk peer_restarts cookie_flood linerate_rekeys charon_rekeys lost_rekey_answer_linerate_answers lost_rekey_answer_linerate_asks child_made_again nat_rebinding nat_rebinding_quiet_peer nat_keepalives rsa_certificates certificate_chain ip_fragments both_start_and_restart one_flow)
 CHARON=/usr/lib/ipsec/charon
 W6_A=2001:2:0:2::1 W6_B=2001:2:0:2::2
 # The outer addresses: IPv4 unless a scenario says otherwise.
@@ -215,6 +218,8 @@ charon {
   retransmit_timeout = 1
   retransmit_tries = 3
   keep_alive = ${SW_KEEP_ALIVE:-20}s
+  # strongSwan's default, said: the window linerate's workers must keep inside.
+  replay_window = 32
   plugins {
     vici {
       socket = unix://$d/charon.vici
@@ -840,6 +845,22 @@ scenario_both_start_and_restart() {
   assert "traffic passes both ways again" ping_ok "$NS_HA" "$H4_B" 10 10
   assert "and back" ping_ok "$NS_HB" "$H4_A" 10 10
   log "    charon: $(swanctl_out --list-sas | grep -c "ESTABLISHED") IKE SA(s), $(swanctl_out --list-sas | grep -c "INSTALLED") child SA(s); linerate: $(gw_show a ike | grep -c "Established") IKE SA(s)"
+}
+
+# One TCP flow as fast as it goes from host a to host b, sealed by linerate's
+# workers on one SA: charon, whose replay window is 32 packets, refuses none as
+# replays (each SA has one sending worker; the others hand their packets to it).
+scenario_one_flow() {
+  sw_topology
+  through_ready linerate aes256gcm16-prfsha256-ecp256 aes128gcm16
+  assert "host a pings host b through the tunnel" ping_ok "$NS_HA" "$H4_B" 3 20
+  local retransmits mbps loss refused
+  read -r retransmits mbps loss < <(one_tcp_flow 15)
+  refused=$(grep -c "ESP sequence number verification failed" "$LR_TMP/sw/charon.log" || true)
+  log "    one TCP flow for 15 s ($GW_WORKERS worker(s)): $mbps Mbit/s, $retransmits retransmits; 100 pings a second beside it: $loss lost"
+  log "    packets handed to the SA's sending worker: $(gw_counter a 'esp_handoff\.handed'), taken in: $(gw_counter a 'esp_handoff\.taken')"
+  gw_show a errors | sed 's/^/    a| /' >&2
+  assert_eq "charon refused no packet as a replay (window 32)" 0 "$refused"
 }
 
 scenario_lost_rekey_answer_linerate_answers() { lost_rekey_answer charon; }

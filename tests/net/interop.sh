@@ -32,7 +32,7 @@ SCENARIOS=(a_initiates_v4 a_initiates_v6 b_initiates_v4 b_initiates_v6 tcp
   tcp_v6 roaming restart syncconf peer_remove wg_quick lifecycle handshake_flood
   control_churn)
 # Run once: IMPL_A alone, or beside REF_IMPL (which they get as $IMPL_B).
-SOLO_SCENARIOS=(uapi_errno uapi_concurrent cli mtu_jumbo counters_add_up memory_returns)
+SOLO_SCENARIOS=(uapi_errno uapi_concurrent cli mtu_jumbo counters_add_up memory_returns one_flow_busy)
 
 # ---------------------------------------------------------------------------
 # Scenarios. Each runs in a fresh process: $IMPL_A and $IMPL_B are resolved
@@ -538,6 +538,30 @@ mtu_below() { [ "$(if_mtu "$1" "$2")" -lt "$3" ]; }
 # reads of a's, a's encryptions never run ahead of the datagrams sent, and in
 # the end a counted the K datagrams sent and b received every one. Linerate on
 # both sides, so that b's counters also show where any lost datagram went.
+# One TCP flow a -> b for 8 s through IMPL_A at both ends (its workers as
+# LINERATE_WORKERS says) beside a busy loop on every core, which takes whole time
+# slices from the workers: neither end refuses a packet as a replay (a worker
+# held back seals its packets again before they leave; a session's packets
+# waiting in a held-back worker's queue are still inside the window). The far
+# end is linerate because wireguard-go counts no replays a test could read.
+scenario_one_flow_busy() {
+  pair_up "$IMPL_A" "$IMPL_A" 4 a
+  assert "tunnel up" ping_ok "$NS_A" "$I4_B"
+  local busy=() c out
+  for c in $(seq 0 $(($(nproc) - 1))); do
+    taskset -c "$c" timeout 40 sh -c 'while :; do :; done' &
+    busy+=($!)
+  done
+  out=$(tcp_through_tunnel 8 $((XFER_PORT + 3)))
+  kill "${busy[@]}" 2>/dev/null || true
+  wait "${busy[@]}" 2>/dev/null || true
+  log "    beside a busy loop on each core: $(tr '\n' ' ' <<<"$out")"
+  log "    sealed again before leaving: a $(lr_counter "$NS_A" "$IF_A" 'wg[.]resealed'), b $(lr_counter "$NS_B" "$IF_B" 'wg[.]resealed')"
+  # Drops are listed once non-zero: "none" is none.
+  assert_eq "b refused no packet as a replay" none "$(lr_counter "$NS_B" "$IF_B" 'wg-decrypt[.]drop[.]replay')"
+  assert_eq "a refused none either" none "$(lr_counter "$NS_A" "$IF_A" 'wg-decrypt[.]drop[.]replay')"
+}
+
 scenario_counters_add_up() {
   pair_up "$IMPL_A" "$IMPL_A" 4 a
   assert "tunnel up" ping_ok "$NS_A" "$I4_B"

@@ -282,6 +282,9 @@ pub struct Context {
     /// This worker's side of the board that spreads full frames over the workers
     /// (none: every frame runs here).
     pub(crate) spread: Option<Spreader>,
+    /// This worker's side of the board that gives each outbound ESP SA one
+    /// sender (none: this worker seals on every SA itself).
+    pub(crate) esp_handoff: Option<crate::esp_handoff::HandoffLink>,
 }
 
 impl HasArena for Context {
@@ -326,6 +329,7 @@ impl Context {
             ip: IpLayer::default(),
             l2: Default::default(),
             spread: None,
+            esp_handoff: None,
         }
     }
 
@@ -527,6 +531,17 @@ impl Context {
             Some(s) => s.sleep(own),
             None => own,
         }
+    }
+
+    /// Seals on an outbound ESP SA only when this worker is its sender, and hands
+    /// packets for the others' SAs over (see `esp_handoff`).
+    pub fn hand_esp_over(&mut self, link: crate::esp_handoff::HandoffLink) {
+        self.esp_handoff = Some(link);
+    }
+
+    /// What the ESP handoff did on this worker.
+    pub fn handoff_counters(&self) -> Option<crate::esp_handoff::HandoffCounters> {
+        self.esp_handoff.as_ref().map(|l| l.counters)
     }
 
     /// What spreading did on this worker.

@@ -22,7 +22,7 @@ use lpm::Prefix;
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// An ESP tunnel's number in its worker, in the order tunnels were added (the same
 /// on every worker).
@@ -133,6 +133,9 @@ pub struct OutboundSa {
     pub lifetime: Lifetime,
     pub usage: Usage,
     pub counters: SaCounters,
+    /// The one worker that seals on it (see `esp_handoff`); `u32::MAX` until one
+    /// does.
+    sender: AtomicU32,
 }
 
 /// An SA packets from the peer are opened with.
@@ -157,7 +160,25 @@ impl OutboundSa {
             lifetime: spec.lifetime,
             usage: Usage::new(),
             counters: SaCounters::default(),
+            sender: AtomicU32::new(u32::MAX),
         })
+    }
+
+    /// The worker that seals on this SA, made `worker` if none is yet: the first
+    /// to ask.
+    pub(crate) fn sender_for(&self, worker: u32) -> u32 {
+        match self.sender.load(Ordering::Relaxed) {
+            u32::MAX => match self.sender.compare_exchange(
+                u32::MAX,
+                worker,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => worker,
+                Err(first) => first,
+            },
+            sender => sender,
+        }
     }
 
     /// The same SA, its sequence numbers starting at `next` (tests that cross 2^32,

@@ -131,6 +131,9 @@ pub struct GatewayGraph {
     lookup: NodeId,
     rewrite: NodeId,
     output: NodeId,
+    esp_encrypt: NodeId,
+    /// The packets other workers handed this one to seal (see `esp_handoff`).
+    handed: Vec<Handle>,
     wg: WgNodes,
     actions: WgActions,
 }
@@ -174,6 +177,8 @@ impl GatewayGraph {
             lookup: id(IpLookup::NAME),
             rewrite: id(IpRewrite::NAME),
             output: id(PortOutput::NAME),
+            esp_encrypt: id(EspEncrypt::NAME),
+            handed: Vec::new(),
             wg: WgNodes {
                 input: id(WgInput::NAME),
                 encrypt: id(WgEncrypt::NAME),
@@ -185,6 +190,27 @@ impl GatewayGraph {
             cx: Context::new(arena, engines, device, 0, now),
             graph,
         }
+    }
+
+    /// Packets other workers handed this one, for the ESP SAs it seals on, go to
+    /// `esp-encrypt` with its own (see `esp_handoff`).
+    fn take_handed(&mut self) {
+        let Some(link) = self.cx.esp_handoff.as_mut() else {
+            return;
+        };
+        self.handed.clear();
+        let mut no_buffer = 0;
+        for (tunnel, packet) in link.take_in().iter() {
+            match self.cx.arena.alloc_with(packet) {
+                Some(h) => {
+                    self.cx.arena.meta_mut(h).peer = u32::from(tunnel);
+                    self.handed.push(h);
+                }
+                None => no_buffer += 1,
+            }
+        }
+        link.counters.no_buffer += no_buffer;
+        self.graph.enqueue(self.esp_encrypt, &self.handed);
     }
 
     /// The WireGuard tunnel's UDP port and inner MTU (no packet larger goes in; 0:
@@ -306,6 +332,7 @@ impl GatewayGraph {
     pub fn run(&mut self, now: Instant) {
         self.cx.now = now;
         self.cx.ip.take_news(now);
+        self.take_handed();
         WgActions::begin(&mut self.cx);
         loop {
             self.graph.run(&mut self.cx);

@@ -12,6 +12,7 @@ pub mod context;
 pub mod counters;
 pub mod esp;
 pub mod esp_graph;
+pub mod esp_handoff;
 mod esp_selectors;
 mod esp_spi_index;
 pub mod fib;

@@ -549,3 +549,59 @@ fn bad_input_is_dropped_with_its_own_counter_and_changes_nothing() {
     assert!(g.out_of(g.lan).is_empty());
     assert_eq!(drops(&g.gw, "esp-decrypt", "policy"), 1);
 }
+
+/// Two workers route packets into one tunnel: the first to seal on its outbound SA
+/// is the SA's sender, the other hands its packets over, and every packet leaves
+/// from the sender with sequence numbers in the order they went out (a peer's
+/// replay window of 32 never sees them reordered).
+#[test]
+fn one_sa_on_two_workers_is_sealed_by_one_in_sequence_order() {
+    use dataplane::esp_handoff::HandoffBoard;
+    let v = vectors()
+        .into_iter()
+        .find(|v| !v.alg.is_chained() && !v.esn && v.inner[0] >> 4 == 4)
+        .expect("an AEAD case over IPv4");
+    let outer = OUTERS[0];
+    let mut a = gateway(&v, outer, Side::Sender);
+    let mut b = gateway(&v, outer, Side::Sender);
+    let board = HandoffBoard::new(2);
+    a.gw.context_mut().hand_esp_over(board.link(0));
+    b.gw.context_mut().hand_esp_over(board.link(1));
+    // Every worker holds the same SA (one Arc), as a gateway's do.
+    let id = a.gw.context().esp().find("site-b").unwrap();
+    let sa =
+        a.gw.context()
+            .esp()
+            .get(id)
+            .unwrap()
+            .outbound()
+            .unwrap()
+            .clone();
+    b.gw.esp_mut().set_outbound(id, sa).unwrap();
+    let frame = ether(LAN_MAC, HOST, ethertype(&v.inner), &hop_up(&v.inner, 1));
+    let seq_of = |f: &[u8]| {
+        let esp = &f[14 + outer.header_len()..];
+        u32::from_be_bytes(esp[4..8].try_into().unwrap())
+    };
+    a.feed(a.lan, &frame);
+    let mut seqs: Vec<u32> = a.out_of(a.wan).iter().map(|f| seq_of(f)).collect();
+    for _ in 0..20 {
+        for _ in 0..3 {
+            b.feed(b.lan, &frame);
+        }
+        assert!(b.out_of(b.wan).is_empty(), "the other worker seals nothing");
+        a.feed(a.lan, &frame);
+        a.gw.run(a.now);
+        seqs.extend(a.out_of(a.wan).iter().map(|f| seq_of(f)));
+    }
+    assert_eq!(seqs.len(), 1 + 20 * 4);
+    let first = v.seq as u32;
+    let want: Vec<u32> = (first..first + seqs.len() as u32).collect();
+    assert_eq!(seqs, want, "in sequence order, from the one sender");
+    let (ca, cb) = (
+        a.gw.context().handoff_counters().unwrap(),
+        b.gw.context().handoff_counters().unwrap(),
+    );
+    assert_eq!((cb.handed, ca.taken), (60, 60));
+    assert_eq!((ca.full, ca.no_buffer, cb.full), (0, 0, 0));
+}

@@ -114,6 +114,19 @@ impl CounterReport {
         );
     }
 
+    /// What the ESP handoff of a worker did: packets it handed to an SA's sending
+    /// worker and took in from others (`esp_handoff.*`), and its drops.
+    pub fn add_handoff(&mut self, c: Option<dataplane::esp_handoff::HandoffCounters>) {
+        let Some(c) = c else { return };
+        self.add_other("esp_handoff.handed", c.handed);
+        self.add_other("esp_handoff.taken", c.taken);
+        let reasons = dataplane::esp_handoff::ERRORS;
+        self.add_drops(
+            dataplane::esp_handoff::NAME,
+            &[(reasons[0].name, c.full), (reasons[1].name, c.no_buffer)],
+        );
+    }
+
     /// The `name=value` lines, without the UAPI's closing `errno` line. Drops that
     /// are zero are left out, so the answer stays short.
     pub fn to_text(&self) -> String {

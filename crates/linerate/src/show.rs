@@ -83,6 +83,7 @@ pub fn errors(text: &str) -> Result<(), String> {
         let meaning = dataplane::wg::explain(node, reason)
             .or_else(|| dataplane::gateway::explain(node, reason))
             .or_else(|| dataplane::seal_ledger::explain(node, reason))
+            .or_else(|| dataplane::esp_handoff::explain(node, reason))
             .or_else(|| {
                 node.starts_with("port-")
                     .then(|| crate::gateway::port_drops::meaning(reason))

@@ -87,6 +87,9 @@ impl AeadStage for EspEncrypt {
 
     fn end_frame(cx: &mut Context) {
         cx.tunnels.esp.flush();
+        if let Some(link) = cx.esp_handoff.as_mut() {
+            link.flush();
+        }
     }
 
     #[inline(always)]
@@ -97,6 +100,10 @@ impl AeadStage for EspEncrypt {
         _next: &mut u16,
         c: &mut NodeCounters,
     ) -> Option<(AeadOp, Resume)> {
+        if hand_over(cx, h) {
+            c.consumed += 1;
+            return None;
+        }
         match frame(cx, h) {
             Ok(op) => Some(op),
             Err(e) => {
@@ -141,6 +148,33 @@ impl AeadStage for EspEncrypt {
         meta.port = NO_PORT;
         Next::Lookup as u16
     }
+}
+
+/// Hands packet `h` to the worker that seals on its tunnel's outbound SA, if that
+/// is another (see `esp_handoff`); false when it is this one, or when the packet is
+/// for `frame` to refuse.
+#[inline(always)]
+fn hand_over(cx: &mut Context, h: Handle) -> bool {
+    let Some(link) = cx.esp_handoff.as_mut() else {
+        return false;
+    };
+    let Ok(id) = u16::try_from(cx.arena.meta(h).peer) else {
+        return false;
+    };
+    let Some(sa) = cx
+        .tunnels
+        .esp
+        .get(EspTunnelId(id))
+        .and_then(EspTunnel::outbound)
+    else {
+        return false;
+    };
+    let sender = sa.sender_for(link.me());
+    if sender == link.me() {
+        return false;
+    }
+    link.push(sender, id, cx.arena.data(h));
+    true
 }
 
 /// Frames packet `h` for its tunnel (named by `meta.peer`) and makes its op.

@@ -174,6 +174,7 @@ impl Lane {
         r.add_other("neighbors.news_lost", cx.ip().neighbor_news_lost());
         r.add_inflight(cx.inflight_counters());
         r.add_late(cx.late_counters());
+        r.add_handoff(cx.handoff_counters());
         r
     }
 

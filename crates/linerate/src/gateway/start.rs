@@ -18,6 +18,7 @@ use crypto::KeyRegistry;
 use crypto::x25519::{PrivateKey, PublicKey};
 use dataplane::Arena;
 use dataplane::esp::{Encapsulation, EspTunnel, InboundSa, OutboundSa, SaSpec};
+use dataplane::esp_handoff::HandoffBoard;
 use dataplane::fib::{PortId, TunnelId};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
@@ -356,6 +357,7 @@ fn fit_tunnel_to_ports(config: &GatewayConfig, graphs: &mut [GatewayGraph]) {
 fn build_graphs(
     config: &GatewayConfig,
     owner_waker: &Arc<Waker>,
+    handoff: &Arc<HandoffBoard>,
     clock: (Instant, SystemTime),
 ) -> Result<Vec<GatewayGraph>, String> {
     let now = clock.0;
@@ -387,6 +389,10 @@ fn build_graphs(
         let mesh = dataplane::neighbor_share::mesh(graphs.len());
         for (g, share) in graphs.iter_mut().zip(mesh) {
             g.context_mut().ip_mut().share_neighbors(share);
+        }
+        // Each outbound ESP SA is sealed on one worker, in sequence order.
+        for (i, g) in graphs.iter_mut().enumerate() {
+            g.context_mut().hand_esp_over(handoff.link(i));
         }
     }
     Ok(graphs)
@@ -612,7 +618,14 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     let clock = (Instant::now(), SystemTime::now());
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
     say_port_mtus(&config);
-    let mut graphs = build_graphs(&config, &waker, clock)?;
+    let handoff = HandoffBoard::new(config.workers.len());
+    {
+        let owner = waker.clone();
+        handoff.set_wake(0, move || {
+            let _ = owner.wake();
+        });
+    }
+    let mut graphs = build_graphs(&config, &waker, &handoff, clock)?;
     fit_tunnel_to_ports(&config, &mut graphs);
     let ike_conns = super::ike::connections(&config)?;
     let ike_inbox = (!ike_conns.is_empty()).then(|| {
@@ -691,6 +704,12 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     let mut followers = Vec::new();
     for (lane, core) in lanes.zip(cores.iter().skip(1)) {
         let follower_waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
+        {
+            let w = follower_waker.clone();
+            handoff.set_wake(lane.index, move || {
+                let _ = w.wake();
+            });
+        }
         let spawned = follower::spawn(lane, *core, follower_waker, stop.clone(), waker.clone());
         match spawned {
             Ok(f) => followers.push(f),
