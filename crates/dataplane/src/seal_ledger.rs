@@ -21,6 +21,8 @@
 use crate::arena::{Arena, Handle, SealMark};
 use crate::context::{Context, OutputId};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use wire::wireguard::{MESSAGE_TRANSPORT_DATA, TRANSPORT_HEADER_LEN};
 use wireguard::Keypair;
@@ -73,7 +75,31 @@ pub(crate) struct SealLedger {
     /// moves on) whenever nothing marked can still wait in a queue.
     epoch: u16,
     entries: Vec<Entry>,
+    /// Each entry's place by its session's serial (a frame to many peers asks once
+    /// per run of packets to one).
+    by_serial: HashMap<u64, u16, BuildHasherDefault<SerialHasher>>,
     pub(crate) counters: LateCounters,
+}
+
+/// Serials are handed out one after another: the value is its own hash.
+#[derive(Default)]
+struct SerialHasher(u64);
+
+impl Hasher for SerialHasher {
+    fn finish(&self) -> u64 {
+        // Spread the low bits (the table indexes by them) over the word.
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 impl SealLedger {
@@ -86,9 +112,8 @@ impl SealLedger {
         first: u64,
         session: impl FnOnce() -> Option<Arc<Keypair>>,
     ) -> Option<u16> {
-        // Few sessions send in one batch: a search beats a map.
-        if let Some(i) = self.entries.iter().position(|e| e.keypair.serial == serial) {
-            return Some(i as u16);
+        if let Some(&i) = self.by_serial.get(&serial) {
+            return Some(i);
         }
         if self.entries.len() >= usize::from(u16::MAX) {
             return None;
@@ -99,7 +124,9 @@ impl SealLedger {
             last: first,
             judged: Judged::Not,
         });
-        Some((self.entries.len() - 1) as u16)
+        let i = (self.entries.len() - 1) as u16;
+        self.by_serial.insert(serial, i);
+        Some(i)
     }
 
     /// The mark of a packet sealed with `counter` on entry `entry`, its transport
@@ -148,6 +175,7 @@ impl SealLedger {
     fn forget(&mut self) {
         if !self.entries.is_empty() {
             self.entries.clear();
+            self.by_serial.clear();
             self.epoch = self.epoch.wrapping_add(1);
         }
     }
