@@ -479,14 +479,14 @@ impl Context {
 
     /// Moves an output queue's packets to `into`; the caller owns them now and
     /// hands them to its driver at once. Late packets are sealed again first, as
-    /// [`Context::send_output`] does.
+    /// [`Context::send_output`] does; the caller checks them again with
+    /// [`Context::check_late_again`] just before it hands them over.
     pub fn take_output(&mut self, id: OutputId, into: &mut Vec<Handle>) {
         if self.outputs.queues[id.0].is_empty() {
             return;
         }
         self.check_late(id);
         into.append(&mut self.outputs.queues[id.0]);
-        self.forget_marks_if_idle();
     }
 
     /// What the late check of this worker's WireGuard packets did.

@@ -75,6 +75,8 @@ pub(crate) struct SealLedger {
     /// moves on) whenever nothing marked can still wait in a queue.
     epoch: u16,
     entries: Vec<Entry>,
+    /// When the last check ran (TSC clocks).
+    checked_at: u64,
     /// Each entry's place by its session's serial (a frame to many peers asks once
     /// per run of packets to one).
     by_serial: HashMap<u64, u16, BuildHasherDefault<SerialHasher>>,
@@ -147,6 +149,7 @@ impl SealLedger {
     /// Compares each entry not yet judged with its session's newest counter sent,
     /// then publishes the entry's own newest; true if any is late.
     fn judge(&mut self) -> bool {
+        self.checked_at = crate::counters::clocks();
         let mut late = false;
         for e in &mut self.entries {
             if e.judged == Judged::Not {
@@ -169,6 +172,14 @@ impl SealLedger {
         }
         let e = self.entries.get(usize::from(mark.run))?;
         (e.judged == Judged::Late).then_some(&e.keypair)
+    }
+
+    /// Every entry to be compared again, the late ones too.
+    fn judge_again(&mut self) -> bool {
+        for e in &mut self.entries {
+            e.judged = Judged::Not;
+        }
+        self.judge()
     }
 
     /// Forgets every entry: nothing marked waits in a queue any longer.
@@ -196,6 +207,11 @@ struct Late {
     covered: Option<u16>,
 }
 
+/// A worker held back between the check and handing its packets over for longer
+/// than this (TSC clocks; tens of microseconds) checks them again: its driver's
+/// own work between the two takes a few.
+const CHECK_AGAIN_AFTER: u64 = 100_000;
+
 impl Context {
     /// The late check (see the module doc) of output queue `id`, just before its
     /// driver takes it.
@@ -205,12 +221,30 @@ impl Context {
             return;
         }
         if ledger.judge() {
-            self.reseal_late(id);
+            let mut queue = std::mem::take(self.outputs.queue(id));
+            self.reseal_late(&mut queue);
+            *self.outputs.queue(id) = queue;
         }
     }
 
-    /// After a queue went to its driver: once no queue holds a packet and no frame
-    /// is out at an engine, no mark can be looked at again.
+    /// For a driver that took packets with [`Context::take_output`], just before
+    /// it hands them over: if the worker was held back since their check, they are
+    /// checked again (so a worker descheduled in between does not send them late).
+    pub fn check_late_again(&mut self, taken: &mut Vec<Handle>) {
+        let ledger = &mut self.tunnels.wg.ledger;
+        if ledger.entries.is_empty()
+            || crate::counters::clocks().wrapping_sub(ledger.checked_at) < CHECK_AGAIN_AFTER
+        {
+            return;
+        }
+        if ledger.judge_again() {
+            self.reseal_late(taken);
+        }
+    }
+
+    /// Once no queue holds a packet and no frame is out at an engine, no mark can
+    /// be looked at again: at the start of a run (what the drivers took at the end
+    /// of the last one is sent), and after a queue went to its driver.
     pub(crate) fn forget_marks_if_idle(&mut self) {
         if !self.tunnels.wg.ledger.entries.is_empty()
             && self.outputs.all_empty()
@@ -220,12 +254,12 @@ impl Context {
         }
     }
 
-    /// Seals the late packets of queue `id` again with fresh counters; drops those
-    /// that cannot be.
+    /// Seals the late packets among `packets` again with fresh counters; drops
+    /// (takes out and frees) those that cannot be.
     #[cold]
     #[inline(never)]
-    fn reseal_late(&mut self, id: OutputId) {
-        let late = self.find_late(id);
+    fn reseal_late(&mut self, packets: &mut Vec<Handle>) {
+        let late = self.find_late(packets);
         if late.is_empty() {
             return;
         }
@@ -277,20 +311,17 @@ impl Context {
         let counters = &mut self.tunnels.wg.ledger.counters;
         counters.resealed += (late.len() - dropped) as u64;
         counters.dropped += dropped as u64;
-        if dropped > 0 {
-            let queue = self.outputs.queue(id);
-            for (l, _) in late.iter().zip(&failed).filter(|(_, f)| **f).rev() {
-                let h = queue.remove(l.index);
-                self.arena.free(h);
-            }
+        for (l, _) in late.iter().zip(&failed).filter(|(_, f)| **f).rev() {
+            let h = packets.remove(l.index);
+            self.arena.free(h);
         }
     }
 
-    /// The packets of queue `id` that are of a late entry and behind themselves.
-    fn find_late(&self, id: OutputId) -> Vec<Late> {
+    /// The packets among `packets` that are of a late entry and behind themselves.
+    fn find_late(&self, packets: &[Handle]) -> Vec<Late> {
         let ledger = &self.tunnels.wg.ledger;
         let mut late = Vec::new();
-        for (index, &h) in self.output(id).iter().enumerate() {
+        for (index, &h) in packets.iter().enumerate() {
             let m = self.arena.meta(h);
             let Some(k) = ledger.late_session(m.seal) else {
                 continue;

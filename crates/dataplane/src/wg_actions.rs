@@ -49,6 +49,8 @@ impl WgActions {
         if let Some(f) = cx.tunnels.wg.follower.as_mut() {
             f.begin_run();
         }
+        // What the drivers took at the end of the last run is sent by now.
+        cx.forget_marks_if_idle();
     }
 
     /// Moves finished asynchronous frames to their post nodes, takes followers'

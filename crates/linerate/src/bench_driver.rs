@@ -139,6 +139,15 @@ impl<G: Loopback> Driver<G> {
                 self.counters.clear();
                 self.counters
                     .extend(self.back.iter().filter_map(|&h| self.g.wire_counter(h)));
+                // As a driver does just before it hands the datagrams over; what it
+                // sealed again has new counters.
+                let before = self.g.context().late_counters();
+                self.g.context_mut().check_late_again(&mut self.back);
+                if self.g.context().late_counters() != before {
+                    self.counters.clear();
+                    self.counters
+                        .extend(self.back.iter().filter_map(|&h| self.g.wire_counter(h)));
+                }
                 if !self.counters.is_empty() {
                     self.modelled = true;
                     self.m.late += far.take(&self.counters);

@@ -357,6 +357,7 @@ impl Port {
         x.reap(gw);
         x.out.clear();
         gw.context_mut().take_output(queue, &mut x.out);
+        gw.context_mut().check_late_again(&mut x.out);
         for chunk in x.out.chunks(RX_BATCH) {
             let arena = gw.context_mut().arena_mut();
             x.tx.clear();
