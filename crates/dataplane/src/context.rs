@@ -117,15 +117,24 @@ impl WgTunnel {
         }
     }
 
-    /// The ledger entry for packets sealed with `t`, a new ticket for `peer` (see
-    /// `seal_ledger`).
-    pub(crate) fn ledger_entry(&mut self, peer: PeerId, t: &SendTicket) -> Option<u16> {
+    /// The mark of a packet sealed for `peer` on session `serial` with `counter`,
+    /// its transport header at `at` (see `seal_ledger`).
+    #[inline]
+    pub(crate) fn mark_sealed(
+        &mut self,
+        peer: PeerId,
+        serial: u64,
+        counter: u64,
+        at: u16,
+    ) -> crate::arena::SealMark {
         let (device, follower) = (&self.device, &self.follower);
-        self.ledger
-            .entry_of(t.serial, t.counter, || match follower {
-                Some(f) => f.follower.ticket_session(peer, t),
-                None => device.ticket_session(peer, t),
-            })
+        match self.ledger.entry_of(serial, || match follower {
+            Some(f) => f.follower.ticket_session(peer, serial),
+            None => device.ticket_session(peer, serial),
+        }) {
+            Some(e) => self.ledger.mark(e, counter, at),
+            None => crate::arena::SealMark::NONE,
+        }
     }
 
     /// One packet sent to `peer`: told to the device (or, on a follower, the run's

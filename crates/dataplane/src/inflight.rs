@@ -36,6 +36,10 @@ pub enum Resume {
         inner_len: usize,
         /// The framed packet's length on the wire, as the node set it.
         wire_len: usize,
+        /// The session it is sealed on (`Keypair::serial`) and its counter: what
+        /// the late check marks it with once sealed (see `seal_ledger`).
+        serial: u64,
+        counter: u64,
     },
     Decrypt {
         ticket: RecvTicket,
@@ -243,6 +247,8 @@ mod tests {
             peer: PeerId(0),
             inner_len: len,
             wire_len: len + 32,
+            serial: 0,
+            counter: 0,
         }
     }
 

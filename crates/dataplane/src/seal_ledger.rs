@@ -52,10 +52,9 @@ pub struct LateCounters {
     pub dropped: u64,
 }
 
-/// Whether an entry's packets were compared with the newest counter sent.
+/// What the last check found of an entry's packets.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Judged {
-    Not,
     OnTime,
     Late,
 }
@@ -77,6 +76,9 @@ pub(crate) struct SealLedger {
     entries: Vec<Entry>,
     /// When the last check ran (TSC clocks).
     checked_at: u64,
+    /// The entry last asked for, by its session's serial (a run of packets to one
+    /// peer asks for the same).
+    last: Option<(u64, u16)>,
     /// Each entry's place by its session's serial (a frame to many peers asks once
     /// per run of packets to one).
     by_serial: HashMap<u64, u16, BuildHasherDefault<SerialHasher>>,
@@ -108,26 +110,42 @@ impl SealLedger {
     /// The entry of the session `serial` names, made with `session` if there is
     /// none; `None` when the session is not found or the ledger is full (its packets
     /// then go unchecked). Called once per run of a frame's packets to one peer.
+    #[inline]
     pub(crate) fn entry_of(
         &mut self,
         serial: u64,
-        first: u64,
         session: impl FnOnce() -> Option<Arc<Keypair>>,
     ) -> Option<u16> {
-        if let Some(&i) = self.by_serial.get(&serial) {
-            return Some(i);
+        match self.last {
+            Some((s, i)) if s == serial => Some(i),
+            _ => self.find_or_add(serial, session),
         }
-        if self.entries.len() >= usize::from(u16::MAX) {
-            return None;
-        }
-        self.entries.push(Entry {
-            keypair: session()?,
-            first,
-            last: first,
-            judged: Judged::Not,
-        });
-        let i = (self.entries.len() - 1) as u16;
-        self.by_serial.insert(serial, i);
+    }
+
+    #[inline(never)]
+    fn find_or_add(
+        &mut self,
+        serial: u64,
+        session: impl FnOnce() -> Option<Arc<Keypair>>,
+    ) -> Option<u16> {
+        let i = match self.by_serial.get(&serial) {
+            Some(&i) => i,
+            None => {
+                if self.entries.len() >= usize::from(u16::MAX) {
+                    return None;
+                }
+                self.entries.push(Entry {
+                    keypair: session()?,
+                    first: u64::MAX,
+                    last: 0,
+                    judged: Judged::OnTime,
+                });
+                let i = (self.entries.len() - 1) as u16;
+                self.by_serial.insert(serial, i);
+                i
+            }
+        };
+        self.last = Some((serial, i));
         Some(i)
     }
 
@@ -138,7 +156,6 @@ impl SealLedger {
         let e = &mut self.entries[usize::from(entry)];
         e.first = e.first.min(counter);
         e.last = e.last.max(counter);
-        e.judged = Judged::Not;
         SealMark {
             epoch: self.epoch,
             run: entry,
@@ -146,20 +163,19 @@ impl SealLedger {
         }
     }
 
-    /// Compares each entry not yet judged with its session's newest counter sent,
-    /// then publishes the entry's own newest; true if any is late.
+    /// Compares every entry with its session's newest counter sent (again at each
+    /// check: the worker may have been held back since the last), then publishes
+    /// the entry's own newest; true if any is late.
     fn judge(&mut self) -> bool {
         self.checked_at = crate::counters::clocks();
         let mut late = false;
         for e in &mut self.entries {
-            if e.judged == Judged::Not {
-                e.judged = if e.keypair.is_late(e.first) {
-                    Judged::Late
-                } else {
-                    Judged::OnTime
-                };
-                e.keypair.note_sending(e.last);
-            }
+            e.judged = if e.keypair.is_late(e.first) {
+                Judged::Late
+            } else {
+                Judged::OnTime
+            };
+            e.keypair.note_sending(e.last);
             late |= e.judged == Judged::Late;
         }
         late
@@ -174,19 +190,12 @@ impl SealLedger {
         (e.judged == Judged::Late).then_some(&e.keypair)
     }
 
-    /// Every entry to be compared again, the late ones too.
-    fn judge_again(&mut self) -> bool {
-        for e in &mut self.entries {
-            e.judged = Judged::Not;
-        }
-        self.judge()
-    }
-
     /// Forgets every entry: nothing marked waits in a queue any longer.
     fn forget(&mut self) {
         if !self.entries.is_empty() {
             self.entries.clear();
             self.by_serial.clear();
+            self.last = None;
             self.epoch = self.epoch.wrapping_add(1);
         }
     }
@@ -237,19 +246,17 @@ impl Context {
         {
             return;
         }
-        if ledger.judge_again() {
+        if ledger.judge() {
             self.reseal_late(taken);
         }
     }
 
-    /// Once no queue holds a packet and no frame is out at an engine, no mark can
-    /// be looked at again: at the start of a run (what the drivers took at the end
-    /// of the last one is sent), and after a queue went to its driver.
+    /// Once no queue holds a packet, no mark can be looked at again (packets are
+    /// marked once sealed, so a frame out at an engine holds none): at the start
+    /// of a run (what the drivers took at the end of the last one is sent), and
+    /// after a queue went to its driver.
     pub(crate) fn forget_marks_if_idle(&mut self) {
-        if !self.tunnels.wg.ledger.entries.is_empty()
-            && self.outputs.all_empty()
-            && self.inflight.is_empty()
-        {
+        if !self.tunnels.wg.ledger.entries.is_empty() && self.outputs.all_empty() {
             self.tunnels.wg.ledger.forget();
         }
     }
@@ -339,10 +346,11 @@ impl Context {
                 continue;
             };
             let text_len = message.len() - TRANSPORT_HEADER_LEN - TAG_LEN;
+            // (The text is a multiple of 16 bytes unless padding stopped at the
+            // MTU; opening it proves it whole either way.)
             let t = wire::wireguard::TransportData::new_unchecked(message);
             if u32::from_le_bytes([message[0], message[1], message[2], message[3]])
                 != MESSAGE_TRANSPORT_DATA
-                || !text_len.is_multiple_of(wireguard::constants::PADDING_MULTIPLE)
                 || t.receiver_index() != k.remote_index
                 || !k.is_late(t.counter())
             {

@@ -80,6 +80,15 @@ fn packet(flow: u8, seq: u32) -> Vec<u8> {
     p
 }
 
+/// [`packet`], `len` bytes long.
+fn packet_of(flow: u8, seq: u32, len: usize) -> Vec<u8> {
+    let mut p = packet(flow, seq);
+    p.resize(len, 0);
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
+    p
+}
+
 fn flow_and_seq(p: &[u8]) -> (u8, u32) {
     (p[28], u32::from_be_bytes(p[29..33].try_into().unwrap()))
 }
@@ -419,10 +428,17 @@ fn one_tunnel_in_order() -> u64 {
     spread.pieces_helped
 }
 
-/// Seals `n` inner packets of `flow` on worker `w` of `site` in frames of 200; what
-/// it sealed goes to `sent` after each frame, or with `None` stays in its output
-/// queue.
-fn seal_on(site: &mut Site, w: usize, flow: u8, n: u32, now: Instant, mut sent: Option<&mut Out>) {
+/// Seals `n` inner packets of `flow`, `len` bytes each, on worker `w` of `site` in
+/// frames of 200; what it sealed goes to `sent` after each frame, or with `None`
+/// stays in its output queue.
+fn seal_on(
+    site: &mut Site,
+    w: usize,
+    (flow, len): (u8, usize),
+    n: u32,
+    now: Instant,
+    mut sent: Option<&mut Out>,
+) {
     let g = &mut site.workers[w];
     for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
         let hs: Vec<_> = chunk
@@ -430,7 +446,7 @@ fn seal_on(site: &mut Site, w: usize, flow: u8, n: u32, now: Instant, mut sent: 
             .map(|&seq| {
                 g.context_mut()
                     .arena_mut()
-                    .alloc_with(&packet(flow, seq))
+                    .alloc_with(&packet_of(flow, seq, len))
                     .expect("arena")
             })
             .collect();
@@ -465,15 +481,31 @@ fn deliver(b: &mut Site, from: SocketAddr, wire: &[Vec<u8>], now: Instant) -> us
 
 #[test]
 fn a_worker_held_back_past_the_window_seals_its_packets_again_and_none_arrives_late() {
+    held_back(60);
+}
+
+/// The same with packets of the MTU, whose padding stops at the MTU (1420: not a
+/// multiple of 16).
+#[test]
+fn a_worker_held_back_with_full_size_packets_seals_them_again() {
+    held_back(1420);
+}
+
+/// A follower seals a frame of `len`-byte packets and is held back while the
+/// owner sends more than a window; its frame leaves sealed again.
+fn held_back(len: usize) {
     let now = Instant::now();
     let (mut a, mut b) = two_sites(2, now);
+    for g in a.workers.iter_mut().chain(b.workers.iter_mut()) {
+        g.set_mtu(1420);
+    }
     handshake(&mut a, &mut b, now);
     // A's follower seals a frame and stalls before its driver takes it...
-    seal_on(&mut a, 1, 1, 200, now, None);
+    seal_on(&mut a, 1, (1, len), 200, now, None);
     // ...while the owner sends more than a window on the same session.
     let window = wireguard::replay::WINDOW_SIZE as u32;
     let mut first = Out::default();
-    seal_on(&mut a, 0, 0, window + 1000, now, Some(&mut first));
+    seal_on(&mut a, 0, (0, 60), window + 1000, now, Some(&mut first));
     assert_eq!(first.wire.len(), (window + 1000) as usize);
     let delivered = deliver(&mut b, a.addr, &first.wire, now);
     assert_eq!(delivered, first.wire.len());
@@ -500,12 +532,13 @@ fn a_worker_held_back_past_the_window_seals_its_packets_again_and_none_arrives_l
 
 #[test]
 fn a_worker_a_little_behind_sends_as_sealed() {
+    let len = 60;
     let now = Instant::now();
     let (mut a, mut b) = two_sites(2, now);
     handshake(&mut a, &mut b, now);
-    seal_on(&mut a, 1, 1, 200, now, None);
+    seal_on(&mut a, 1, (1, len), 200, now, None);
     let (mut first, mut second) = (Out::default(), Out::default());
-    seal_on(&mut a, 0, 0, 2000, now, Some(&mut first));
+    seal_on(&mut a, 0, (0, 60), 2000, now, Some(&mut first));
     collect(&mut a.workers[1], &mut second);
     let mut wire = first.wire;
     wire.extend(second.wire);

@@ -29,7 +29,10 @@ impl FarEnd {
     /// Sees the counters of one handing-over, in order; how many are late.
     fn take(&self, counters: &[u64]) -> u64 {
         const W: u64 = wireguard::constants::PEER_WINDOW;
-        let mut newest = self.newest.load(Ordering::Acquire);
+        // What every handing-over before this one left, this one's newest taken
+        // at once: a worker handing over at the same moment is seen either way.
+        let batch_newest = counters.iter().map(|&c| c + 1).max().unwrap_or(0);
+        let mut newest = self.newest.fetch_max(batch_newest, Ordering::AcqRel);
         let mut late = 0;
         for &c in counters {
             if newest > c + 1 + W {
@@ -37,7 +40,6 @@ impl FarEnd {
             }
             newest = newest.max(c + 1);
         }
-        self.newest.fetch_max(newest, Ordering::AcqRel);
         late
     }
 }

@@ -106,6 +106,8 @@ const NOT_DONE: Done = Done {
         peer: wireguard::PeerId(u32::MAX),
         inner_len: 0,
         wire_len: 0,
+        serial: 0,
+        counter: 0,
     },
 };
 

@@ -5,7 +5,7 @@
 //! AEAD ops, and queue the results for the outer socket. With an asynchronous engine
 //! the frame is parked instead and `wg-encrypt-post` finishes it.
 
-use crate::arena::{Arena, FRAME_SIZE, Handle, SealMark};
+use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::{Context, WgTunnel};
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FREE, KEEP, NodeInfo};
@@ -40,12 +40,11 @@ pub struct WgEncrypt;
 
 /// What wg-encrypt remembers while it prepares a frame, so that a run of packets
 /// to one peer looks up the allowed IPs and finds the session once: the last
-/// destination and its peer, and the last ticket taken with its session's entry in
-/// the worker's ledger (see `seal_ledger`).
+/// destination and its peer, and the last ticket taken.
 #[derive(Default)]
 pub struct SendMemo {
     route: Option<(IpAddr, Option<PeerId>)>,
-    ticket: Option<(PeerId, SendTicket, Option<u16>)>,
+    ticket: Option<(PeerId, SendTicket)>,
 }
 
 impl SendMemo {
@@ -58,20 +57,18 @@ impl SendMemo {
         wg: &mut WgTunnel,
         peer: PeerId,
         now: Instant,
-    ) -> Result<(&SendTicket, Option<u16>), SendError> {
+    ) -> Result<&SendTicket, SendError> {
         let advanced = match &mut self.ticket {
-            Some((last, t, _)) if *last == peer => wg.advance_ticket(t),
+            Some((last, t)) if *last == peer => wg.advance_ticket(t),
             _ => false,
         };
         if !advanced {
-            let t = wg.send_ticket(peer, now)?;
-            let entry = wg.ledger_entry(peer, &t);
-            self.ticket = Some((peer, t, entry));
+            self.ticket = Some((peer, wg.send_ticket(peer, now)?));
         }
         // Set just above when it was not advanced.
         self.ticket
             .as_ref()
-            .map(|(_, t, entry)| (t, *entry))
+            .map(|(_, t)| t)
             .ok_or(SendError::NoSession)
     }
 }
@@ -150,7 +147,7 @@ impl AeadStage for WgEncrypt {
             c.drop(EncryptError::from(DropReason::NoPeerForDestination));
             return None;
         };
-        let (ticket, entry) = match memo.ticket(wg, peer, cx.now) {
+        let ticket = match memo.ticket(wg, peer, cx.now) {
             Ok(t) => t,
             Err(SendError::NoSession) if wg.follower.is_some() => {
                 // Only the device's owner stages: the packet goes there, copied, and
@@ -219,12 +216,7 @@ impl AeadStage for WgEncrypt {
             Span::new((Arena::offset_of(h) + start) as u32, padded as u32),
         );
         let wire_len = TRANSPORT_HEADER_LEN + padded + TAG_LEN;
-        let seal = match entry {
-            Some(e) => wg.ledger.mark(e, ticket.counter, header as u16),
-            None => SealMark::NONE,
-        };
         let meta = cx.arena.meta_mut(h);
-        meta.seal = seal;
         meta.offset = header as u16;
         meta.len = wire_len as u16;
         meta.addr = ticket.endpoint;
@@ -233,6 +225,8 @@ impl AeadStage for WgEncrypt {
             peer,
             inner_len,
             wire_len,
+            serial: ticket.serial,
+            counter: ticket.counter,
         };
         Some((op, resume))
     }
@@ -241,7 +235,7 @@ impl AeadStage for WgEncrypt {
     #[inline]
     fn finish(
         cx: &mut Context,
-        _h: Handle,
+        h: Handle,
         status: OpStatus,
         resume: Resume,
         c: &mut NodeCounters,
@@ -250,6 +244,8 @@ impl AeadStage for WgEncrypt {
             peer,
             inner_len,
             wire_len,
+            serial,
+            counter,
         } = resume
         else {
             c.drop(EncryptError::NotParked);
@@ -260,6 +256,9 @@ impl AeadStage for WgEncrypt {
             return FREE;
         }
         cx.tunnels.wg.note_sent(peer, inner_len, wire_len, cx.now);
+        // Sealed: marked for the late check, the header where `prepare` put it.
+        let at = cx.arena.meta(h).offset;
+        cx.arena.meta_mut(h).seal = cx.tunnels.wg.mark_sealed(peer, serial, counter, at);
         Next::Udp as u16
     }
 }

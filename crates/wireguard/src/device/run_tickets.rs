@@ -62,15 +62,15 @@ impl Device {
         advance(self.send_blocks.next_of(t.serial), t)
     }
 
-    /// The session `t`, a ticket for `peer`, was taken on, if it is still `peer`'s
-    /// current one: what the data path holds while the packets sealed with it wait
-    /// for their driver (the late check).
-    pub fn ticket_session(&self, peer: PeerId, t: &SendTicket) -> Option<Arc<Keypair>> {
+    /// `peer`'s current session if its serial is `serial` (a ticket's): what the
+    /// data path holds while the packets sealed on it wait for their driver (the
+    /// late check).
+    pub fn ticket_session(&self, peer: PeerId, serial: u64) -> Option<Arc<Keypair>> {
         let p = self.peers.get(peer.0 as usize)?.as_deref()?;
         p.keypairs
             .current
             .as_ref()
-            .filter(|k| k.serial == t.serial)
+            .filter(|k| k.serial == serial)
             .cloned()
     }
 }
@@ -87,9 +87,9 @@ impl Follower {
     }
 
     /// As [`Device::ticket_session`], from the view.
-    pub fn ticket_session(&self, peer: PeerId, t: &SendTicket) -> Option<Arc<Keypair>> {
+    pub fn ticket_session(&self, peer: PeerId, serial: u64) -> Option<Arc<Keypair>> {
         self.sending_session(peer)
-            .filter(|k| k.serial == t.serial)
+            .filter(|k| k.serial == serial)
             .cloned()
     }
 }
