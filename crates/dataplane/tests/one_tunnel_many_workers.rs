@@ -118,6 +118,25 @@ fn collect(g: &mut WgGraph, out: &mut Out) {
     });
 }
 
+/// `g` takes `datagrams` from `from`, in frames of 200; what it puts out goes to
+/// `out`.
+fn receive(g: &mut WgGraph, from: SocketAddr, datagrams: &[Vec<u8>], now: Instant, out: &mut Out) {
+    for chunk in datagrams.chunks(200) {
+        let hs: Vec<_> = chunk
+            .iter()
+            .map(|d| {
+                let arena = g.context_mut().arena_mut();
+                let h = arena.alloc_with(d).expect("arena");
+                arena.meta_mut(h).addr = from;
+                h
+            })
+            .collect();
+        g.from_udp(&hs);
+        g.run(now);
+        collect(g, out);
+    }
+}
+
 /// Each worker on its own thread: `input(worker)` gives its (inner packets, datagrams)
 /// to push through, in frames.
 fn run_workers(site: &mut Site, now: Instant, from: SocketAddr, inputs: Vec<In>) -> Vec<Out> {
@@ -141,20 +160,7 @@ fn run_workers(site: &mut Site, now: Instant, from: SocketAddr, inputs: Vec<In>)
                         g.run(now);
                         collect(g, &mut out);
                     }
-                    for chunk in datagrams.chunks(200) {
-                        let hs: Vec<_> = chunk
-                            .iter()
-                            .map(|d| {
-                                let arena = g.context_mut().arena_mut();
-                                let h = arena.alloc_with(d).expect("arena");
-                                arena.meta_mut(h).addr = from;
-                                h
-                            })
-                            .collect();
-                        g.from_udp(&hs);
-                        g.run(now);
-                        collect(g, &mut out);
-                    }
+                    receive(g, from, &datagrams, now, &mut out);
                     busy.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                     while busy.load(std::sync::atomic::Ordering::Acquire) > 0 {
                         g.context_mut().helper_sleep(Duration::ZERO);
@@ -460,22 +466,8 @@ fn seal_on(
 
 /// B's owner takes `wire` in order; how many inner packets it delivered.
 fn deliver(b: &mut Site, from: SocketAddr, wire: &[Vec<u8>], now: Instant) -> usize {
-    let g = &mut b.workers[0];
     let mut out = Out::default();
-    for chunk in wire.chunks(200) {
-        let hs: Vec<_> = chunk
-            .iter()
-            .map(|d| {
-                let arena = g.context_mut().arena_mut();
-                let h = arena.alloc_with(d).expect("arena");
-                arena.meta_mut(h).addr = from;
-                h
-            })
-            .collect();
-        g.from_udp(&hs);
-        g.run(now);
-        collect(g, &mut out);
-    }
+    receive(&mut b.workers[0], from, wire, now, &mut out);
     out.delivered.len()
 }
 
