@@ -11,12 +11,14 @@
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod affinity;
 pub mod heap;
 pub mod netdev;
 pub mod netns;
 pub mod offload;
 pub mod packet;
 pub mod poll;
+pub mod port_drops;
 pub mod port_lock;
 pub mod tun;
 pub mod udp;

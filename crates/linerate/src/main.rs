@@ -1,35 +1,20 @@
 //! The `linerate` command: parses the command line (cli.rs) and hands each subcommand
-//! to the module that does it.
+//! to the mode that does it: host mode (`host`), the gateway (`gateway`), the
+//! operator's requests to either (`control`), or the benchmarks (the `bench` crate).
 
-mod affinity;
-mod background;
-mod bench;
-mod bench_command;
-mod bench_crypto;
-mod bench_driver;
-mod bench_esp;
-mod bench_esp_graph;
-mod bench_l2;
-mod bench_l2_graph;
-mod bench_raw;
-mod bench_traffic;
+// The one unsafe block left is the AF_XDP port's lending of a worker's arena to
+// the kernel (gateway/ports.rs), allowed there with its safety argument.
+#![deny(unsafe_code)]
+
 mod cli;
-mod counter_report;
-mod daemon;
-mod engines;
-mod esp_control;
-mod follower_thread;
+mod control;
 mod gateway;
-mod gateway_config;
-mod host_follower;
-mod host_path;
-mod show;
-mod svg;
-mod uapi;
-mod worker;
+mod host;
+mod keyfile;
 
+use bench::options::{BenchCrypto, Traffic};
 use clap::Parser;
-use cli::{BenchCrypto, Cli, Command, Show};
+use cli::{Cli, Command, Show};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -37,37 +22,39 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Show {
             what: Show::Counters(t),
-        }) => ask_target(&t, "linerate-counters=1\n").and_then(|text| show::counters(&text)),
+        }) => {
+            ask_target(&t, "linerate-counters=1\n").and_then(|text| control::show::counters(&text))
+        }
         Some(Command::Show {
             what: Show::Errors(t),
-        }) => ask_target(&t, "linerate-counters=1\n").and_then(|text| show::errors(&text)),
+        }) => ask_target(&t, "linerate-counters=1\n").and_then(|text| control::show::errors(&text)),
         Some(Command::Show {
             what: Show::Interfaces(g),
-        }) => show::gateway(&g.socket, "interfaces"),
+        }) => control::show::gateway(&g.socket, "interfaces"),
         Some(Command::Show {
             what: Show::Runtime(g),
-        }) => show::gateway(&g.socket, "runtime"),
-        Some(Command::Show { what: Show::Fib(g) }) => show::gateway(&g.socket, "fib"),
+        }) => control::show::gateway(&g.socket, "runtime"),
+        Some(Command::Show { what: Show::Fib(g) }) => control::show::gateway(&g.socket, "fib"),
         Some(Command::Show {
             what: Show::Neighbors(g),
-        }) => show::gateway(&g.socket, "neighbors"),
-        Some(Command::Show { what: Show::Esp(g) }) => show::gateway(&g.socket, "esp"),
-        Some(Command::Show { what: Show::Ike(g) }) => show::gateway(&g.socket, "ike"),
+        }) => control::show::gateway(&g.socket, "neighbors"),
+        Some(Command::Show { what: Show::Esp(g) }) => control::show::gateway(&g.socket, "esp"),
+        Some(Command::Show { what: Show::Ike(g) }) => control::show::gateway(&g.socket, "ike"),
         Some(Command::Show {
             what: Show::Crypto { seconds },
-        }) => show::crypto(seconds),
+        }) => control::show::crypto(seconds),
         Some(Command::Bench(b)) => match b.crypto {
-            Some(BenchCrypto::Crypto(c)) => bench_command::crypto(&c),
+            Some(BenchCrypto::Crypto(c)) => bench::command::crypto(&c),
             Some(BenchCrypto::Traffic {
-                what: cli::Traffic::Send(a),
-            }) => bench_traffic::send(&a),
+                what: Traffic::Send(a),
+            }) => bench::traffic::send(&a),
             Some(BenchCrypto::Traffic {
-                what: cli::Traffic::Count(a),
-            }) => bench_traffic::count(&a),
-            None => bench_command::graph(&b.graph),
+                what: Traffic::Count(a),
+            }) => bench::traffic::count(&a),
+            None => bench::command::graph(&b.graph),
         },
         Some(Command::Gateway { config, check }) => gateway(&config, check),
-        Some(Command::Esp { action }) => esp_control::send(&action),
+        Some(Command::Esp { action }) => control::client::send_esp(&action),
         None => host_mode(cli.daemon),
     };
     match result {
@@ -82,8 +69,8 @@ fn main() -> ExitCode {
 /// One request to a host-mode interface's socket or a gateway's control socket.
 fn ask_target(t: &cli::Target, request: &str) -> Result<String, String> {
     match (&t.ifname, &t.socket) {
-        (_, Some(path)) => daemon::ask_at(path, request),
-        (Some(ifname), None) => daemon::ask(ifname, request),
+        (_, Some(path)) => control::client::ask_at(path, request),
+        (Some(ifname), None) => control::client::ask(ifname, request),
         (None, None) => Err("name an interface or a gateway's --socket".into()),
     }
 }
@@ -97,7 +84,7 @@ fn host_mode(args: cli::DaemonArgs) -> Result<(), String> {
         .engine
         .or_else(|| std::env::var("LINERATE_ENGINES").ok());
     // Refused here, before anything is created, so a typo leaves nothing behind.
-    engines::validate(spec.as_deref().unwrap_or(""))?;
+    runtime::engines::validate(spec.as_deref().unwrap_or(""))?;
     let workers = match args.workers {
         Some(n) => n as usize,
         None => match std::env::var("LINERATE_WORKERS") {
@@ -107,24 +94,24 @@ fn host_mode(args: cli::DaemonArgs) -> Result<(), String> {
     };
     let spread = args.spread || std::env::var("LINERATE_SPREAD").is_ok_and(|v| v == "1");
     if !args.foreground {
-        return background::start(&ifname, spec.as_deref(), workers, spread);
+        return host::background::start(&ifname, spec.as_deref(), workers, spread);
     }
-    let res = daemon::run(
+    let res = host::daemon::run(
         &ifname,
         spec.as_deref(),
         workers,
         spread,
-        background::report_ready,
+        host::background::report_ready,
     );
     if let Err(e) = &res {
-        background::report_failure(e);
+        host::background::report_failure(e);
     }
     res
 }
 
 /// `linerate gateway -c FILE [--check]`.
 fn gateway(config: &std::path::Path, check: bool) -> Result<(), String> {
-    let cfg = match gateway_config::load(config) {
+    let cfg = match gateway::config::load(config) {
         Ok(cfg) => cfg,
         Err(errors) => {
             for e in &errors.0 {

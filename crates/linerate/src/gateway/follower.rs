@@ -7,8 +7,8 @@
 
 use super::lane::{Lane, LaneSnapshot, NEIGHBOR_TICK};
 use super::reload::Changes;
-use crate::follower_thread::FollowerThread;
 use io::Waker;
+use runtime::follower_thread::FollowerThread;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -34,24 +34,33 @@ pub enum LaneControl {
 /// The owner's hold on a follower.
 pub type FollowerHandle = FollowerThread<LaneControl>;
 
-impl FollowerThread<LaneControl> {
-    pub fn snapshot(&self) -> Option<LaneSnapshot> {
+/// What the owner asks of a follower, each a request and its bounded wait.
+pub trait LaneRequests {
+    /// What it counted; `None` if no answer came.
+    fn snapshot(&self) -> Option<LaneSnapshot>;
+    /// Has the follower send its report of its traffic so far; false if it did not
+    /// answer in time.
+    fn report(&self) -> bool;
+    /// Applies an ESP change there; its result, or `None` if no answer came.
+    fn esp(&self, change: dataplane::esp::EspChange) -> Option<Result<String, String>>;
+    /// Applies a reload's changes there; what was done, or `None` if no answer came.
+    fn reload(&self, changes: Changes) -> Option<String>;
+}
+
+impl LaneRequests for FollowerHandle {
+    fn snapshot(&self) -> Option<LaneSnapshot> {
         self.ask(LaneControl::Snapshot)
     }
 
-    /// Has the follower send its report of its traffic so far; false if it did not
-    /// answer in time.
-    pub fn report(&self) -> bool {
+    fn report(&self) -> bool {
         self.ask(LaneControl::Report).is_some()
     }
 
-    /// Applies an ESP change there; its result, or `None` if no answer came.
-    pub fn esp(&self, change: dataplane::esp::EspChange) -> Option<Result<String, String>> {
+    fn esp(&self, change: dataplane::esp::EspChange) -> Option<Result<String, String>> {
         self.ask(|tx| LaneControl::Esp(change, tx))
     }
 
-    /// Applies a reload's changes there; what was done, or `None` if no answer came.
-    pub fn reload(&self, changes: Changes) -> Option<String> {
+    fn reload(&self, changes: Changes) -> Option<String> {
         self.ask(|tx| LaneControl::Reload(changes, tx))
     }
 }
@@ -71,7 +80,7 @@ pub fn spawn(
         waker,
         stop,
         owner,
-        move |rx, waker, stop| match core.map_or(Ok(()), crate::affinity::pin_to) {
+        move |rx, waker, stop| match core.map_or(Ok(()), io::affinity::pin_to) {
             Ok(()) => run(lane, rx, waker, stop),
             Err(e) => Some(e),
         },

@@ -6,8 +6,8 @@
 //! and the datagrams leave through the owner's graph. Its state is published for
 //! `show ike` after each step.
 
+use super::config::{EspConfig, GatewayConfig, IkeAuth};
 use super::worker::GatewayControl;
-use crate::gateway_config::{EspConfig, GatewayConfig, IkeAuth};
 use dataplane::esp::{Encapsulation, SaSpec};
 use dataplane::ike::IkeInput;
 use dataplane::reassembly::{Limits, Reassembler};

@@ -6,7 +6,7 @@
 //! then runs the timers and sends what the graph queued.
 
 use super::ports::{Port, PortCounters, RX_BATCH};
-use crate::counter_report::CounterReport;
+use crate::control::counter_report::CounterReport;
 use dataplane::NodeCounters;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
@@ -163,7 +163,7 @@ impl Lane {
             for (name, v) in p.driver_counters() {
                 r.add_other(&format!("port.{}.{name}", p.name), v);
             }
-            r.add_drops(&super::port_drops::node_name(&p.name), &p.drops());
+            r.add_drops(&io::port_drops::node_name(&p.name), &p.drops());
         }
         let cx = self.gw.context();
         let arena = cx.arena();

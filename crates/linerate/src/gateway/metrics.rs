@@ -10,7 +10,7 @@
 //! spawn without bound or give no deadline per request, which are the two things
 //! this listener is for.)
 
-use crate::worker::{Control, ControlRequest};
+use crate::control::request::{Control, ControlRequest};
 use io::Waker;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

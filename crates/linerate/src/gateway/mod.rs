@@ -1,4 +1,4 @@
-//! Gateway mode: `linerate gateway -c FILE`. The configuration (`gateway_config`)
+//! Gateway mode: `linerate gateway -c FILE`. The configuration (`config`)
 //! becomes one gateway graph per worker with its ports and routes, and a WireGuard
 //! interface (`start`). Every worker moves frames between its own queue of each
 //! port (`ports`) and its own graph (`lane`); the first owns the WireGuard device
@@ -7,12 +7,12 @@
 //! `wg`, an optional listener serves Prometheus (`metrics`), and SIGHUP applies what
 //! changed in the file (`reload`).
 
+pub mod config;
 mod esp_report;
 mod follower;
 mod ike;
 mod lane;
 mod metrics;
-pub mod port_drops;
 mod ports;
 mod reload;
 mod report;

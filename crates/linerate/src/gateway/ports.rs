@@ -207,6 +207,7 @@ impl Port {
         // pages once per registration, and each port lends only its own buffers,
         // so no buffer is ever with two sockets at once. Other workers' ports are
         // on their own arenas.
+        #[allow(unsafe_code)]
         let xsk = unsafe { XdpPort::open_on(program, queue, mem, len, &opts) }.map_err(|e| {
             format!("port {name}: opening queue {queue} of {ifname} with AF_XDP: {e}")
         })?;
@@ -408,14 +409,14 @@ impl Port {
     /// The frames the driver lost, by reason, each counted once (see `port_drops`).
     pub fn drops(&self) -> Vec<(&'static str, u64)> {
         match &self.driver {
-            Driver::Packet(p, _) => super::port_drops::packet(
+            Driver::Packet(p, _) => io::port_drops::packet(
                 p.rx_truncated(),
                 p.rx_dropped(),
                 p.tx_too_big(),
                 p.tx_ring_full(),
                 p.tx_rejected(),
             ),
-            Driver::Xdp(x) => super::port_drops::xdp(
+            Driver::Xdp(x) => io::port_drops::xdp(
                 x.xsk.rx_dropped(),
                 x.xsk.rx_fill_empty(),
                 x.xsk.rx_ring_full(),

@@ -6,8 +6,8 @@
 //! change only with a restart: a file that changes them is refused as a whole, and
 //! so is a file with any error, and the gateway runs on as it was.
 
+use super::config::{GatewayConfig, PeerConfig, Prefix, WgConfig};
 use super::start::{fib_target, key_of, peer_settings};
-use crate::gateway_config::{GatewayConfig, PeerConfig, Prefix, WgConfig};
 use dataplane::gateway::GatewayGraph;
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -50,7 +50,7 @@ impl Changes {
                 "the control socket or metrics address changed: restart to move them".into(),
             );
         }
-        if !crate::gateway_config::same_esps(&old.esps, &new.esps) {
+        if !super::config::same_esps(&old.esps, &new.esps) {
             return Err("ESP tunnels or their SAs changed: they change only with a restart".into());
         }
         if old.vxlans != new.vxlans || old.xconnects != new.xconnects {
@@ -138,11 +138,7 @@ impl Changes {
                     if let Some(id) = dev.peer_id(&key_of(&public)) {
                         dev.remove_peer(id);
                     }
-                    let _ = writeln!(
-                        out,
-                        "peer {} removed",
-                        crate::gateway_config::base64_key(&public)
-                    );
+                    let _ = writeln!(out, "peer {} removed", super::config::base64_key(&public));
                 }
                 Change::Peer(p) => {
                     let dev = cx.wg_device_mut();
@@ -157,7 +153,7 @@ impl Changes {
                             let _ = writeln!(
                                 out,
                                 "peer {} {verb}",
-                                crate::gateway_config::base64_key(&p.public_key)
+                                super::config::base64_key(&p.public_key)
                             );
                         }
                         None => {

@@ -5,15 +5,15 @@
 //! missing; nothing is left behind when start-up fails half way (the drivers detach
 //! what they attached as they are dropped).
 
+use super::config::{self, Driver, GatewayConfig, PeerConfig, RouteTarget};
 use super::follower;
 use super::lane::Lane;
 use super::metrics;
 use super::ports::Port;
 use super::reload::Changes;
 use super::worker::{GatewayControl, Worker};
-use crate::daemon::{SocketFile, bind_socket, serve_uapi, socket_path};
-use crate::gateway_config::{self, Driver, GatewayConfig, PeerConfig, RouteTarget};
-use crate::worker::ControlRequest;
+use crate::control::request::ControlRequest;
+use crate::control::socket::{SocketFile, bind_socket, serve_uapi, socket_path};
 use crypto::KeyRegistry;
 use crypto::x25519::{PrivateKey, PublicKey};
 use dataplane::Arena;
@@ -92,7 +92,7 @@ fn owner_device(
                 format!(
                     "{}: peer {}: refused",
                     wg.name,
-                    gateway_config::base64_key(&p.public_key)
+                    config::base64_key(&p.public_key)
                 )
             })?;
             peer_settings(&mut device, id, p, now);
@@ -159,7 +159,7 @@ pub struct EspSas {
     pub inbound: Vec<Arc<InboundSa>>,
 }
 
-fn sa_spec(s: &gateway_config::SaConfig) -> SaSpec {
+fn sa_spec(s: &config::SaConfig) -> SaSpec {
     SaSpec {
         spi: s.spi,
         alg: s.algorithm,
@@ -258,11 +258,9 @@ fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
         })
         .map_err(|e| e.to_string())?;
     }
-    let side = |e: gateway_config::L2Endpoint| match e {
-        gateway_config::L2Endpoint::Port(i) => L2Interface::Port(PortId(i as u16)),
-        gateway_config::L2Endpoint::Vxlan(i) => {
-            L2Interface::Vxlan(dataplane::vxlan::VxlanId(i as u16))
-        }
+    let side = |e: config::L2Endpoint| match e {
+        config::L2Endpoint::Port(i) => L2Interface::Port(PortId(i as u16)),
+        config::L2Endpoint::Vxlan(i) => L2Interface::Vxlan(dataplane::vxlan::VxlanId(i as u16)),
     };
     for x in &config.xconnects {
         gw.add_xconnect(side(x.from), side(x.to))
@@ -274,7 +272,7 @@ fn add_l2(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
 /// The MTU a port runs with: the configured one, or its interface's where that is
 /// smaller (the kernel drops, uncounted, every frame past the interface's MTU,
 /// so the gateway must not make them).
-fn port_mtu(p: &gateway_config::PortConfig) -> u16 {
+fn port_mtu(p: &config::PortConfig) -> u16 {
     match io::netdev::mtu(&p.interface) {
         Ok(m) => p.mtu.min(u16::try_from(m).unwrap_or(u16::MAX)),
         Err(_) => p.mtu,
@@ -363,7 +361,7 @@ fn build_graphs(
     let now = clock.0;
     let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
     let (engines, choices) =
-        crate::engines::configured_set(&keys, None, CALIBRATION_TIME, &crypto::Algorithm::ALL)?;
+        runtime::engines::configured_set(&keys, None, CALIBRATION_TIME, &crypto::Algorithm::ALL)?;
     for line in choices {
         eprintln!("linerate: engine for {line}");
     }
@@ -379,7 +377,7 @@ fn build_graphs(
             let _ = owner.wake();
         });
         graphs[0].context_mut().lead_wg_follower(inbox);
-        let set = crate::engines::replica(&keys, graphs[0].context().engines())?;
+        let set = runtime::engines::replica(&keys, graphs[0].context().engines())?;
         let own = Device::new(keys.clone(), now, clock.1);
         let mut g = build_graph(config, set, own, &sas, now)?;
         g.context_mut().follow_wg_device(link);
@@ -402,7 +400,7 @@ fn build_graphs(
 /// under one XDP program; or why not (nothing is left attached or taken then).
 fn open_xdp_queues(
     id: PortId,
-    p: &gateway_config::PortConfig,
+    p: &config::PortConfig,
     config: &GatewayConfig,
     graphs: &mut [GatewayGraph],
 ) -> Result<Vec<Port>, String> {
@@ -544,7 +542,7 @@ fn lock_ports(config: &GatewayConfig, path: &Path) -> Result<Vec<io::PortLock>, 
 /// Takes off the XDP program a gateway killed without a clean stop left on the
 /// port's interface (this process holds the interface's lock, so no live gateway
 /// uses it), and refuses an AF_XDP port whose interface another XDP program holds.
-fn clear_left_over_xdp(p: &gateway_config::PortConfig) -> Result<(), String> {
+fn clear_left_over_xdp(p: &config::PortConfig) -> Result<(), String> {
     match io::xdp::detach_ours(&p.interface) {
         Ok(gone) => {
             for g in gone {
@@ -582,7 +580,7 @@ fn clear_left_over_xdp(p: &gateway_config::PortConfig) -> Result<(), String> {
 /// Refuses a port whose interface holds a kernel address (IPv4, or IPv6 beyond
 /// link-local): the kernel would answer ARP and pings and route beside the
 /// gateway, each frame answered twice.
-fn no_kernel_addresses(p: &gateway_config::PortConfig) -> Result<(), String> {
+fn no_kernel_addresses(p: &config::PortConfig) -> Result<(), String> {
     let Ok(addrs) = io::netdev::kernel_addresses(&p.interface) else {
         return Ok(());
     };
@@ -611,9 +609,9 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     // The control threads this thread starts run where no worker is pinned (they
     // take its cores when they are made); this thread is worker 0.
     let worker_cores: Vec<usize> = config.workers.iter().flatten().copied().collect();
-    let control_cores = crate::affinity::control_cores(&crate::affinity::allowed()?, &worker_cores);
+    let control_cores = io::affinity::control_cores(&io::affinity::allowed()?, &worker_cores);
     if let Some(Some(core)) = config.workers.first() {
-        crate::affinity::pin_to(*core)?;
+        io::affinity::pin_to(*core)?;
     }
     let clock = (Instant::now(), SystemTime::now());
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
@@ -658,7 +656,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     }
     // Every thread started from here to the workers' is a control thread.
     let owner_core = config.workers.first().copied().flatten();
-    crate::affinity::run_on(&control_cores)?;
+    io::affinity::run_on(&control_cores)?;
     for (listener, p) in listeners {
         socket_files.push(SocketFile::at(&p));
         let (tx, w, s) = (req_tx.clone(), waker.clone(), stop.clone());
@@ -693,7 +691,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
             .map_err(|e| format!("starting the reload thread: {e}"))?;
     }
     if let Some(core) = owner_core {
-        crate::affinity::pin_to(core)?;
+        io::affinity::pin_to(core)?;
     }
     let mut lanes = graphs
         .into_iter()
@@ -762,7 +760,7 @@ fn reloader(
         if !reload.swap(false, Ordering::Relaxed) {
             continue;
         }
-        let new = match gateway_config::load(path) {
+        let new = match config::load(path) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("linerate: reload refused, nothing changed:\n{e}");

@@ -7,13 +7,13 @@
 //! the tunnel's port and MTU) goes to the followers over their channels, and what
 //! they ask of every worker (counters) comes back the same way.
 
-use super::follower::{FollowerHandle, LaneControl};
+use super::follower::{FollowerHandle, LaneControl, LaneRequests};
 use super::lane::{Lane, LaneSnapshot, NEIGHBOR_TICK};
 use super::reload::Changes;
 use super::report::{self, Shown};
-use crate::counter_report::CounterReport;
-use crate::uapi::{EINVAL, Job, SocketSettings};
-use crate::worker::{Control, ControlRequest};
+use crate::control::counter_report::CounterReport;
+use crate::control::request::{Control, ControlRequest};
+use crate::control::uapi::{self, EINVAL, Job, SocketSettings};
 use io::Waker;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -158,7 +158,7 @@ impl Worker {
                 },
                 Control::Show(what) => match report::show(&self.shown(), &what) {
                     Some(text) => format!("{text}errno=0\n\n"),
-                    None => crate::uapi::errno(EINVAL),
+                    None => uapi::errno(EINVAL),
                 },
                 Control::Uapi(r) => {
                     let job = Job::new(r, self.lane.gw.context().wg_device());
@@ -167,7 +167,7 @@ impl Worker {
                 }
                 Control::Esp(r) => match self.esp_change(r) {
                     Ok(text) => format!("{text}\nerrno=0\n\n"),
-                    Err(why) => format!("{why}\nerrno={}\n\n", crate::uapi::EINVAL),
+                    Err(why) => format!("{why}\nerrno={}\n\n", uapi::EINVAL),
                 },
             };
             let _ = req.reply.send(reply);
@@ -184,8 +184,8 @@ impl Worker {
     /// Adds or removes an ESP SA on every worker: made once here (its key in the
     /// registry all engines read), applied here first (which checks it), then on
     /// each follower.
-    fn esp_change(&mut self, r: crate::esp_control::EspRequest) -> Result<String, String> {
-        use crate::esp_control::{EspRequest, SaDirection};
+    fn esp_change(&mut self, r: crate::control::esp_request::EspRequest) -> Result<String, String> {
+        use crate::control::esp_request::{EspRequest, SaDirection};
         use dataplane::esp::EspChange;
         let change = match &r {
             EspRequest::Add {
