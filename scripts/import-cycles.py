@@ -98,6 +98,7 @@ def deepest_module(target, mods):
 def crate_cycles(src):
     mods = module_files(src)
     edges = {}  # parent -> {child: set(child)}
+    why = {}  # (parent, child, child) -> the paths that make the edge
     for module, path in mods.items():
         text = open(path, encoding="utf-8").read()
         text = NOT_CODE.sub(" ", text)
@@ -115,11 +116,20 @@ def crate_cycles(src):
                 continue  # an ancestor or a descendant, not a sibling
             parent = module[:n]
             edges.setdefault(parent, {}).setdefault(module[n], set()).add(target[n])
+            why.setdefault((parent, module[n], target[n]), set()).add(
+                f"{os.path.relpath(path, src)}: {p}"
+            )
     cycles = []
     for parent, graph in edges.items():
         for scc in strongly_connected(graph):
             if len(scc) > 1:
-                cycles.append((parent, sorted(scc)))
+                inside = [
+                    (a, b, sorted(why[(parent, a, b)]))
+                    for a in sorted(scc)
+                    for b in sorted(graph.get(a, ()))
+                    if b in scc
+                ]
+                cycles.append((parent, sorted(scc), inside))
     return cycles
 
 
@@ -171,15 +181,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", "crates"))
     ap.add_argument("--max", type=int, help="exit 1 when there are more cycles than this")
+    ap.add_argument("--why", action="store_true", help="print each cycle's edges and the uses behind them")
     args = ap.parse_args()
     total = 0
     for crate in sorted(os.listdir(args.root)):
         src = os.path.join(args.root, crate, "src")
         if not os.path.isdir(src):
             continue
-        for parent, members in crate_cycles(src):
+        for parent, members, inside in crate_cycles(src):
             where = "/".join((crate, "src") + parent)
             print(f"{where}/{{{','.join(members)}}}")
+            if args.why:
+                for a, b, uses in inside:
+                    print(f"    {a} -> {b}: " + "; ".join(uses[:4]) + (" ..." if len(uses) > 4 else ""))
             total += 1
     print(f"{total} import cycle{'s' if total != 1 else ''} between sibling modules")
     if args.max is not None and total > args.max:

@@ -7,7 +7,6 @@
 //! `show ike` after each step.
 
 use super::config::{EspConfig, GatewayConfig, IkeAuth};
-use super::worker::GatewayControl;
 use dataplane::esp::{Encapsulation, SaSpec};
 use dataplane::ike::IkeInput;
 use dataplane::reassembly::{Limits, Reassembler};
@@ -17,11 +16,10 @@ use ikev2::proposal::{Kind, Offer};
 use ikev2::wire::Identification;
 use ikev2::wire::TrafficSelector;
 use ikev2::{Connection, Endpoint, Event, Output, SaSummary, Timers};
-use io::Waker;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
@@ -171,12 +169,15 @@ fn seconds(n: u32) -> Option<Duration> {
     (n > 0).then(|| Duration::from_secs(u64::from(n)))
 }
 
+/// How the key exchange hands a step of work to the owner worker: queued with the
+/// channel its answer comes back on, the worker woken; false when the worker is gone.
+pub type ToWorker = Box<dyn Fn(IkeWork, SyncSender<String>) -> bool + Send>;
+
 /// Starts the key exchange thread; its status for `show ike`.
 pub fn spawn(
     conns: Vec<Arc<Connection>>,
     inbox: Receiver<IkeInput>,
-    to_worker: Sender<(GatewayControl, SyncSender<String>)>,
-    waker: Arc<Waker>,
+    to_worker: ToWorker,
     stop: Arc<AtomicBool>,
 ) -> Result<Arc<Mutex<IkeStatus>>, String> {
     let status = Arc::new(Mutex::new(IkeStatus::default()));
@@ -184,7 +185,6 @@ pub fn spawn(
         endpoint: Endpoint::new(conns, Instant::now()),
         installed: HashMap::new(),
         to_worker,
-        waker,
         status: status.clone(),
         fragments: Reassembler::new(Limits::default()),
         reassembled_not_taken: BTreeMap::new(),
@@ -200,8 +200,7 @@ struct KeyExchange {
     endpoint: Endpoint,
     /// Per tunnel: its child SAs installed.
     installed: HashMap<String, TunnelChildren>,
-    to_worker: Sender<(GatewayControl, SyncSender<String>)>,
-    waker: Arc<Waker>,
+    to_worker: ToWorker,
     status: Arc<Mutex<IkeStatus>>,
     /// IP fragments addressed to the gateway, from every worker, until whole.
     fragments: Reassembler,
@@ -311,14 +310,9 @@ impl KeyExchange {
             return true;
         }
         let (tx, rx) = sync_channel(1);
-        if self
-            .to_worker
-            .send((GatewayControl::Ike(work), tx))
-            .is_err()
-        {
+        if !(self.to_worker)(work, tx) {
             return false;
         }
-        let _ = self.waker.wake();
         match rx.recv_timeout(WORKER_ANSWER) {
             Ok(text) => {
                 for line in text.lines().filter(|l| !l.is_empty()) {

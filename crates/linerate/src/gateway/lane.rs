@@ -134,7 +134,7 @@ impl Lane {
             .map_or("?", |p| p.name.as_str());
         eprintln!(
             "linerate: warning: port {name}: the station at {} claims {addr}, an address of the gateway's own (an address conflict on that network; not learned, counted as arp-input address-conflict)",
-            super::report::mac(&mac)
+            wire::ethernet::MacAddr(mac)
         );
     }
 

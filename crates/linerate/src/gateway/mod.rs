@@ -16,6 +16,7 @@ mod metrics;
 mod ports;
 mod reload;
 mod report;
+mod settings;
 mod start;
 mod worker;
 

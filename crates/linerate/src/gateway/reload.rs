@@ -7,7 +7,7 @@
 //! so is a file with any error, and the gateway runs on as it was.
 
 use super::config::{GatewayConfig, PeerConfig, Prefix, WgConfig};
-use super::start::{fib_target, key_of, peer_settings};
+use super::settings::{fib_target, key_of, peer_settings};
 use dataplane::gateway::GatewayGraph;
 use std::fmt::Write as _;
 use std::time::Instant;

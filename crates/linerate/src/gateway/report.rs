@@ -95,13 +95,6 @@ fn port_name(w: &Shown<'_>, id: PortId) -> String {
         .map_or_else(|| format!("port{}", id.0), |p| p.name.clone())
 }
 
-pub(super) fn mac(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 fn interfaces(w: &Shown<'_>) -> String {
     let mut out = String::new();
     let ip = w.gw.context().ip();
@@ -119,7 +112,7 @@ fn interfaces(w: &Shown<'_>) -> String {
             p.ifname,
             p.driver,
             if workers == 1 { "" } else { "s" },
-            mac(&iface.mac),
+            wire::ethernet::MacAddr(iface.mac),
             iface.mtu,
             if addrs.is_empty() {
                 "none".into()
@@ -259,7 +252,9 @@ fn neighbors(w: &Shown<'_>) -> String {
     rows.sort_by_key(|(n, _)| (n.port, n.ip));
     let mut out = String::new();
     for (n, holders) in rows {
-        let m = n.mac.as_ref().map_or_else(|| "-".into(), mac);
+        let m = n
+            .mac
+            .map_or_else(|| "-".into(), |m| wire::ethernet::MacAddr(m).to_string());
         let held = if holders.len() == w.lanes.len() {
             String::new()
         } else {

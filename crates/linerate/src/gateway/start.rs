@@ -5,17 +5,18 @@
 //! missing; nothing is left behind when start-up fails half way (the drivers detach
 //! what they attached as they are dropped).
 
-use super::config::{self, Driver, GatewayConfig, PeerConfig, RouteTarget};
+use super::config::{self, Driver, GatewayConfig};
 use super::follower;
 use super::lane::Lane;
 use super::metrics;
 use super::ports::Port;
 use super::reload::Changes;
+use super::settings::{fib_target, key_of, peer_settings};
 use super::worker::{GatewayControl, Worker};
 use crate::control::request::ControlRequest;
 use crate::control::socket::{SocketFile, bind_socket, serve_uapi, socket_path};
 use crypto::KeyRegistry;
-use crypto::x25519::{PrivateKey, PublicKey};
+use crypto::x25519::PrivateKey;
 use dataplane::Arena;
 use dataplane::esp::{Encapsulation, EspTunnel, InboundSa, OutboundSa, SaSpec};
 use dataplane::esp_handoff::HandoffBoard;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
-use wireguard::{Device, PeerId};
+use wireguard::Device;
 
 /// Live transport keys the registry holds: six per peer (three keypairs).
 const KEY_CAPACITY: usize = 6 * 65536;
@@ -36,46 +37,6 @@ const KEY_CAPACITY: usize = 6 * 65536;
 const CALIBRATION_TIME: Duration = Duration::from_millis(12);
 /// The WireGuard interface's tunnel (one per gateway).
 const WG_TUNNEL: TunnelId = dataplane::context::WG_TUNNEL;
-
-pub fn key_of(bytes: &[u8; 32]) -> PublicKey {
-    PublicKey(*bytes)
-}
-
-/// A configured route as the FIB holds it (port numbers are the config's order,
-/// which is the order the ports are added in).
-pub fn fib_target(t: RouteTarget) -> dataplane::fib::RouteTarget {
-    use dataplane::fib::RouteTarget as Fib;
-    match t {
-        RouteTarget::Port {
-            port,
-            via: Some(next_hop),
-        } => Fib::Via {
-            port: PortId(port as u16),
-            next_hop,
-        },
-        RouteTarget::Port { port, via: None } => Fib::Attached {
-            port: PortId(port as u16),
-        },
-        RouteTarget::Tunnel { .. } => Fib::Tunnel(WG_TUNNEL),
-        RouteTarget::Esp { tunnel } => Fib::Tunnel(dataplane::context::esp_tunnel(
-            dataplane::esp::EspTunnelId(tunnel as u16),
-        )),
-        RouteTarget::Blackhole => Fib::Blackhole,
-    }
-}
-
-/// Sets a peer's preshared key, endpoint, keepalive and allowed IPs from the file.
-pub fn peer_settings(dev: &mut Device, id: PeerId, p: &PeerConfig, now: Instant) {
-    dev.set_preshared_key(id, p.preshared_key.as_deref().copied().unwrap_or([0; 32]));
-    if let Some(e) = p.endpoint {
-        dev.set_endpoint(id, e);
-    }
-    dev.set_persistent_keepalive(id, p.persistent_keepalive.unwrap_or(0), now);
-    dev.clear_allowed_ips(id);
-    for &prefix in &p.allowed_ips {
-        dev.add_allowed_ip(id, prefix);
-    }
-}
 
 /// The WireGuard device as configured: its key and peers (none without a
 /// WireGuard interface).
@@ -669,13 +630,15 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         metrics::serve(addr, req_tx.clone(), waker.clone())?;
     }
     let ike_status = match ike_inbox {
-        Some(rx) => Some(super::ike::spawn(
-            ike_conns,
-            rx,
-            gw_tx.clone(),
-            waker.clone(),
-            stop.clone(),
-        )?),
+        Some(rx) => {
+            let (gw_tx, waker) = (gw_tx.clone(), waker.clone());
+            let to_worker: super::ike::ToWorker = Box::new(move |work, answer| {
+                let sent = gw_tx.send((GatewayControl::Ike(work), answer)).is_ok();
+                let _ = waker.wake();
+                sent
+            });
+            Some(super::ike::spawn(ike_conns, rx, to_worker, stop.clone())?)
+        }
         None => None,
     };
     {

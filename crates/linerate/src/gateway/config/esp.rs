@@ -5,10 +5,10 @@
 //! A key file holds the SA's key material in hex, key then salt, as `ip xfrm` and
 //! strongSwan's manual keys write it (an optional `0x`, whitespace ignored).
 
+use super::checks::Ctx;
 use super::ike::ike;
 use super::l2::{Underlay, endpoints, local_endpoint};
 use super::raw::{RawEsp, RawSa};
-use super::validate::Ctx;
 use super::values::prefix;
 use super::{EspConfig, Prefix, SaConfig};
 use crate::keyfile::read_hex_key_file;

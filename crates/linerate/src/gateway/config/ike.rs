@@ -8,8 +8,8 @@
 //! connection's.
 
 use super::IkeConfig;
+use super::checks::Ctx;
 use super::raw::RawIke;
-use super::validate::Ctx;
 use ikev2::proposal::{Kind, Offer};
 use std::net::IpAddr;
 use toml::Spanned;

@@ -6,8 +6,8 @@
 //! peer's. Certificates and keys are read and checked here, so `--check` reports
 //! a wrong one.
 
+use super::checks::Ctx;
 use super::raw::RawIke;
-use super::validate::Ctx;
 use crate::keyfile::read_psk_file;
 use ikev2::cert::{Certificate, PrivateKey};
 use ikev2::config::parse_identity;

@@ -3,8 +3,8 @@
 //! have it, less the outer headers), and cross-connects between ports without
 //! addresses and VXLAN tunnels.
 
+use super::checks::Ctx;
 use super::raw::{Item, RawVxlan, RawXconnect};
-use super::validate::Ctx;
 use super::{
     L2Endpoint, PortConfig, RouteConfig, RouteTarget, VxlanConfig, WgConfig, XconnectConfig,
 };

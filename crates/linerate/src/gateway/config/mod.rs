@@ -8,6 +8,7 @@
 //!
 //! - `raw`: the file as written, each table deserialized on its own with its spans;
 //! - `validate`: the whole file, `[gateway]` and the ports, names across tables;
+//! - `checks`: what every table's checks share (where errors go, ranges, key files);
 //! - `wireguard`, `routes`: those tables and the checks between them and the rest;
 //! - `l2`: `[[vxlan]]` and `[[xconnect]]`, and the path MTU of each tunnel;
 //! - `esp`: `[[esp]]` tunnels and their manual SAs;
@@ -15,6 +16,7 @@
 //! - `error`: the error and its `FILE:LINE: KEY:` form;
 //! - `summary`: what `linerate gateway --check` prints.
 
+mod checks;
 mod error;
 mod esp;
 mod ike;

@@ -2,8 +2,8 @@
 //! or ESP) it names,
 //! and the next hop inside that port's networks.
 
+use super::checks::Ctx;
 use super::raw::{Item, RawEsp, RawFile, RawPort, RawRoute, RawWireguardItem};
-use super::validate::Ctx;
 use super::values::{addr_len, prefix};
 use super::{Prefix, RouteConfig, RouteTarget};
 use std::collections::HashMap;

@@ -2,6 +2,7 @@
 //! then the checks between tables (names, references, next hops, duplicates). Every
 //! error is reported; the configuration is returned only when there are none.
 
+use super::checks::Ctx;
 use super::error::Sink;
 use super::esp::esp;
 use super::l2::{Underlay, l2_ports_connected, vxlan, xconnect};
@@ -13,108 +14,15 @@ use super::{
     DEFAULT_BUFFERS, DEFAULT_CONTROL, DEFAULT_PORT_MTU, Driver, GatewayConfig, PortConfig, Prefix,
     WgConfig,
 };
-use crate::keyfile::read_key_file;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
-use toml::Spanned;
 
 const MAX_CORES: i64 = 1024;
 const BUFFERS: RangeInclusive<i64> = 1024..=262144;
 const PORT_MTU_V4: RangeInclusive<i64> = 576..=1982;
 const PORT_MTU_V6: RangeInclusive<i64> = 1280..=1982;
-
-/// What the checks share: where errors go, and the directory key files are found from.
-pub(super) struct Ctx<'s, 't> {
-    sink: &'s mut Sink<'t>,
-    pub(super) base: &'s Path,
-}
-
-impl Ctx<'_, '_> {
-    pub(super) fn err(&mut self, span: Range<usize>, key: &str, message: impl Into<String>) {
-        self.sink.at(span, key, message);
-    }
-
-    /// `v` if it is in `range`, else an error.
-    pub(super) fn int<T: TryFrom<i64>>(
-        &mut self,
-        v: &Spanned<i64>,
-        range: RangeInclusive<i64>,
-        key: &str,
-    ) -> Option<T> {
-        let n = *v.get_ref();
-        if range.contains(&n) {
-            T::try_from(n).ok()
-        } else {
-            self.err(
-                v.span(),
-                key,
-                format!("{n} is out of range ({}..={})", range.start(), range.end()),
-            );
-            None
-        }
-    }
-
-    /// A key file named in the file: resolved against the file's directory, read.
-    pub(super) fn key_file(
-        &mut self,
-        v: &Spanned<String>,
-        key: &str,
-    ) -> Option<(PathBuf, zeroize::Zeroizing<[u8; 32]>)> {
-        if v.get_ref().is_empty() {
-            self.err(v.span(), key, "empty path");
-            return None;
-        }
-        let path = self.base.join(v.get_ref());
-        match read_key_file(&path) {
-            Ok(k) => Some((path, k)),
-            Err(e) => {
-                self.err(v.span(), key, e);
-                None
-            }
-        }
-    }
-}
-
-impl Ctx<'_, '_> {
-    /// The addresses (each with its network's prefix length) a table lists under
-    /// `path.addresses`, or none; each reported where it does not parse, where the
-    /// list has it already, or where `taken` names another holder of it.
-    pub(super) fn addresses(
-        &mut self,
-        list: Option<&Spanned<Vec<Spanned<String>>>>,
-        path: &str,
-        taken: impl Fn(IpAddr) -> Option<String>,
-    ) -> (Vec<(IpAddr, u8)>, bool) {
-        let mut ok = true;
-        let mut out: Vec<(IpAddr, u8)> = Vec::new();
-        for (k, a) in list.iter().flat_map(|a| a.get_ref().iter()).enumerate() {
-            let key = format!("{path}.addresses[{k}]");
-            match addr_len(a.get_ref(), "an address with a prefix length") {
-                Ok((addr, len)) => {
-                    let before = taken(addr).or_else(|| {
-                        out.iter()
-                            .position(|&(b, _)| b == addr)
-                            .map(|m| format!("{path}.addresses[{m}]"))
-                    });
-                    match before {
-                        Some(before) => {
-                            self.err(a.span(), &key, format!("{addr} is already {before}"));
-                            ok = false;
-                        }
-                        None => out.push((addr, len)),
-                    }
-                }
-                Err(e) => {
-                    self.err(a.span(), &key, e);
-                    ok = false;
-                }
-            }
-        }
-        (out, ok)
-    }
-}
 
 /// Validates what `raw::split` made of the file; `None` when anything is wrong (the
 /// errors are in `sink`).

@@ -1,8 +1,8 @@
 //! `[[wireguard]]` tables and their peers: key files, keys, ports, endpoints, allowed
 //! IPs.
 
+use super::checks::Ctx;
 use super::raw::{Item, RawPeer, RawWireguardItem};
-use super::validate::Ctx;
 use super::values::{name_ok, prefix, socket_addr};
 use super::{DEFAULT_WG_MTU, PeerConfig, Prefix, WgConfig};
 use crate::keyfile::decode_key;
