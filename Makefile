@@ -19,6 +19,7 @@ build:
 test: setup build
 	if [ "$$(id -u)" = 0 ]; then export LINERATE_REQUIRE_PRIVILEGED_TESTS=1; fi; \
 	cargo test --workspace --release
+	/usr/bin/python3 scripts/import-cycles.py --max $(IMPORT_CYCLES_MAX)
 	/usr/bin/python3 tests/crypto/cbc_hmac_vectors.py | diff - crates/crypto/tests/data/cbc_hmac.txt
 	tests/esp/known_answers.sh
 	GW_WORKERS=2 tests/net/gateway.sh
@@ -53,6 +54,11 @@ fuzz:
 	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh all 600; \
 	else echo "fuzz: scripts/fuzz.sh is not there yet" >&2; fi
 
+# The import cycles between sibling modules that are left (see ARCHITECTURE.md);
+# a new one fails here.
+IMPORT_CYCLES_MAX := 6
+
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	/usr/bin/python3 scripts/import-cycles.py --max $(IMPORT_CYCLES_MAX)
