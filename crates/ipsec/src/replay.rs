@@ -16,28 +16,9 @@
 //! too old: no number before the first was ever sent. Without extended sequence
 //! numbers the number is the 32 bits on the wire.
 //!
-//! Workers commit concurrently and without a lock, as the WireGuard window does. The
-//! window is a ring of slots; a slot is one 128-bit atomic word holding a 64-number
-//! block's number (its tag, the upper half) and which of the block's numbers were
-//! seen (the lower half). A commit changes one slot with a compare-and-swap:
-//! - the slot holds the number's block: the number's bit decides;
-//! - the slot holds an older block: that block is a whole ring behind this number's,
-//!   so outside the window; the slot starts over with this block;
-//! - the slot holds a newer block: this number's block left the ring: refused.
-//!
-//! A slot's tag only moves forward, so once a number is accepted every later commit of
-//! it meets either its bit or a newer block: no number is accepted twice, whatever the
-//! interleaving. The ring holds the newest number's block and enough blocks before it
-//! for the W - 1 numbers behind, and is rounded up to a power of two (whole cache
-//! lines, and a slot found by a mask).
-//!
-//! The newest block is kept beside the ring, written once per 64 numbers rather than
-//! per packet. The newest number itself is that block's slot's highest bit, and is
-//! read only where a decision depends on it: for a number at the window's lower edge,
-//! or, with extended sequence numbers, at the edge where its inferred high half
-//! changes. Everywhere else every number of the newest block gives the same answer.
-//! Under concurrency a worker decides with the newest number it has seen; commits
-//! racing it may have moved the window on since, so the window it used may be a
+//! Workers commit concurrently and without a lock, on the ring of tagged blocks
+//! that WireGuard's window uses too (`replay_window::SeenRing`). Under concurrency a
+//! worker decides with the newest number it has seen; the window it used may be a
 //! moment old, but a number is still accepted at most once.
 //!
 //! Checking and committing are separate: the data path checks before it spends a
@@ -48,9 +29,8 @@
 //! but 0 is accepted, again and again. It is refused with extended sequence numbers,
 //! whose high halves cannot be inferred without a window.
 
-use portable_atomic::AtomicU128;
+use replay_window::{BLOCK, Seen, SeenRing};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The largest window accepted: 16384 numbers, 8 KiB of ring.
 pub const MAX_WINDOW: u32 = 16384;
@@ -59,21 +39,6 @@ pub const DEFAULT_WINDOW: u32 = 1024;
 /// The smallest window a receiver must support (RFC 4303 section 3.4.3); none is
 /// smaller.
 const MIN_WINDOW: u32 = 32;
-
-/// Numbers per slot: the lower half of the slot's word.
-const SLOT_BITS: u64 = 64;
-const SLOTS_PER_LINE: usize = 4;
-
-/// Four slots, aligned to a cache line, so that the workers committing neighbouring
-/// numbers share as few lines as the numbers allow.
-#[repr(align(64))]
-struct Line([AtomicU128; SLOTS_PER_LINE]);
-
-/// The newest block, on a line of its own: read by every check and commit, written
-/// once per block.
-#[repr(align(64))]
-#[derive(Default)]
-struct NewestBlock(AtomicU64);
 
 /// Why a sequence number is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,21 +69,8 @@ pub struct ReplayWindow {
     /// Numbers this far behind the newest are accepted, less one; 0: the window is off.
     size: u32,
     esn: bool,
-    /// The newest block accepted, plus one (zero: nothing yet).
-    newest: NewestBlock,
-    /// The slot count less one: the ring's length is a power of two.
-    slot_mask: u64,
-    /// Empty when the window is off.
-    ring: Box<[Line]>,
-}
-
-/// What a slot says about one number.
-enum Verdict {
-    /// Not seen: the slot's word once it is recorded.
-    Fresh(u128),
-    Seen,
-    /// The slot holds a newer block: this number's block left the ring.
-    Evicted,
+    /// `None` when the window is off.
+    ring: Option<SeenRing>,
 }
 
 impl ReplayWindow {
@@ -139,24 +91,10 @@ impl ReplayWindow {
                  {MIN_WINDOW} to {MAX_WINDOW}, or 0 for none without extended sequence numbers"
             ));
         }
-        // The newest number's block and those holding the size - 1 numbers behind it:
-        // at most size / 64 rounded up, as the newest may be its block's first. Then a
-        // power of two, and at least one whole line.
-        let slots = if size == 0 {
-            0
-        } else {
-            (u64::from(size).div_ceil(SLOT_BITS) + 1)
-                .next_power_of_two()
-                .max(SLOTS_PER_LINE as u64)
-        };
         Ok(ReplayWindow {
             size,
             esn,
-            newest: NewestBlock::default(),
-            slot_mask: slots.saturating_sub(1),
-            ring: (0..slots as usize / SLOTS_PER_LINE)
-                .map(|_| Line(std::array::from_fn(|_| AtomicU128::new(0))))
-                .collect(),
+            ring: (size != 0).then(|| SeenRing::for_window(u64::from(size))),
         })
     }
 
@@ -173,38 +111,36 @@ impl ReplayWindow {
     /// The newest number accepted (for show); `None` before the first, and always
     /// when the window is off.
     pub fn newest(&self) -> Option<u64> {
-        let block = self.newest.0.load(Ordering::Acquire).checked_sub(1)?;
-        Some(self.newest_in(block))
+        self.ring.as_ref()?.newest()
     }
 
     /// Would the packet whose sequence number's low 32 bits are `seq_low` be accepted
     /// now? If so, the full sequence number it stands for, for the ICV and the
     /// commit. Changes nothing.
     pub fn check(&self, seq_low: u32) -> Result<u64, ReplayError> {
-        if self.size == 0 {
+        let Some(ring) = &self.ring else {
             return match seq_low {
                 0 => Err(ReplayError::TooOld),
                 _ => Ok(u64::from(seq_low)),
             };
-        }
+        };
         let seq = if self.esn {
             // The inferred number is never below the window's first (that is how it
             // is chosen), so the window's place refuses only 0: no second look at
             // the newest number here; the commit looks again anyway.
-            match self.with_newest(|newest| self.infer(seq_low, newest)) {
+            match ring.with_newest(|newest| self.infer(seq_low, newest)) {
                 Some(0) | None => return Err(ReplayError::TooOld),
                 Some(seq) => seq,
             }
         } else {
             let seq = u64::from(seq_low);
-            self.admit(seq)?;
+            self.admit(ring, seq)?;
             seq
         };
-        let word = self.slot(seq / SLOT_BITS).load(Ordering::Acquire);
-        match Self::verdict(word, seq) {
-            Verdict::Fresh(_) => Ok(seq),
-            Verdict::Seen => Err(ReplayError::Replayed),
-            Verdict::Evicted => Err(ReplayError::TooOld),
+        match ring.seen(seq) {
+            Seen::Fresh => Ok(seq),
+            Seen::Seen => Err(ReplayError::Replayed),
+            Seen::Evicted => Err(ReplayError::TooOld),
         }
     }
 
@@ -212,41 +148,24 @@ impl ReplayWindow {
     /// has verified. Refused when already seen or out of the window: a second packet
     /// with one number, on this worker or another, ends here.
     pub fn commit(&self, seq: u64) -> Result<(), ReplayError> {
-        if self.size == 0 {
+        let Some(ring) = &self.ring else {
             return match seq {
                 0 => Err(ReplayError::TooOld),
                 _ => Ok(()),
             };
+        };
+        self.admit(ring, seq)?;
+        match ring.record(seq / BLOCK, 1 << (seq % BLOCK)) {
+            Ok(0) => Err(ReplayError::Replayed),
+            Ok(_) => Ok(()),
+            Err(_) => Err(ReplayError::TooOld),
         }
-        self.admit(seq)?;
-        let block = seq / SLOT_BITS;
-        let slot = self.slot(block);
-        let mut word = slot.load(Ordering::Acquire);
-        loop {
-            let new = match Self::verdict(word, seq) {
-                Verdict::Fresh(new) => new,
-                Verdict::Seen => return Err(ReplayError::Replayed),
-                Verdict::Evicted => return Err(ReplayError::TooOld),
-            };
-            match slot.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => break,
-                Err(now) => word = now,
-            }
-        }
-        // The block is published after its slot is written, so that whoever reads it
-        // as the newest finds the newest number in the slot (`newest_in`).
-        let published = block + 1;
-        if published > self.newest.0.load(Ordering::Relaxed) {
-            self.newest.0.fetch_max(published, Ordering::AcqRel);
-        }
-        Ok(())
     }
 
     /// Refuses what the window's place alone refuses: 0, and a number more than
     /// `size - 1` behind the newest.
-    fn admit(&self, seq: u64) -> Result<(), ReplayError> {
-        let size = u64::from(self.size);
-        if seq == 0 || !self.with_newest(|newest| newest.saturating_sub(seq) < size) {
+    fn admit(&self, ring: &SeenRing, seq: u64) -> Result<(), ReplayError> {
+        if seq == 0 || !ring.within(seq, u64::from(self.size)) {
             return Err(ReplayError::TooOld);
         }
         Ok(())
@@ -266,54 +185,6 @@ impl ReplayWindow {
         // `bottom as u32`: its low half, two's complement keeping it right below 0.
         let seq = bottom + i128::from(seq_low.wrapping_sub(bottom as u32));
         u64::try_from(seq).ok()
-    }
-
-    /// Decides with the newest number accepted (0 before any). `decide` must be
-    /// monotone in it (its answer, once changed as the newest grows, never changes
-    /// back), as the window's edge and the inferred number are: then the answers for
-    /// the first and the last number of the newest block are the answer for every
-    /// number in it when they agree, and only when they differ is the exact newest
-    /// read, from the block's slot.
-    fn with_newest<T: PartialEq>(&self, decide: impl Fn(u64) -> T) -> T {
-        let Some(block) = self.newest.0.load(Ordering::Acquire).checked_sub(1) else {
-            return decide(0);
-        };
-        let first = block * SLOT_BITS;
-        let at_first = decide(first);
-        if at_first == decide(first + SLOT_BITS - 1) {
-            return at_first;
-        }
-        decide(self.newest_in(block))
-    }
-
-    /// The newest number accepted, `block` being the newest block published.
-    fn newest_in(&self, block: u64) -> u64 {
-        let word = self.slot(block).load(Ordering::Acquire);
-        let held = (word >> 64) as u64;
-        // A commit writes the slot before it publishes the block (acquired above), and
-        // a slot's block only moves forward: the slot holds this block, or one a whole
-        // ring newer whose commit has yet to publish it, whose numbers are newer still.
-        debug_assert!(held >= block, "slot {held} behind published block {block}");
-        let highest_bit = 63 - (word as u64).leading_zeros().min(63);
-        held * SLOT_BITS + u64::from(highest_bit)
-    }
-
-    /// What the slot's word `word` says about `seq`.
-    fn verdict(word: u128, seq: u64) -> Verdict {
-        let block = seq / SLOT_BITS;
-        let bit = 1u128 << (seq % SLOT_BITS);
-        let held = (word >> 64) as u64;
-        match block.cmp(&held) {
-            std::cmp::Ordering::Equal if word & bit != 0 => Verdict::Seen,
-            std::cmp::Ordering::Equal => Verdict::Fresh(word | bit),
-            std::cmp::Ordering::Greater => Verdict::Fresh((u128::from(block) << 64) | bit),
-            std::cmp::Ordering::Less => Verdict::Evicted,
-        }
-    }
-
-    fn slot(&self, block: u64) -> &AtomicU128 {
-        let index = (block & self.slot_mask) as usize;
-        &self.ring[index / SLOTS_PER_LINE].0[index % SLOTS_PER_LINE]
     }
 }
 

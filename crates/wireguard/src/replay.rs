@@ -1,64 +1,36 @@
 //! The receive counter window, shared by every worker that decrypts for a session.
 //! It accepts a counter once, and only while it is at most [`WINDOW_SIZE`] behind the
-//! newest counter accepted (32,704: see `constants::REPLAY_WINDOW_BITS`).
+//! newest counter accepted (32,704: see `constants::REPLAY_WINDOW_BITS`), and never
+//! one past the last a session may use.
 //!
-//! Workers commit concurrently and without a lock. The window is a ring of 512 slots;
-//! a slot is one 128-bit atomic word holding a 64-counter block's number (its tag, the
-//! upper half) and which of the block's counters were seen (the lower half). A commit
-//! changes one slot with a compare-and-swap:
-//! - the slot holds the counter's block: the counter's bit decides;
-//! - the slot holds an older block: that block is a whole ring behind this counter's,
-//!   so outside the window; the slot starts over with this block;
-//! - the slot holds a newer block: this counter's block left the ring: refused.
-//!
-//! Consecutive counters of one block committed together (`commit_all`, a frame's
-//! packets from one sender) take one compare-and-swap for all of them.
-//!
-//! A slot's tag only moves forward, so once a counter is accepted every later commit of
-//! it meets either its bit or a newer block: no counter is accepted twice, whatever the
-//! interleaving. The newest block is kept beside the ring to refuse counters whose
-//! block left it before their slot is looked at (after a leap forward, a slot may
-//! still hold a block older than theirs). It changes once per 64 counters, not per
-//! packet, so workers that commit at once rarely write the same cache line: each
-//! 256-counter block a sender takes (`datapath::COUNTER_BLOCK`) is one line of slots.
-//! Only a counter in the ring's oldest block needs the newest counter itself, which
-//! the newest block's slot tells.
+//! Workers check and commit without a lock, on the ring of tagged 64-counter blocks
+//! that ESP's window uses too (`replay_window::SeenRing`), 512 slots. Consecutive
+//! counters of one block committed together (`commit_all`, a frame's packets from
+//! one sender) take one compare-and-swap for all of them. Each 256-counter block a
+//! sender takes (`datapath::COUNTER_BLOCK`) is one cache line of slots, so workers
+//! that commit at once rarely write the same line.
 //!
 //! Checking and committing are separate: the data path checks before it spends a
 //! decryption on a packet, and commits only after the tag has verified, so a forged
 //! packet can never move the window.
 
 use crate::constants::{REJECT_AFTER_MESSAGES, REPLAY_WINDOW_BITS};
-use portable_atomic::AtomicU128;
-use std::sync::atomic::{AtomicU64, Ordering};
+use replay_window::{BLOCK, Seen, SeenRing};
 
-/// Counters per slot: the lower half of the slot's word.
-const SLOT_BITS: u64 = 64;
-const SLOTS: usize = (REPLAY_WINDOW_BITS / SLOT_BITS) as usize;
 /// Counters this far behind the newest are always accepted (the ring less one slot,
 /// as the Linux implementation reckons it).
-pub const WINDOW_SIZE: u64 = REPLAY_WINDOW_BITS - SLOT_BITS;
-
-/// The slots, aligned so that four of them (256 counters) are one cache line.
-#[repr(align(64))]
-struct Ring([AtomicU128; SLOTS]);
-
-/// The newest block, on a line of its own: read by every commit, written rarely.
-#[repr(align(64))]
-#[derive(Default)]
-struct Newest(AtomicU64);
+pub const WINDOW_SIZE: u64 = REPLAY_WINDOW_BITS - BLOCK;
+/// The window as the ring reckons it: the newest counter and those behind it.
+const RING_WINDOW: u64 = WINDOW_SIZE + 1;
 
 pub struct ReplayWindow {
-    /// The newest block accepted, plus one (zero: nothing yet).
-    newest: Newest,
-    ring: Box<Ring>,
+    ring: SeenRing,
 }
 
 impl Default for ReplayWindow {
     fn default() -> Self {
         ReplayWindow {
-            newest: Newest::default(),
-            ring: Box::new(Ring(std::array::from_fn(|_| AtomicU128::new(0)))),
+            ring: SeenRing::for_window(RING_WINDOW),
         }
     }
 }
@@ -71,61 +43,7 @@ impl ReplayWindow {
     /// More than the window behind the newest counter, or past the last counter a
     /// session may use.
     fn out_of_range(&self, counter: u64) -> bool {
-        if counter >= REJECT_AFTER_MESSAGES {
-            return true;
-        }
-        let Some(newest) = self.newest.0.load(Ordering::Acquire).checked_sub(1) else {
-            return false;
-        };
-        let block = counter / SLOT_BITS;
-        let ring = SLOTS as u64;
-        if block + ring <= newest {
-            return true;
-        }
-        if block + ring - 1 > newest {
-            return false;
-        }
-        // The ring's oldest block: the window (the ring less one slot) ends inside it,
-        // at the newest counter's place in its own block.
-        let word = self.ring.0[(newest as usize) % SLOTS].load(Ordering::Acquire);
-        match ((word >> 64) as u64).cmp(&newest) {
-            std::cmp::Ordering::Greater => true,
-            std::cmp::Ordering::Less => false,
-            std::cmp::Ordering::Equal => {
-                let newest_bit = u64::from(63u32.saturating_sub((word as u64).leading_zeros()));
-                counter % SLOT_BITS < newest_bit
-            }
-        }
-    }
-
-    /// Is every counter of `block` in range (see `out_of_range`)? The common case
-    /// (a block newer than the ring's oldest, below the session's last counter),
-    /// decided once for a block's counters; false leaves each to `out_of_range`.
-    fn block_in_range(&self, block: u64) -> bool {
-        let last = block
-            .checked_mul(SLOT_BITS)
-            .and_then(|first| first.checked_add(SLOT_BITS - 1));
-        if last.is_none_or(|c| c >= REJECT_AFTER_MESSAGES) {
-            return false;
-        }
-        match self.newest.0.load(Ordering::Acquire).checked_sub(1) {
-            None => true,
-            Some(newest) => block + SLOTS as u64 - 1 > newest,
-        }
-    }
-
-    /// Has the slot's word `word` seen `counter`, or a newer block than its?
-    fn seen(word: u128, counter: u64) -> bool {
-        let held = (word >> 64) as u64;
-        match (counter / SLOT_BITS).cmp(&held) {
-            std::cmp::Ordering::Equal => word & (1u128 << (counter % SLOT_BITS)) != 0,
-            std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Less => true,
-        }
-    }
-
-    fn slot(&self, block: u64) -> &AtomicU128 {
-        &self.ring.0[(block as usize) % SLOTS]
+        counter >= REJECT_AFTER_MESSAGES || !self.ring.within(counter, RING_WINDOW)
     }
 
     /// Would `counter` be accepted now? Changes nothing.
@@ -136,7 +54,7 @@ impl ReplayWindow {
         // are decided without reading their slots. (Another worker may be committing
         // that block right now, ahead of its move of the newest: the check then says
         // yes, as it would have a moment earlier, and the commit decides.)
-        if counter / SLOT_BITS >= self.newest.0.load(Ordering::Acquire) {
+        if self.ring.is_ahead(counter / BLOCK) {
             return counter < REJECT_AFTER_MESSAGES;
         }
         self.check_in_ring(counter)
@@ -145,11 +63,7 @@ impl ReplayWindow {
     /// `check` for a counter of a block the window has reached: its slot decides.
     #[inline(never)]
     fn check_in_ring(&self, counter: u64) -> bool {
-        if self.out_of_range(counter) {
-            return false;
-        }
-        let word = self.slot(counter / SLOT_BITS).load(Ordering::Acquire);
-        !Self::seen(word, counter)
+        !self.out_of_range(counter) && self.ring.seen(counter) == Seen::Fresh
     }
 
     /// Records `counter`; false when it was already seen or is outside the window
@@ -171,10 +85,10 @@ impl ReplayWindow {
         assert_eq!(counters.len(), accepted.len(), "a verdict per counter");
         let mut start = 0;
         while start < counters.len() {
-            let block = counters[start] / SLOT_BITS;
+            let block = counters[start] / BLOCK;
             let len = counters[start..]
                 .iter()
-                .take_while(|&&c| c / SLOT_BITS == block)
+                .take_while(|&&c| c / BLOCK == block)
                 .count();
             let end = start + len;
             self.commit_block(block, &counters[start..end], &mut accepted[start..end]);
@@ -187,10 +101,13 @@ impl ReplayWindow {
     /// newer block), so each counter's range is decided before the one swap, and a
     /// counter that comes twice is taken the first time only.
     fn commit_block(&self, block: u64, counters: &[u64], accepted: &mut [bool]) {
-        let in_range = self.block_in_range(block);
+        let in_range = (block + 1)
+            .checked_mul(BLOCK)
+            .is_some_and(|end| end <= REJECT_AFTER_MESSAGES)
+            && self.ring.block_within(block, RING_WINDOW);
         let mut mask = 0u64;
         for (&c, a) in counters.iter().zip(accepted.iter_mut()) {
-            let bit = 1u64 << (c % SLOT_BITS);
+            let bit = 1u64 << (c % BLOCK);
             *a = mask & bit == 0 && (in_range || !self.out_of_range(c));
             if *a {
                 mask |= bit;
@@ -199,30 +116,9 @@ impl ReplayWindow {
         if mask == 0 {
             return;
         }
-        let slot = self.slot(block);
-        let mut word = slot.load(Ordering::Acquire);
-        let fresh = loop {
-            let held = (word >> 64) as u64;
-            let (fresh, new) = match block.cmp(&held) {
-                // A newer block holds the slot: this one left the ring.
-                std::cmp::Ordering::Less => (0, word),
-                std::cmp::Ordering::Equal => (mask & !(word as u64), word | u128::from(mask)),
-                // An older block, a whole ring behind: the slot starts over.
-                std::cmp::Ordering::Greater => (mask, (u128::from(block) << 64) | u128::from(mask)),
-            };
-            if fresh == 0 {
-                break 0;
-            }
-            match slot.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => break fresh,
-                Err(now) => word = now,
-            }
-        };
+        let fresh = self.ring.record(block, mask).unwrap_or(0);
         for (&c, a) in counters.iter().zip(accepted.iter_mut()) {
-            *a &= fresh & (1 << (c % SLOT_BITS)) != 0;
-        }
-        if fresh != 0 && block + 1 > self.newest.0.load(Ordering::Relaxed) {
-            self.newest.0.fetch_max(block + 1, Ordering::AcqRel);
+            *a &= fresh & (1 << (c % BLOCK)) != 0;
         }
     }
 }
@@ -230,6 +126,15 @@ impl ReplayWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SLOT_BITS: u64 = BLOCK;
+    const SLOTS: usize = (REPLAY_WINDOW_BITS / BLOCK) as usize;
+
+    /// The ring is no larger than the window needs: a keypair's window is 8 KiB.
+    #[test]
+    fn the_ring_is_the_window_and_one_block() {
+        assert_eq!(ReplayWindow::new().ring.slots(), SLOTS as u64);
+    }
 
     /// The Linux selftest's table, step by step: (counter, accepted).
     #[test]
