@@ -9,7 +9,6 @@ use crate::dispatch::Kernels;
 use crate::field::Limbs;
 use crate::job::Job;
 use crate::lanes::{ChachaLanes, MAX_CHACHA_LANES, MAX_LANES, PolyLanes, Radix};
-use crate::scheduler::MacOut;
 
 /// Runs ChaCha20 for the jobs in `order` through the lanes.
 ///
@@ -486,4 +485,13 @@ pub(crate) fn finish(
         };
         mac[i] = h.tag(otk[i][16..32].try_into().expect("16 bytes"));
     }
+}
+
+/// Where the MAC pass's group kernels write each job's tag.
+#[derive(Clone, Copy)]
+pub(crate) enum MacOut {
+    /// Into the job's slot of `Scratch::mac` (at this pointer to slot 0).
+    Slots(*mut [u8; 16]),
+    /// Into the packet, at the job's tag offset from this base.
+    Packets(*mut u8),
 }

@@ -17,6 +17,7 @@
 
 use crate::dispatch::Kernels;
 use crate::job::{Census, Job, Scratch};
+use crate::lane_path::MacOut;
 use crate::longest_first::LengthBuckets;
 use crate::{block_path, lane_path, scalar};
 use crypto::{AeadOp, OpStatus};
@@ -327,13 +328,4 @@ fn mac_pass(
             mem[j.tag..j.tag + 16].copy_from_slice(&scratch.mac[i as usize]);
         }
     }
-}
-
-/// Where the MAC pass's group kernels write each job's tag.
-#[derive(Clone, Copy)]
-pub(crate) enum MacOut {
-    /// Into the job's slot of `Scratch::mac` (at this pointer to slot 0).
-    Slots(*mut [u8; 16]),
-    /// Into the packet, at the job's tag offset from this base.
-    Packets(*mut u8),
 }

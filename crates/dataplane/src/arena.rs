@@ -9,7 +9,9 @@
 // The arena's memory is reached through raw pointers on purpose (see `base`).
 #![allow(unsafe_code)]
 
-use crate::rx_starts::RxStarts;
+pub mod rx_starts;
+
+use rx_starts::RxStarts;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub const FRAME_SIZE: usize = 2048;

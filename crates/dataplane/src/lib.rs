@@ -30,7 +30,7 @@ pub mod neighbor_share;
 pub mod nodes;
 mod outer_header;
 pub mod reassembly;
-pub mod rx_starts;
+pub use arena::rx_starts;
 pub mod seal_ledger;
 pub mod vxlan;
 pub mod wg;

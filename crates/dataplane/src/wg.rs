@@ -12,13 +12,13 @@
 //! `wg-encrypt-post` finish them exactly as the synchronous path does (see
 //! `wg_actions`, shared with the gateway).
 
+use crate::arena::rx_starts::RxStarts;
 use crate::arena::{Arena, FRAME_SIZE, HEADROOM, Handle, TAILROOM};
 use crate::context::{Context, OutputId};
 use crate::counters::ErrorInfo;
 use crate::counters::NodeCounters;
 use crate::graph::{Graph, Node, NodeId, Rebind};
 use crate::nodes::{DecryptError, EncryptError, InputError, Output, WgDecrypt, WgEncrypt, WgInput};
-use crate::rx_starts::RxStarts;
 use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
 use std::time::Instant;
@@ -202,7 +202,7 @@ impl WgGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rx_starts::LINE;
+    use crate::arena::rx_starts::LINE;
     use wire::wireguard::TRANSPORT_HEADER_LEN;
 
     /// Every start leaves what each direction does in place room in its buffer.

@@ -13,7 +13,7 @@
 use crate::bytes::{clamped, clamped_mut, set_u16_be, set_u32_be, u16_be, u32_be};
 use crate::checksum;
 use crate::error::{Error, Result};
-use crate::ip::protocol;
+use crate::ip_protocol as protocol;
 use crate::ipv4;
 
 /// The length of the header every message has: type, code, checksum and

@@ -21,7 +21,7 @@ use crate::bytes::{
 use crate::checksum;
 use crate::error::{Error, Result};
 use crate::ethernet::{self, MacAddr};
-use crate::ip::protocol;
+use crate::ip_protocol as protocol;
 use crate::ipv6;
 
 /// The length of the header every message of RFC 4443 and RFC 4861 has:

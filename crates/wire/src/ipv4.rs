@@ -152,7 +152,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.data()[field::TTL]
     }
 
-    /// The payload's protocol number (see [`crate::ip::protocol`]).
+    /// The payload's protocol number (see [`crate::ip_protocol`]).
     pub fn protocol(&self) -> u8 {
         self.data()[field::PROTOCOL]
     }
@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(p.frag_offset(), 0);
         assert!(!p.is_fragment());
         assert_eq!(p.ttl(), 64);
-        assert_eq!(p.protocol(), crate::ip::protocol::UDP);
+        assert_eq!(p.protocol(), crate::ip_protocol::UDP);
         assert_eq!(p.checksum(), 0x1fb9);
         assert_eq!(p.src_addr(), Ipv4Addr::new(198, 18, 0, 1));
         assert_eq!(p.dst_addr(), Ipv4Addr::new(198, 18, 0, 2));
@@ -399,7 +399,7 @@ mod tests {
         let bytes = hex(LO_ECHO_REPLY);
         let p = Packet::new_checked(&bytes[..]).unwrap();
         assert!(!p.dont_frag());
-        assert_eq!(p.protocol(), crate::ip::protocol::ICMP);
+        assert_eq!(p.protocol(), crate::ip_protocol::ICMP);
         assert_eq!(p.src_addr(), Ipv4Addr::LOCALHOST);
         assert!(p.verify_checksum());
         // The ICMP checksum covers the whole ICMP message.
@@ -588,7 +588,7 @@ mod tests {
         let repr = Ipv4Repr {
             src_addr: Ipv4Addr::new(198, 18, 0, 1),
             dst_addr: Ipv4Addr::new(198, 18, 0, 2),
-            protocol: crate::ip::protocol::UDP,
+            protocol: crate::ip_protocol::UDP,
             payload_len: 18,
             ttl: 64,
             dscp: 0,

@@ -101,7 +101,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         HEADER_LEN + usize::from(self.payload_len())
     }
 
-    /// The first next-header value (see [`crate::ip::protocol`]).
+    /// The first next-header value (see [`crate::ip_protocol`]).
     pub fn next_header(&self) -> u8 {
         self.data()[field::NEXT_HEADER]
     }
@@ -250,7 +250,7 @@ mod tests {
         assert_eq!(p.flow_label(), 0xdbd5);
         assert_eq!(p.payload_len(), 18);
         assert_eq!(p.total_len(), 58);
-        assert_eq!(p.next_header(), crate::ip::protocol::UDP);
+        assert_eq!(p.next_header(), crate::ip_protocol::UDP);
         assert_eq!(p.hop_limit(), 64);
         assert_eq!(p.src_addr(), addr("2001:2::1"));
         assert_eq!(p.dst_addr(), addr("2001:2::2"));
@@ -261,14 +261,14 @@ mod tests {
     fn parses_a_captured_router_solicitation() {
         let bytes = hex(TUN_ROUTER_SOLICIT);
         let p = Packet::new_checked(&bytes[..]).unwrap();
-        assert_eq!(p.next_header(), crate::ip::protocol::ICMPV6);
+        assert_eq!(p.next_header(), crate::ip_protocol::ICMPV6);
         assert_eq!(p.hop_limit(), 255);
         assert_eq!(p.src_addr(), addr("fe80::b51b:26b4:c773:c747"));
         assert_eq!(p.dst_addr(), addr("ff02::2"));
         let pseudo = crate::checksum::pseudo_header_v6(
             &p.src_addr(),
             &p.dst_addr(),
-            crate::ip::protocol::ICMPV6,
+            crate::ip_protocol::ICMPV6,
             u32::from(p.payload_len()),
         );
         let sum = crate::checksum::sum(p.payload());
@@ -366,7 +366,7 @@ mod tests {
         let repr = Ipv6Repr {
             src_addr: addr("2001:2::1"),
             dst_addr: addr("2001:2::2"),
-            next_header: crate::ip::protocol::UDP,
+            next_header: crate::ip_protocol::UDP,
             payload_len: 18,
             hop_limit: 64,
             traffic_class: 0,

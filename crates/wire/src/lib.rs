@@ -45,6 +45,7 @@ pub mod ethernet;
 pub mod icmp;
 pub mod icmpv6;
 pub mod ip;
+pub mod ip_protocol;
 pub mod ipv4;
 pub mod ipv6;
 pub mod tcp;

@@ -227,7 +227,9 @@ mod tests {
     use crate::lanes::Radix;
 
     fn avx512() -> bool {
-        crate::dispatch::Path::Avx512.available()
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
     }
 
     /// The vector tags against the scalar ones for accumulators at the edges of the
