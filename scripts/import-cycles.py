@@ -4,7 +4,7 @@
 A cycle is a ring of modules that share a parent and use each other, directly
 or around the ring (a.rs uses b, b.rs uses a). A use from deep inside a module
 counts for the module at the level where the two meet: gateway/start.rs using
-crate::daemon is gateway using daemon. Uses of a module's own ancestors (a
+crate::control::socket is gateway using control. Uses of a module's own ancestors (a
 child reaching `super::` for a helper of its parent) are not between siblings
 and do not count.
 

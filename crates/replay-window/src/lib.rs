@@ -239,13 +239,20 @@ impl Default for SeenRing {
 mod tests {
     use super::*;
 
+    /// The newest number's block and the blocks the `size - 1` numbers behind it
+    /// reach when the newest is its block's first: 193 numbers reach back three
+    /// blocks, 16321 reach back 255.
     #[test]
     fn a_ring_holds_the_window_and_no_more() {
         for (size, slots) in [
             (32, 4),
             (64, 4),
             (65, 4),
+            (193, 4),
+            (194, 8),
             (1024, 32),
+            (16321, 256),
+            (16322, 512),
             (16384, 512),
             (32705, 512),
         ] {

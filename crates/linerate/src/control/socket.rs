@@ -2,7 +2,7 @@
 //! replaced, a live one refused), each connection on its own thread with an idle
 //! timeout, each request read whole and parsed off the packet path, then handed to
 //! the worker that owns the state it asks about and answered in the order it came.
-//! Also the client side (`ask`) that `linerate show` and `linerate esp` use.
+//! The client side is `client`.
 
 use super::request::{Control, ControlRequest};
 use super::{esp_request, uapi};
@@ -18,11 +18,14 @@ use std::sync::mpsc;
 /// Where a gateway's control socket is when its file names none.
 pub const DEFAULT_CONTROL: &str = "/run/linerate/gateway.sock";
 
+/// Where a WireGuard interface's UAPI socket is, as wireguard-go puts it (and `wg`
+/// looks for it).
 pub const SOCKET_DIR: &str = "/var/run/wireguard";
 /// Largest UAPI request accepted: a `wg setconf` of 100,000 peers is about 10 MiB,
 /// of 1,000,000 allowed IPs about 45 MiB; this leaves room for three times that.
 const MAX_REQUEST: usize = 128 << 20;
 
+/// The UAPI socket of interface `ifname`.
 pub fn socket_path(ifname: &str) -> PathBuf {
     Path::new(SOCKET_DIR).join(format!("{ifname}.sock"))
 }

@@ -406,7 +406,7 @@ impl Port {
         self.counters
     }
 
-    /// The frames the driver lost, by reason, each counted once (see `port_drops`).
+    /// The frames the driver lost, by reason, each counted once (see `io::port_drops`).
     pub fn drops(&self) -> Vec<(&'static str, u64)> {
         match &self.driver {
             Driver::Packet(p, _) => io::port_drops::packet(
