@@ -317,6 +317,23 @@ impl Endpoint {
         out
     }
 
+    /// When [`tick`](Self::tick) next has something to do: the earliest of every
+    /// SA's next deadline and every self-starting connection's restart that has no
+    /// SA. `None`: nothing is due until a message comes or an operator asks. A
+    /// caller that ticks at this time (or on every message) misses no timer.
+    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        let restarts = self
+            .restart_at
+            .iter()
+            .filter(|(name, _)| !self.sas.values().any(|s| s.connection().name == **name))
+            .map(|(_, &at)| at);
+        self.sas
+            .values()
+            .filter_map(|sa| sa.next_deadline(now))
+            .chain(restarts)
+            .min()
+    }
+
     /// Runs every SA's timers, and starts connections that start themselves and
     /// have no SA.
     pub fn tick(&mut self, now: Instant) -> Output {

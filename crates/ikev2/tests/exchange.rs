@@ -493,6 +493,54 @@ fn dead_peer_detection_closes_and_the_initiator_starts_again() {
     assert_children_match(&p);
 }
 
+/// A caller that runs the timers only when `next_deadline` says misses none: in a
+/// vanished peer's story (rekeys or liveness checks, their retransmissions, giving
+/// up, starting again), a tick just before each deadline does nothing, the tick at
+/// it does what was due, and no timer stays due after its tick.
+#[test]
+fn ticking_only_at_the_next_deadline_misses_no_timer() {
+    let mut p = Pair::new(Side::default(), Side::default());
+    p.start();
+    assert_children_match(&p);
+    let mut events = Vec::new();
+    let mut sent = 0;
+    for _ in 0..200 {
+        let due = p.a.next_deadline(p.now).expect("an SA has timers");
+        assert!(due >= p.now, "a deadline in the past");
+        let early = due - Duration::from_millis(1);
+        if early > p.now {
+            let out = p.a.tick(early);
+            assert!(
+                out.datagrams.is_empty() && out.events.is_empty(),
+                "a tick before the deadline did something"
+            );
+        }
+        p.now = due;
+        let out = p.a.tick(p.now);
+        sent += out.datagrams.len();
+        events.extend(out.events);
+        assert!(
+            p.a.next_deadline(p.now).is_none_or(|d| d > p.now),
+            "a timer is still due after its tick"
+        );
+        if closed(&events).is_some() {
+            break;
+        }
+    }
+    let reason = closed(&events).expect("a gives up on the vanished b");
+    assert!(reason.contains("no answer"), "{reason}");
+    assert!(
+        sent >= 2,
+        "a sent its request and retransmitted it ({sent})"
+    );
+    // Then the connection starts itself again, when the next deadline says.
+    let due = p.a.next_deadline(p.now).expect("a restart is due");
+    assert!(due > p.now);
+    p.now = due;
+    let out = p.a.tick(p.now);
+    assert_eq!(out.datagrams.len(), 1, "IKE_SA_INIT again");
+}
+
 #[test]
 fn delete_tells_the_peer() {
     let mut p = Pair::new(Side::default(), Side::default());

@@ -791,6 +791,40 @@ impl IkeSa {
         }
     }
 
+    /// When [`tick`](Self::tick) next has something to do, by the same rules:
+    /// now, for an SA that is closed or has a successor to hand over (the endpoint
+    /// does both at a tick); otherwise the earliest of the keepalive, the
+    /// outstanding request's retransmission, and, with none outstanding, the give-up
+    /// on a half-made SA, the liveness check and the rekeys. `None`: nothing is due
+    /// until a message comes.
+    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        if self.state == State::Closed || self.successor.is_some() {
+            return Some(now);
+        }
+        let timers = &self.conn.timers;
+        let keepalive = match (self.state, self.nat_ours, timers.nat_keepalive) {
+            (State::Established, true, Some(every)) => Some(
+                self.keepalive_at
+                    .unwrap_or(self.established_at.unwrap_or(now) + every),
+            ),
+            _ => None,
+        };
+        let rest = if let Some(o) = &self.outstanding {
+            Some(o.sent_at + timers.retransmit_base * 2u32.saturating_pow(o.tries - 1))
+        } else if matches!(self.state, State::InitReplied | State::Rekeyed) {
+            Some(self.last_heard + timers.retransmit_base * 16)
+        } else if self.state == State::Established {
+            let dpd = timers.dpd.map(|d| self.last_heard + d);
+            [dpd, self.ike_rekey_at, self.child_rekey_at]
+                .into_iter()
+                .flatten()
+                .min()
+        } else {
+            None
+        };
+        [keepalive, rest].into_iter().flatten().min()
+    }
+
     /// Retransmits the outstanding request when its time has come, gives up on a
     /// peer that never answers, and sends dead peer detection probes.
     pub fn tick(&mut self, now: Instant) -> Output {

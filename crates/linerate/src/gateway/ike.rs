@@ -24,8 +24,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
 
-/// How often the endpoint's timers run (retransmissions, liveness checks).
-const TICK: Duration = Duration::from_millis(100);
+/// The longest the thread sleeps with nothing due: IP fragments waiting for the
+/// rest of their datagram expire at this grain, and `show ike`'s figures are at
+/// most this old.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// The shortest time between two runs of the endpoint's timers, so that a timer
+/// that stays due (it should not) costs a wake-up a hundredth of a second, never a
+/// spinning thread.
+const MIN_TICK_GAP: Duration = Duration::from_millis(10);
 /// Datagrams taken in one step before its output is carried out.
 const BATCH: usize = 64;
 /// The log lines `show ike` keeps.
@@ -209,10 +215,13 @@ struct KeyExchange {
 }
 
 impl KeyExchange {
+    /// Takes the workers' inputs as they come and runs the endpoint's timers when
+    /// the endpoint says one is due (`Endpoint::next_deadline`), sleeping between.
     fn run(&mut self, inbox: &Receiver<IkeInput>, stop: &AtomicBool) {
-        let mut next_tick = Instant::now();
+        let mut due = Instant::now();
+        let mut last_tick = due;
         while !stop.load(Ordering::Relaxed) {
-            let wait = next_tick.saturating_duration_since(Instant::now());
+            let wait = due.saturating_duration_since(Instant::now());
             let mut out = Output::default();
             match inbox.recv_timeout(wait) {
                 Ok(d) => {
@@ -226,15 +235,23 @@ impl KeyExchange {
                 Err(RecvTimeoutError::Disconnected) => return,
             }
             let now = Instant::now();
-            if now >= next_tick {
+            if now >= due {
                 self.fragments.expire(now);
                 out.append(self.endpoint.tick(now));
-                next_tick = now + TICK;
+                last_tick = now;
             }
             if !self.carry_out(out) {
                 return;
             }
             self.publish(now);
+            // What came in may have set a timer (a request sent, an SA made), so
+            // the next deadline is asked for after every step.
+            let now = Instant::now();
+            due = self
+                .endpoint
+                .next_deadline(now)
+                .map_or(now + MAX_SLEEP, |d| d.min(now + MAX_SLEEP))
+                .max(last_tick + MIN_TICK_GAP);
         }
     }
 
