@@ -13,6 +13,9 @@ use crate::fib::{PortId, TunnelId};
 use crate::graph::HasArena;
 use crate::inflight::InFlight;
 use crate::ip_layer::IpLayer;
+pub use crate::outputs::OutputId;
+use crate::outputs::Outputs;
+use crate::resume::Resume;
 use crate::wg_follow::{FollowerLink, OwnerInbox};
 use crypto::{AeadOp, EngineSet, KeyRegistry};
 use crypto_async::spread::Spreader;
@@ -27,41 +30,6 @@ use wireguard::{
 
 /// Packets waiting on handshakes may hold at most 1/this of the arena.
 const MAX_STAGED_SHARE: usize = 4;
-
-/// One of the context's output queues, each drained by one driver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OutputId(pub usize);
-
-/// Packets the graph finished, waiting for the drivers.
-pub(crate) struct Outputs {
-    queues: Vec<Vec<Handle>>,
-    /// Messages made outside the arena (handshakes, cookie replies), to send as they
-    /// are: rare, small, and not on the packet path.
-    pub(crate) control: Vec<(SocketAddr, Vec<u8>)>,
-}
-
-impl Outputs {
-    fn new(count: usize) -> Outputs {
-        Outputs {
-            queues: (0..count).map(|_| Vec::new()).collect(),
-            control: Vec::new(),
-        }
-    }
-
-    pub(crate) fn queue(&mut self, id: OutputId) -> &mut Vec<Handle> {
-        &mut self.queues[id.0]
-    }
-
-    /// Whether every queue has gone to its driver.
-    pub(crate) fn all_empty(&self) -> bool {
-        self.queues.iter().all(Vec::is_empty)
-    }
-
-    fn add(&mut self) -> OutputId {
-        self.queues.push(Vec::new());
-        OutputId(self.queues.len() - 1)
-    }
-}
 
 /// The WireGuard side of the tunnels: the protocol device, the inner interface's
 /// MTU, which bounds the padding (0: not known), and how many buffers the device
@@ -283,7 +251,7 @@ pub struct Context {
     pub(crate) now: Instant,
     pub(crate) outputs: Outputs,
     pub(crate) tunnels: Tunnels,
-    pub(crate) inflight: InFlight,
+    pub(crate) inflight: InFlight<Resume>,
     /// Ports, routes and neighbors (a gateway's; empty in host mode).
     pub(crate) ip: IpLayer,
     /// Cross-connects (a gateway's; empty in host mode).
@@ -410,7 +378,7 @@ impl Context {
     /// buffer carries); `None` for a number no tunnel has.
     pub fn tunnel_mtu(&self, t: TunnelId) -> Option<usize> {
         match self.tunnels.entry(t)? {
-            TunnelEntry::WireGuard { mtu: 0 } => Some(crate::wg::MAX_MTU),
+            TunnelEntry::WireGuard { mtu: 0 } => Some(crate::wg_limits::MAX_MTU),
             TunnelEntry::WireGuard { mtu } | TunnelEntry::Esp { mtu, .. } => Some(mtu),
         }
     }

@@ -13,12 +13,15 @@
 //!
 //! `esp-encrypt` and `esp-decrypt` are the nodes; this module holds their tables.
 
-use crate::esp_selectors::{self, PrefixSet};
-use crate::esp_spi_index::SpiIndex;
+mod selectors;
+mod spi_index;
+
 use crate::outer_header::OuterHeader;
 use crypto::{KeyHandle, KeyRegistry};
 use ipsec::{EspAlgorithm, Expired, Lifetime, ReplayWindow, SendSequence, Usage};
 use lpm::Prefix;
+use selectors::PrefixSet;
+use spi_index::SpiIndex;
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -342,7 +345,7 @@ impl EspTunnel {
     /// this way: out (`outbound`) or in, by the tunnel's selectors (RFC 4301
     /// section 5.2 step 4 for the inbound check).
     pub(crate) fn selects(&self, ip: &[u8], outbound: bool) -> bool {
-        esp_selectors::admits(&self.local_set, &self.remote_set, ip, outbound)
+        selectors::admits(&self.local_set, &self.remote_set, ip, outbound)
     }
 
     pub fn outbound(&self) -> Option<&Arc<OutboundSa>> {

@@ -217,7 +217,7 @@ impl GatewayGraph {
     /// unlimited, up to what a buffer carries).
     pub fn set_wireguard(&mut self, listen_port: u16, mtu: usize) {
         self.cx.tunnels.wg.listen_port = listen_port;
-        self.cx.set_wg_mtu(mtu.min(crate::wg::MAX_MTU));
+        self.cx.set_wg_mtu(mtu.min(crate::wg_limits::MAX_MTU));
     }
 
     /// Turns IKE on: datagrams to the IKE ports go to `inbox`.

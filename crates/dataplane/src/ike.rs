@@ -75,7 +75,7 @@ pub fn datagram_in(packet: &[u8]) -> Result<IkeDatagram, &'static str> {
         return Err("malformed");
     }
     let u = udp::Packet::new_unchecked(&body[..len]);
-    if !crate::nodes::ip_local::udp_checksum_ok(&u, src, dst) {
+    if !u.verify_checksum(src, dst) {
         return Err("bad-udp-checksum");
     }
     if !is_ike(u.dst_port(), u.payload()) {

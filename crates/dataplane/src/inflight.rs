@@ -9,114 +9,19 @@
 //! different number of ops, or never, when the engine says nothing is in flight) is
 //! counted, and each packet without a result gets [`OpStatus::Pending`], which its post
 //! node counts as a drop: no packet is freed silently or left behind.
+//!
+//! The table keeps whatever record `R` its user resumes a packet with (the graph's is
+//! `resume::Resume`) and never looks inside it, so it names no protocol. Handing
+//! frames to the engine and taking them back is the crypto nodes' (`nodes::aead`).
 
 use crate::arena::Handle;
-use crate::context::Context;
-use crate::esp::{EspTunnelId, InboundSlot};
-use crate::graph::KEEP;
-use crypto::{AeadOp, Algorithm, OpStatus};
+use crypto::{AeadOp, OpStatus};
 use std::collections::VecDeque;
-use wireguard::{PeerId, RecvTicket};
-
-/// An ICV an op wrote away from its place in the packet (ESP with ESN and a chained
-/// op: the MAC covered bytes where the ICV goes), to move there: offsets in the
-/// packet's buffer.
-#[derive(Clone, Copy, Debug)]
-pub struct MovedIcv {
-    pub from: u16,
-    pub to: u16,
-    pub len: u8,
-}
-
-/// What a post node needs to finish one packet after an asynchronous engine.
-#[derive(Clone, Copy, Debug)]
-pub enum Resume {
-    Encrypt {
-        peer: PeerId,
-        inner_len: usize,
-        /// The framed packet's length on the wire, as the node set it.
-        wire_len: usize,
-        /// The session it is sealed on (`Keypair::serial`) and its counter: what
-        /// the late check marks it with once sealed (see `seal_ledger`).
-        serial: u64,
-        counter: u64,
-    },
-    Decrypt {
-        ticket: RecvTicket,
-        counter: u64,
-    },
-    EspEncrypt {
-        tunnel: EspTunnelId,
-        icv: Option<MovedIcv>,
-    },
-    EspDecrypt {
-        slot: InboundSlot,
-        seq: u64,
-    },
-}
-
-/// Hands a frame's ops to the asynchronous engine serving ChaCha20-Poly1305, if the
-/// chosen engine is one: the packets (index in the frame, handle, how to resume) are
-/// parked and their next edge is KEEP. Returns false, touching nothing, when the
-/// engine is synchronous and the caller runs the ops itself.
-pub(crate) fn park_frame(
-    cx: &mut Context,
-    ops: &[AeadOp],
-    packets: impl Iterator<Item = (usize, Handle, Resume)>,
-    next: &mut [u16],
-) -> bool {
-    let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) else {
-        return false;
-    };
-    let (mem, len) = cx.arena.lend();
-    // SAFETY: every op covers its own packet's buffer; those packets are parked
-    // (KEEP) and touched by no one until the frame returns, and the graph's run waits
-    // for every frame before it returns, so the arena outlives them all.
-    #[allow(unsafe_code)]
-    let seq = unsafe { engine.submit(mem, len, ops.to_vec()) };
-    cx.inflight.park(
-        seq,
-        packets.map(|(i, h, resume)| {
-            next[i] = KEEP;
-            (h, resume)
-        }),
-    );
-    true
-}
-
-/// Waits for every frame out at the asynchronous engine and hands each packet to
-/// `deliver`, for its post node. Frames come back in the order they left, so per-peer
-/// packet order holds. Returns whether there was any.
-pub(crate) fn resume_all(cx: &mut Context, mut deliver: impl FnMut(Handle, &Resume)) -> bool {
-    if cx.inflight.is_empty() {
-        return false;
-    }
-    let Some(engine) = cx.engines.async_for(Algorithm::ChaCha20Poly1305) else {
-        // The engine is gone or changed: nobody holds the buffers any more.
-        cx.inflight.abandon_all(&mut deliver);
-        cx.arena.all_returned();
-        return true;
-    };
-    while !cx.inflight.is_empty() {
-        match engine.wait() {
-            Some((seq, ops)) => {
-                cx.arena.returned();
-                cx.inflight.returned(seq, &ops, &mut deliver);
-            }
-            None => {
-                // Nothing is in flight, so no one holds the buffers any more.
-                cx.inflight.abandon_all(&mut deliver);
-                cx.arena.all_returned();
-            }
-        }
-    }
-    true
-}
 
 /// A frame at the engine: its sequence number and its packets in op order.
-struct Frame {
+struct Frame<R> {
     seq: u64,
-    packets: Vec<(Handle, Resume)>,
+    packets: Vec<(Handle, R)>,
 }
 
 /// Frames that came back other than as they left.
@@ -132,17 +37,17 @@ pub struct InFlightCounters {
     pub lost: u64,
 }
 
-pub(crate) struct InFlight {
-    frames: VecDeque<Frame>,
+pub(crate) struct InFlight<R> {
+    frames: VecDeque<Frame<R>>,
     /// Frame records to reuse, so that parking allocates only while warming up.
-    spare: Vec<Frame>,
+    spare: Vec<Frame<R>>,
     /// Per buffer: the op's status and how to resume, from return to post node.
-    back: Vec<Option<(OpStatus, Resume)>>,
+    back: Vec<Option<(OpStatus, R)>>,
     counters: InFlightCounters,
 }
 
-impl InFlight {
-    pub(crate) fn new(buffers: usize) -> InFlight {
+impl<R: Copy> InFlight<R> {
+    pub(crate) fn new(buffers: usize) -> InFlight<R> {
         InFlight {
             frames: VecDeque::new(),
             spare: Vec::new(),
@@ -160,7 +65,7 @@ impl InFlight {
     }
 
     /// Records a frame handed to the engine under `seq`, its packets in op order.
-    pub(crate) fn park(&mut self, seq: u64, packets: impl Iterator<Item = (Handle, Resume)>) {
+    pub(crate) fn park(&mut self, seq: u64, packets: impl Iterator<Item = (Handle, R)>) {
         let mut frame = self.spare.pop().unwrap_or(Frame {
             seq,
             packets: Vec::new(),
@@ -178,7 +83,7 @@ impl InFlight {
         &mut self,
         seq: u64,
         ops: &[AeadOp],
-        mut deliver: impl FnMut(Handle, &Resume),
+        mut deliver: impl FnMut(Handle, &R),
     ) -> bool {
         let Some(at) = self.frames.iter().position(|f| f.seq == seq) else {
             self.counters.unknown += 1;
@@ -202,7 +107,7 @@ impl InFlight {
 
     /// Gives up on every parked frame (the engine has none in flight): each packet
     /// goes to its post node with [`OpStatus::Pending`]. Returns how many frames.
-    pub(crate) fn abandon_all(&mut self, mut deliver: impl FnMut(Handle, &Resume)) -> usize {
+    pub(crate) fn abandon_all(&mut self, mut deliver: impl FnMut(Handle, &R)) -> usize {
         let n = self.frames.len();
         self.counters.lost += n as u64;
         while let Some(frame) = self.frames.pop_front() {
@@ -216,7 +121,7 @@ impl InFlight {
     }
 
     /// The status and record of a packet back from the engine, once.
-    pub(crate) fn take(&mut self, h: Handle) -> Option<(OpStatus, Resume)> {
+    pub(crate) fn take(&mut self, h: Handle) -> Option<(OpStatus, R)> {
         self.back.get_mut(h as usize)?.take()
     }
 }
@@ -224,7 +129,11 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crypto::{Direction, KeyHandle, Span};
+    use crypto::{Algorithm, Direction, KeyHandle, Span};
+
+    /// A record as a user would keep one: here, the packet's inner length.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Len(usize);
 
     fn op(status: OpStatus) -> AeadOp {
         let mut op = AeadOp::in_place(
@@ -242,14 +151,8 @@ mod tests {
         op
     }
 
-    fn enc(len: usize) -> Resume {
-        Resume::Encrypt {
-            peer: PeerId(0),
-            inner_len: len,
-            wire_len: len + 32,
-            serial: 0,
-            counter: 0,
-        }
+    fn enc(len: usize) -> Len {
+        Len(len)
     }
 
     #[test]
@@ -262,10 +165,7 @@ mod tests {
                 .push(h))
         );
         assert_eq!(got, [3, 5]);
-        assert!(matches!(
-            f.take(3),
-            Some((OpStatus::Ok, Resume::Encrypt { inner_len: 1, .. }))
-        ));
+        assert!(matches!(f.take(3), Some((OpStatus::Ok, Len(1)))));
         assert!(matches!(f.take(5), Some((OpStatus::BadTag, _))));
         assert!(f.take(5).is_none(), "taken once");
         assert!(f.is_empty());

@@ -3,9 +3,9 @@
 //! and which addresses are the gateway's own, for the nodes that answer ARP, ND and
 //! ICMP echo and for the routes marked local.
 
-use crate::context::OutputId;
 use crate::fib::PortId;
 use crate::neighbor::Mac;
+use crate::outputs::OutputId;
 use lpm::Prefix;
 use std::collections::HashMap;
 use std::net::IpAddr;

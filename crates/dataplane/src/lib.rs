@@ -1,10 +1,27 @@
 //! The data path: one arena of packet buffers, frames of handles moving through a
 //! graph of small nodes that declare their own drop reasons, a worker context the
-//! nodes share, and the WireGuard nodes. It knows nothing of sockets or threads:
-//! drivers fill buffers and drain output queues around it.
+//! nodes share, and the nodes of every plane. It knows nothing of sockets or
+//! threads: drivers fill buffers and drain output queues around it.
+//!
+//! The modules form layers, each importing only the layers below it (`make lint`
+//! fails on a ring):
+//! - the core: `arena` (buffers, and where a receive starts in them), `counters`,
+//!   `graph`, `outputs`, and `inflight` (frames at an asynchronous engine, whatever
+//!   record resumes their packets);
+//! - each plane's state, with no node or context in sight: IP (`fib`,
+//!   `interfaces`, `neighbor`, `neighbor_share`, `ip_layer`, `reassembly`), L2
+//!   (`l2`, `vxlan`), ESP (`esp`, `esp_handoff`), WireGuard (`wg_follow`,
+//!   `wg_limits`, `seal_ledger`), the key exchange's inbox (`ike`), the outer
+//!   headers tunnels share (`outer_header`), and `resume` (how each crypto stage
+//!   finishes a packet an engine gives back);
+//! - `context`: all of that, one per worker;
+//! - `nodes` (the crypto stages' shared shape is `nodes::aead`), and the work done
+//!   around them: the late check (`late_check`) and the device's actions
+//!   (`wg_actions`);
+//! - the graphs: `wg` (host mode), `gateway`, `esp_graph`, `l2_graph`.
 // Reviewed exceptions: reading the time-stamp counter (counters.rs) and the arena's
-// raw memory (arena.rs) and lending it to asynchronous engines (park_frame in
-// inflight.rs), memory that async engines and AF_XDP share with other parties.
+// raw memory (arena.rs) and lending it to asynchronous engines (nodes/parked.rs),
+// memory that async engines and AF_XDP share with other parties.
 #![deny(unsafe_code)]
 
 pub mod arena;
@@ -13,8 +30,6 @@ pub mod counters;
 pub mod esp;
 pub mod esp_graph;
 pub mod esp_handoff;
-mod esp_selectors;
-mod esp_spi_index;
 pub mod fib;
 pub mod gateway;
 pub mod graph;
@@ -25,17 +40,21 @@ pub mod ip_layer;
 mod keyed_hash;
 pub mod l2;
 pub mod l2_graph;
+mod late_check;
 pub mod neighbor;
 pub mod neighbor_share;
 pub mod nodes;
 mod outer_header;
+pub mod outputs;
 pub mod reassembly;
+pub mod resume;
 pub use arena::rx_starts;
 pub mod seal_ledger;
 pub mod vxlan;
 pub mod wg;
 mod wg_actions;
 pub mod wg_follow;
+mod wg_limits;
 
 pub use arena::{Arena, FRAME_SIZE, HEADROOM, Handle, IcmpReason, PacketMeta};
 pub use context::{Context, OutputId};

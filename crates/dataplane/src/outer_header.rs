@@ -8,9 +8,11 @@
 //! DSCP or ECN, identification 0, UDP checksum 0 over IPv4 (RFC 3948 section
 //! 2.1) and a full one over IPv6, which requires it.
 
-use crate::nodes::udp_encap::OUTER_TTL;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use wire::{checksum, ip, ipv4, ipv6, udp};
+
+/// The TTL (hop limit) of the outer header, before the rewrite takes one off.
+pub(crate) const OUTER_TTL: u8 = 64;
 
 /// The longest template: IPv6 and UDP.
 const MAX_LEN: usize = ipv6::HEADER_LEN + udp::HEADER_LEN;
@@ -145,10 +147,62 @@ impl OuterHeader {
     }
 }
 
+/// Writes the IP header (`ip_len` bytes) and the UDP header in front of the payload
+/// that fills the rest of `buf`. The addresses are of one family (the source was
+/// chosen for the destination). IPv4 with `fragmentable` (an identification) goes
+/// without DF.
+pub(crate) fn write_headers(
+    buf: &mut [u8],
+    ip_len: usize,
+    from: SocketAddr,
+    to: SocketAddr,
+    fragmentable: Option<u16>,
+) {
+    let total = buf.len();
+    let udp_len = (total - ip_len) as u16;
+    let (head, datagram) = buf.split_at_mut(ip_len);
+    {
+        let mut u = udp::Packet::new_unchecked(&mut *datagram);
+        u.set_src_port(from.port());
+        u.set_dst_port(to.port());
+        u.set_length(udp_len);
+        u.set_checksum(0);
+    }
+    // Cannot fail: the header fits `head` and the caller checked the length.
+    let _ = match (from.ip(), to.ip()) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => wire::ipv4::Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: ip::protocol::UDP,
+            payload_len: udp_len,
+            ttl: OUTER_TTL,
+            dscp: 0,
+            ecn: 0,
+            ident: fragmentable.unwrap_or(0),
+            dont_frag: fragmentable.is_none(),
+        }
+        .emit(head),
+        (IpAddr::V6(src), IpAddr::V6(dst)) => {
+            let r = wire::ipv6::Ipv6Repr {
+                src_addr: src,
+                dst_addr: dst,
+                next_header: ip::protocol::UDP,
+                payload_len: udp_len,
+                hop_limit: OUTER_TTL,
+                traffic_class: 0,
+                flow_label: 0,
+            }
+            .emit(head);
+            udp::Packet::new_unchecked(datagram).fill_checksum_v6(&src, &dst);
+            r
+        }
+        _ => unreachable!("the source was chosen for the destination's family"),
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nodes::udp_encap::write_headers;
     use std::net::SocketAddr;
 
     /// What the nodes wrote field by field before the template.

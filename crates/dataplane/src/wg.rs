@@ -13,7 +13,7 @@
 //! `wg_actions`, shared with the gateway).
 
 use crate::arena::rx_starts::RxStarts;
-use crate::arena::{Arena, FRAME_SIZE, HEADROOM, Handle, TAILROOM};
+use crate::arena::{Arena, Handle};
 use crate::context::{Context, OutputId};
 use crate::counters::ErrorInfo;
 use crate::counters::NodeCounters;
@@ -24,16 +24,7 @@ use crypto::EngineSet;
 use std::time::Instant;
 use wireguard::Device;
 
-/// The largest inner MTU this data path carries both ways: a received datagram
-/// (transport header, the inner packet padded to at most the MTU, the tag) must fit
-/// the part of a buffer a receive may fill (all but headroom and tail room). An
-/// interface asking for more is refused.
-pub const MAX_MTU: usize =
-    FRAME_SIZE - HEADROOM - TAILROOM - wire::wireguard::TRANSPORT_HEADER_LEN - crypto::TAG_LEN;
-
-/// What WireGuard adds to an inner packet inside its UDP datagram: the transport
-/// header and the tag (padding aside, which never takes a packet past the MTU).
-pub const OUTER_OVERHEAD: usize = wire::wireguard::TRANSPORT_HEADER_LEN + crypto::TAG_LEN;
+pub use crate::wg_limits::{MAX_MTU, OUTER_OVERHEAD};
 
 /// The largest datagram a host takes whole: a transport message carrying an inner
 /// packet of [`MAX_MTU`].
@@ -202,6 +193,7 @@ impl WgGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arena::FRAME_SIZE;
     use crate::arena::rx_starts::LINE;
     use wire::wireguard::TRANSPORT_HEADER_LEN;
 

@@ -12,8 +12,9 @@
 
 use crate::context::Context;
 use crate::graph::{Graph, NodeId};
-use crate::inflight::{Resume, resume_all};
 use crate::nodes::EncryptError;
+use crate::nodes::parked::resume_all;
+use crate::resume::Resume;
 use std::net::SocketAddr;
 use wireguard::{Action, Staged};
 

@@ -1,7 +1,7 @@
 //! UDP header view (RFC 768) and its checksum over the IPv4 and IPv6
 //! pseudo-headers.
 
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::bytes::{clamped, clamped_mut, set_u16_be, u16_be};
 use crate::checksum;
@@ -108,6 +108,18 @@ impl<T: AsRef<[u8]>> Packet<T> {
         }
         let pseudo = checksum::pseudo_header_v4(src, dst, protocol::UDP, self.length());
         checksum::combine(pseudo, checksum::sum(self.datagram())) == 0xffff
+    }
+
+    /// Whether the checksum is correct for a datagram carried between `src` and
+    /// `dst`, either version (see [`verify_checksum_v4`](Self::verify_checksum_v4)
+    /// and [`verify_checksum_v6`](Self::verify_checksum_v6)); false for addresses
+    /// of two families, which no datagram has.
+    pub fn verify_checksum(&self, src: IpAddr, dst: IpAddr) -> bool {
+        match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => self.verify_checksum_v4(s, d),
+            (IpAddr::V6(s), IpAddr::V6(d)) => self.verify_checksum_v6(&s, &d),
+            _ => false,
+        }
     }
 
     /// Whether the checksum is correct for a datagram carried in IPv6

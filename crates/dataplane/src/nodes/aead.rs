@@ -12,7 +12,8 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FRAME_LEN, FREE, Node, NodeInfo};
-use crate::inflight::{Resume, park_frame};
+use crate::nodes::parked::park_frame;
+use crate::resume::Resume;
 use crypto::{AeadOp, OpStatus};
 
 pub trait AeadStage: Send + 'static {

@@ -22,9 +22,9 @@ use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::esp::{EspTunnel, EspTunnelId, SaCounters};
 use crate::graph::{FREE, NodeInfo};
-use crate::inflight::{MovedIcv, Resume};
 use crate::nodes::aead::{AeadNode, AeadStage};
 use crate::nodes::{IpLookup, NO_PORT};
+use crate::resume::{MovedIcv, Resume};
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use wire::{esp, ip};
 

@@ -132,17 +132,6 @@ impl PerPacket for IpLocal {
     }
 }
 
-/// Whether a UDP datagram's checksum verifies. Zero: the sender did not compute
-/// one (RFC 768), allowed over IPv4 only.
-pub(crate) fn udp_checksum_ok(u: &udp::Packet<&[u8]>, src: IpAddr, dst: IpAddr) -> bool {
-    match (src, dst) {
-        (IpAddr::V4(_), _) if u.checksum() == 0 => true,
-        (IpAddr::V4(s), IpAddr::V4(d)) => u.verify_checksum_v4(s, d),
-        (IpAddr::V6(s), IpAddr::V6(d)) => u.checksum() != 0 && u.verify_checksum_v6(&s, &d),
-        _ => false,
-    }
-}
-
 /// A fragment for the gateway: a copy to the key exchange, which reassembles
 /// IKE's, when IKE is on and it may be UDP; else dropped.
 fn to_reassembly(
@@ -178,7 +167,7 @@ fn udp(
         return Err(IpLocalError::BadUdp);
     }
     let u = udp::Packet::new_unchecked(&payload[..len]);
-    if !udp_checksum_ok(&u, src, dst) {
+    if !u.verify_checksum(src, dst) {
         return Err(IpLocalError::BadUdpChecksum);
     }
     let listen = cx.tunnels.wg.listen_port;

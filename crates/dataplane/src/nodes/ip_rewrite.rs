@@ -204,7 +204,8 @@ fn lower_wg_mtu_to_fit(cx: &mut Context, h: Handle, mtu: usize) -> bool {
     let from_wg = proto == Some(wire::ip::protocol::UDP)
         && listen != 0
         && data.get(ip_len..ip_len + 2) == Some(&listen.to_be_bytes()[..]);
-    let fits = mtu.saturating_sub(ip_len + wire::udp::HEADER_LEN + crate::wg::OUTER_OVERHEAD);
+    let fits =
+        mtu.saturating_sub(ip_len + wire::udp::HEADER_LEN + crate::wg_limits::OUTER_OVERHEAD);
     if from_wg && fits > 0 && (cx.wg_mtu() == 0 || fits < cx.wg_mtu()) {
         cx.set_wg_mtu(fits);
     }

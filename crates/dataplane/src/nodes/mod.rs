@@ -15,6 +15,7 @@ mod ip_lookup;
 pub(crate) mod ip_rewrite;
 mod l2_xconnect;
 mod output;
+pub(crate) mod parked;
 mod per_packet;
 mod port_output;
 mod tunnel_input;

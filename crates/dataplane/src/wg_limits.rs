@@ -1,0 +1,16 @@
+//! How large WireGuard's packets may be in a worker's buffers: the largest inner
+//! MTU the data path carries, and what the tunnel adds to an inner packet. Both
+//! graphs, the context and the IP nodes size things by these.
+
+use crate::arena::{FRAME_SIZE, HEADROOM, TAILROOM};
+
+/// The largest inner MTU this data path carries both ways: a received datagram
+/// (transport header, the inner packet padded to at most the MTU, the tag) must fit
+/// the part of a buffer a receive may fill (all but headroom and tail room). An
+/// interface asking for more is refused.
+pub const MAX_MTU: usize =
+    FRAME_SIZE - HEADROOM - TAILROOM - wire::wireguard::TRANSPORT_HEADER_LEN - crypto::TAG_LEN;
+
+/// What WireGuard adds to an inner packet inside its UDP datagram: the transport
+/// header and the tag (padding aside, which never takes a packet past the MTU).
+pub const OUTER_OVERHEAD: usize = wire::wireguard::TRANSPORT_HEADER_LEN + crypto::TAG_LEN;
