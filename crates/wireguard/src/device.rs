@@ -16,6 +16,8 @@
 //! This file keeps what they share: the state and the peer accessors.
 
 mod config;
+#[cfg(test)]
+mod follower_tests;
 mod handshake;
 mod index;
 mod run_tickets;
@@ -23,41 +25,22 @@ pub(crate) mod timers;
 mod transport;
 mod view;
 
-pub(crate) use transport::{commit_on, recv_ticket_on};
-
+pub use crate::session::{RecvTicket, SendError, SendTicket};
 pub use config::PeerInfo;
 pub use run_tickets::RecvRun;
-pub use transport::{RecvTicket, SendError, SendTicket};
 
 use crate::allowed_ips::AllowedIps;
 use crate::constants::DEFAULT_HANDSHAKES_PER_SECOND_UNDER_LOAD;
 use crate::cookie::CookieChecker;
-use crate::drop::DropReason;
 use crate::noise::Identity;
 use crate::peer::{Peer, PeerId};
 use crate::ratelimit::{LoadMonitor, RateLimiter};
 use crypto::KeyRegistry;
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-/// Something the device wants done.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Send these bytes (a handshake message or a cookie reply) to `to`.
-    Send { to: SocketAddr, packet: Vec<u8> },
-    /// The peer's staged packets can go now: a session was made, or a keepalive is
-    /// due (then a keepalive is staged).
-    Flush(PeerId),
-    /// The device let go of a staged packet (the data path's buffer `packet`): free it
-    /// and count `reason`.
-    Discard {
-        peer: PeerId,
-        packet: u32,
-        reason: DropReason,
-    },
-}
+pub use crate::action::Action;
 
 pub struct Device {
     identity: Option<Identity>,

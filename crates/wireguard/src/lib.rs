@@ -6,6 +6,7 @@
 //! protocol's concerns, one per file.
 #![forbid(unsafe_code)]
 
+pub mod action;
 pub mod allowed_ips;
 pub mod constants;
 pub mod cookie;
@@ -16,9 +17,12 @@ mod index_hash;
 pub mod keypair;
 pub mod noise;
 pub mod peer;
+pub mod peer_id;
+mod peer_timers;
 pub mod ratelimit;
 pub mod replay;
 pub mod runs;
+pub mod session;
 pub mod staged;
 pub mod tai64n;
 

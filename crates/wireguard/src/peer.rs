@@ -10,12 +10,10 @@ use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 use zeroize::Zeroizing;
 
-/// The deadlines live with the events that arm them.
-pub use crate::device::timers::Timers;
+/// The deadlines; the events that arm them are `device::timers`.
+pub use crate::peer_timers::Timers;
 
-/// A peer's slot in the device; stable while the peer exists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PeerId(pub u32);
+pub use crate::peer_id::PeerId;
 
 pub struct Peer {
     pub public_key: PublicKey,

@@ -12,8 +12,8 @@
 //! Only consecutive packets make a run, so events keep their order: a packet of
 //! another peer, session or source between two packets ends the first run.
 
-use crate::device::RecvTicket;
-use crate::peer::PeerId;
+use crate::peer_id::PeerId;
+use crate::session::RecvTicket;
 use std::net::SocketAddr;
 
 /// Packets sent to one peer, one after another.

@@ -5,10 +5,10 @@
 //! goes) is handed back as [`Action::Discard`](crate::Action::Discard), with the
 //! reason, so that the owner frees the buffer and counts the drop.
 
+use crate::action::Action;
 use crate::constants::MAX_STAGED_PACKETS;
-use crate::device::Action;
 use crate::drop::DropReason;
-use crate::peer::PeerId;
+use crate::peer_id::PeerId;
 use std::collections::VecDeque;
 
 /// One entry of a peer's queue.

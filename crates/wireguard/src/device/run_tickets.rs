@@ -7,11 +7,11 @@
 //! the session, or a report move the endpoint.
 
 use super::Device;
-use super::transport::{RecvTicket, SendTicket, recv_ticket_on};
 use crate::datapath::Follower;
 use crate::drop::DropReason;
 use crate::keypair::Keypair;
 use crate::peer::PeerId;
+use crate::session::{RecvTicket, SendTicket, recv_ticket_on};
 use std::sync::Arc;
 use std::time::Instant;
 

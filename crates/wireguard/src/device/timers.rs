@@ -20,34 +20,7 @@ use crate::peer::{Peer, PeerId};
 use rand::Rng;
 use std::time::{Duration, Instant, SystemTime};
 
-/// The deadlines of section 6's timers; `None` is "not armed".
-#[derive(Default, Debug, Clone)]
-pub struct Timers {
-    pub retransmit_handshake: Option<Instant>,
-    pub send_keepalive: Option<Instant>,
-    pub new_handshake: Option<Instant>,
-    pub zero_key_material: Option<Instant>,
-    pub persistent_keepalive: Option<Instant>,
-    pub handshake_attempts: u32,
-    pub need_another_keepalive: bool,
-    pub sent_lastminute_handshake: bool,
-    pub last_sent_handshake: Option<Instant>,
-}
-
-impl Timers {
-    pub fn next_deadline(&self) -> Option<Instant> {
-        [
-            self.retransmit_handshake,
-            self.send_keepalive,
-            self.new_handshake,
-            self.zero_key_material,
-            self.persistent_keepalive,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-    }
-}
+pub use crate::peer_timers::Timers;
 
 /// Up to REKEY_TIMEOUT_JITTER_MAX, so that peers that lost touch at once do not all
 /// retry at once.
