@@ -25,7 +25,7 @@ use std::time::Instant;
 use wire::ethernet::MacAddr;
 use wireguard::{
     Device, DropReason, PeerId, ReceivedRun, RecvRun, RecvTicket, RunTally, SendError, SendTicket,
-    SentRun,
+    SentRun, SessionPath,
 };
 
 /// Packets waiting on handshakes may hold at most 1/this of the arena.
@@ -55,14 +55,42 @@ pub(crate) struct WgTunnel {
     pub(crate) ledger: crate::seal_ledger::SealLedger,
 }
 
+/// Runs `$call` with `$p` bound to this worker's side of the tunnel's data path
+/// (`wireguard::SessionPath`): the follower's when the worker follows the device,
+/// else the device itself. The one place the two are told apart; both sides are
+/// the same trait, so the call is the same code either way.
+macro_rules! on_path {
+    (ref $device:expr, $follower:expr, $p:ident => $call:expr) => {
+        match $follower {
+            Some(f) => {
+                let $p = &f.follower;
+                $call
+            }
+            None => {
+                let $p = $device;
+                $call
+            }
+        }
+    };
+    (mut $device:expr, $follower:expr, $p:ident => $call:expr) => {
+        match $follower {
+            Some(f) => {
+                let $p = &mut f.follower;
+                $call
+            }
+            None => {
+                let $p = $device;
+                $call
+            }
+        }
+    };
+}
+
 /// The protocol's side of each packet, from the device on its owner and from the
 /// shared sessions on a follower (see `wg_follow`).
 impl WgTunnel {
     pub(crate) fn peer_for_destination(&self, dst: std::net::IpAddr) -> Option<PeerId> {
-        match &self.follower {
-            Some(f) => f.follower.peer_for_destination(dst),
-            None => self.device.peer_for_destination(dst),
-        }
+        on_path!(ref &self.device, &self.follower, p => p.peer_for_destination(dst))
     }
 
     pub(crate) fn send_ticket(
@@ -70,19 +98,13 @@ impl WgTunnel {
         peer: PeerId,
         now: Instant,
     ) -> Result<SendTicket, SendError> {
-        match &mut self.follower {
-            Some(f) => f.follower.send_ticket(peer, now),
-            None => self.device.send_ticket(peer, now),
-        }
+        on_path!(mut &mut self.device, &mut self.follower, p => p.send_ticket(peer, now))
     }
 
     /// Moves `t`, a ticket this frame took, on to its session's next counter; false
     /// when this worker's block is used up (see `wireguard::Device::advance_ticket`).
     pub(crate) fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
-        match &mut self.follower {
-            Some(f) => f.follower.advance_ticket(t),
-            None => self.device.advance_ticket(t),
-        }
+        on_path!(mut &mut self.device, &mut self.follower, p => p.advance_ticket(t))
     }
 
     /// The mark of a packet sealed for `peer` on session `serial` with `counter`,
@@ -96,10 +118,8 @@ impl WgTunnel {
         at: u16,
     ) -> crate::arena::SealMark {
         let (device, follower) = (&self.device, &self.follower);
-        match self.ledger.entry_of(serial, || match follower {
-            Some(f) => f.follower.ticket_session(peer, serial),
-            None => device.ticket_session(peer, serial),
-        }) {
+        let session = || on_path!(ref device, follower, p => p.ticket_session(peer, serial));
+        match self.ledger.entry_of(serial, session) {
             Some(e) => self.ledger.mark(e, counter, at),
             None => crate::arena::SealMark::NONE,
         }
@@ -124,18 +144,12 @@ impl WgTunnel {
     /// The session for packets with receiver index `index`, held for one frame's
     /// packets on it (see `wireguard::RecvRun`).
     pub(crate) fn recv_run(&self, index: u32) -> Result<RecvRun, DropReason> {
-        match &self.follower {
-            Some(f) => f.follower.recv_run(index),
-            None => self.device.recv_run(index),
-        }
+        on_path!(ref &self.device, &self.follower, p => p.recv_run(index))
     }
 
     /// Is `inner_src` one of the allowed IPs of the peer `t` names?
     pub(crate) fn source_allowed(&self, t: &RecvTicket, inner_src: std::net::IpAddr) -> bool {
-        match &self.follower {
-            Some(f) => f.follower.source_allowed(t, inner_src),
-            None => self.device.source_allowed(t, inner_src),
-        }
+        on_path!(ref &self.device, &self.follower, p => p.source_allowed(t, inner_src))
     }
 
     /// Commits the counters of packets on `t`'s session that verified, in order
@@ -146,10 +160,7 @@ impl WgTunnel {
         counters: &[u64],
         accepted: &mut [bool],
     ) -> Result<(), DropReason> {
-        match &self.follower {
-            Some(f) => f.follower.commit_counters(t, counters, accepted),
-            None => self.device.commit_counters(t, counters, accepted),
-        }
+        on_path!(ref &self.device, &self.follower, p => p.commit_counters(t, counters, accepted))
     }
 
     /// One packet received, its counter committed: told to the device (or, on a
@@ -182,18 +193,12 @@ impl WgTunnel {
 
     #[inline(never)]
     fn tell_sent(&mut self, run: &SentRun, now: Instant) {
-        match &mut self.follower {
-            Some(f) => f.follower.note_sent_run(run),
-            None => self.device.note_sent_run(run, now),
-        }
+        on_path!(mut &mut self.device, &mut self.follower, p => p.note_sent_run(run, now))
     }
 
     #[inline(never)]
     fn tell_received(&mut self, run: &ReceivedRun, now: Instant) {
-        match &mut self.follower {
-            Some(f) => f.follower.note_received_run(run),
-            None => self.device.note_received_run(run, now),
-        }
+        on_path!(mut &mut self.device, &mut self.follower, p => p.note_received_run(run, now))
     }
 }
 

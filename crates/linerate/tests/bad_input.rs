@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 use wire::wireguard as msg;
 use wireguard::constants::{REJECT_AFTER_MESSAGES, REKEY_TIMEOUT, REKEY_TIMEOUT_JITTER_MAX};
 use wireguard::cookie::CookieJar;
-use wireguard::{Action, Device, DropReason, PeerId, Prefix, Staged};
+use wireguard::{Action, Device, DropReason, PeerId, Prefix, SessionPath, Staged};
 
 const DAEMON_OUTER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const PEER_OUTER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);

@@ -25,7 +25,7 @@ use crate::index_hash::IndexMap;
 use crate::keypair::Keypair;
 use crate::peer_id::PeerId;
 use crate::runs::{ReceivedRun, SentRun};
-use crate::session::{RecvTicket, SendError, SendTicket};
+use crate::session::{RecvTicket, SendError, SendTicket, SessionPath, advance};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -272,13 +272,102 @@ impl Follower {
         std::mem::take(&mut self.activity)
     }
 
-    pub fn peer_for_destination(&self, dst: IpAddr) -> Option<PeerId> {
-        self.allowed_ips.lookup(dst)
+    /// The data path sent a run of packets to one peer (see `runs`).
+    fn report_sent_run(&mut self, run: &SentRun) {
+        let a = self.activity.of(run.peer);
+        a.sent_packets += run.packets;
+        a.sent_data += run.data;
+        a.sent_bytes += run.bytes;
+    }
+
+    /// Authenticated packets arrived, their counters committed (see `runs`): the
+    /// run's report tells the device.
+    fn report_received_run(&mut self, run: &ReceivedRun) {
+        let a = self.activity.of(run.peer);
+        a.received_packets += run.packets;
+        a.received_data += run.data;
+        a.received_bytes += run.bytes;
+        a.received_from = Some(run.src);
+        if !a.received_on.contains(&run.local_index) {
+            a.received_on.push(run.local_index);
+        }
+    }
+
+    /// The data path sent a packet to `peer` (`plaintext_len` 0 is a keepalive).
+    pub fn note_sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize) {
+        self.report_sent_run(&SentRun::one(peer, plaintext_len, wire_len));
+    }
+
+    /// Finds the session for a data packet and checks its counter, changing nothing.
+    pub fn recv_ticket(
+        &self,
+        receiver_index: u32,
+        counter: u64,
+        now: Instant,
+    ) -> Result<RecvTicket, DropReason> {
+        let (peer, k) = self.session_by_index(receiver_index)?;
+        crate::session::recv_ticket_on(peer, k, counter, now)
+    }
+
+    /// After the tag verified: checks the inner source against the peer's allowed
+    /// IPs and commits the counter in the session's shared window; the device learns
+    /// the rest from the run's report. Nothing changes when it returns an error.
+    pub fn recv_commit(
+        &mut self,
+        t: &RecvTicket,
+        counter: u64,
+        inner_src: Option<IpAddr>,
+        wire_len: usize,
+        src: SocketAddr,
+    ) -> Result<(), DropReason> {
+        crate::session::commit_on(&self.allowed_ips, t, self.session(t)?, counter, inner_src)?;
+        self.report_received_run(&ReceivedRun::one(t, inner_src.is_some(), wire_len, src));
+        Ok(())
+    }
+
+    /// This worker's blocks of send counters.
+    pub(crate) fn blocks_mut(&mut self) -> &mut CounterBlocks {
+        &mut self.blocks
+    }
+}
+
+/// The follower's side of the data path's one interface: the published view's
+/// sessions and allowed IPs, its own counter blocks, and what it learns gathered
+/// in its run's report for the owner.
+impl SessionPath for Follower {
+    fn allowed_ips(&self) -> &AllowedIps<PeerId> {
+        &self.allowed_ips
+    }
+
+    /// The peer and session the view has for our index `local_index`.
+    fn session_by_index(&self, local_index: u32) -> Result<(PeerId, &Arc<Keypair>), DropReason> {
+        let (peer, k) = self
+            .view
+            .sessions
+            .get(&local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        Ok((*peer, k))
+    }
+
+    /// The session a receive ticket names, if the view still has it.
+    fn session(&self, t: &RecvTicket) -> Result<&Keypair, DropReason> {
+        let (_, k) = self.session_by_index(t.local_index)?;
+        Ok(k)
+    }
+
+    /// `peer`'s current session, as the view has it.
+    fn sending_session(&self, peer: PeerId) -> Option<&Arc<Keypair>> {
+        self.view
+            .peers
+            .get(peer.0 as usize)?
+            .as_ref()?
+            .current
+            .as_ref()
     }
 
     /// Counter and key for one packet to `peer`. On `NoSession` the caller hands the
     /// packet to the device's owner to wait for a session.
-    pub fn send_ticket(&mut self, peer: PeerId, now: Instant) -> Result<SendTicket, SendError> {
+    fn send_ticket(&mut self, peer: PeerId, now: Instant) -> Result<SendTicket, SendError> {
         let Some(p) = self
             .view
             .peers
@@ -305,108 +394,19 @@ impl Follower {
         })
     }
 
-    /// The data path sent a packet to `peer` (`plaintext_len` 0 is a keepalive).
-    pub fn note_sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize) {
-        self.note_sent_run(&SentRun::one(peer, plaintext_len, wire_len));
+    /// As [`Device::advance_ticket`], from this worker's blocks.
+    fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
+        advance(self.blocks_mut().next_of(t.serial), t)
     }
 
-    /// The data path sent a run of packets to one peer (see `runs`).
-    pub fn note_sent_run(&mut self, run: &SentRun) {
-        let a = self.activity.of(run.peer);
-        a.sent_packets += run.packets;
-        a.sent_data += run.data;
-        a.sent_bytes += run.bytes;
+    /// Gathered in the run's report: the owner tells its timers (`end_run`).
+    fn note_sent_run(&mut self, run: &SentRun, _now: Instant) {
+        self.report_sent_run(run);
     }
 
-    /// Finds the session for a data packet and checks its counter, changing nothing.
-    pub fn recv_ticket(
-        &self,
-        receiver_index: u32,
-        counter: u64,
-        now: Instant,
-    ) -> Result<RecvTicket, DropReason> {
-        let (peer, k) = self.session_by_index(receiver_index)?;
-        crate::session::recv_ticket_on(peer, k, counter, now)
-    }
-
-    /// After the tag verified: checks the inner source against the peer's allowed
-    /// IPs and commits the counter in the session's shared window; the device learns
-    /// the rest from the run's report. Nothing changes when it returns an error.
-    pub fn recv_commit(
-        &mut self,
-        t: &RecvTicket,
-        counter: u64,
-        inner_src: Option<IpAddr>,
-        wire_len: usize,
-        src: SocketAddr,
-    ) -> Result<(), DropReason> {
-        crate::session::commit_on(&self.allowed_ips, t, self.session(t)?, counter, inner_src)?;
-        self.note_received_run(&ReceivedRun::one(t, inner_src.is_some(), wire_len, src));
-        Ok(())
-    }
-
-    /// The session a receive ticket names, if the view still has it.
-    fn session(&self, t: &RecvTicket) -> Result<&Keypair, DropReason> {
-        let (_, k) = self.session_by_index(t.local_index)?;
-        Ok(k)
-    }
-
-    /// The peer and session the view has for our index `local_index`.
-    pub(crate) fn session_by_index(
-        &self,
-        local_index: u32,
-    ) -> Result<(PeerId, &Arc<Keypair>), DropReason> {
-        let (peer, k) = self
-            .view
-            .sessions
-            .get(&local_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        Ok((*peer, k))
-    }
-
-    /// `peer`'s current session, as the view has it.
-    pub(crate) fn sending_session(&self, peer: PeerId) -> Option<&Arc<Keypair>> {
-        self.view
-            .peers
-            .get(peer.0 as usize)?
-            .as_ref()?
-            .current
-            .as_ref()
-    }
-
-    /// This worker's blocks of send counters.
-    pub(crate) fn blocks_mut(&mut self) -> &mut CounterBlocks {
-        &mut self.blocks
-    }
-
-    /// Is `inner_src` one of the allowed IPs of the peer `t` names?
-    pub fn source_allowed(&self, t: &RecvTicket, inner_src: IpAddr) -> bool {
-        self.allowed_ips.lookup(inner_src) == Some(t.peer)
-    }
-
-    /// Commits counters on `t`'s session in the shared window, as
-    /// [`crate::Device::commit_counters`] does on the device's owner (and, as there,
-    /// checks no source: the caller has done so with [`Follower::source_allowed`]).
-    pub fn commit_counters(
-        &self,
-        t: &RecvTicket,
-        counters: &[u64],
-        accepted: &mut [bool],
-    ) -> Result<(), DropReason> {
-        self.session(t)?.replay.commit_all(counters, accepted);
-        Ok(())
-    }
-
-    /// Authenticated packets arrived, their counters committed (see `runs`): the
-    /// run's report tells the device.
-    pub fn note_received_run(&mut self, run: &ReceivedRun) {
-        let a = self.activity.of(run.peer);
-        a.received_packets += run.packets;
-        a.received_data += run.data;
-        a.received_bytes += run.bytes;
-        a.received_from = Some(run.src);
-        if !a.received_on.contains(&run.local_index) {
-            a.received_on.push(run.local_index);
-        }
+    /// Gathered in the run's report: the owner confirms sessions, tells its timers
+    /// and moves endpoints (`end_run`).
+    fn note_received_run(&mut self, run: &ReceivedRun, _now: Instant) {
+        self.report_received_run(run);
     }
 }

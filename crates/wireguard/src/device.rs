@@ -25,9 +25,9 @@ pub(crate) mod timers;
 mod transport;
 mod view;
 
+pub use crate::session::RecvRun;
 pub use crate::session::{RecvTicket, SendError, SendTicket};
 pub use config::PeerInfo;
-pub use run_tickets::RecvRun;
 
 use crate::allowed_ips::AllowedIps;
 use crate::constants::DEFAULT_HANDSHAKES_PER_SECOND_UNDER_LOAD;
@@ -139,6 +139,8 @@ impl Device {
 pub(crate) mod testing {
     use super::{Action, Device};
     use crate::peer::PeerId;
+    /// What the tests call the data path through.
+    pub(crate) use crate::session::SessionPath;
     use crypto::KeyRegistry;
     use crypto::x25519::PrivateKey;
     use std::net::SocketAddr;

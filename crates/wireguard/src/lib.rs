@@ -25,6 +25,7 @@ pub mod runs;
 pub mod session;
 pub mod staged;
 pub mod tai64n;
+mod tickets;
 
 pub use allowed_ips::{AllowedIps, Prefix};
 pub use datapath::{Activity, Follower, ViewCell};
@@ -33,4 +34,5 @@ pub use drop::DropReason;
 pub use keypair::{Keypair, RESEAL_BEHIND};
 pub use peer::PeerId;
 pub use runs::{ReceivedRun, RunTally, SentRun};
+pub use session::SessionPath;
 pub use staged::Staged;

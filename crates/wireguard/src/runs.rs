@@ -13,7 +13,7 @@
 //! another peer, session or source between two packets ends the first run.
 
 use crate::peer_id::PeerId;
-use crate::session::RecvTicket;
+use crate::tickets::RecvTicket;
 use std::net::SocketAddr;
 
 /// Packets sent to one peer, one after another.

@@ -10,7 +10,7 @@ use crate::cookie::CookieChecker;
 use crate::noise::Identity;
 use crate::peer::{Peer, PeerId};
 use crypto::x25519::{PrivateKey, PublicKey};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 
 /// A peer's configuration and counters, as `wg show` wants them.
@@ -157,11 +157,6 @@ impl Device {
     pub fn clear_allowed_ips(&mut self, id: PeerId) {
         self.allowed_ips_changed();
         self.allowed_ips.remove_value(id);
-    }
-
-    /// The peer whose allowed IPs hold `dst` (longest prefix).
-    pub fn peer_for_destination(&self, dst: IpAddr) -> Option<PeerId> {
-        self.allowed_ips.lookup(dst)
     }
 
     pub fn peer_info(&self, id: PeerId) -> Option<PeerInfo> {

@@ -1,106 +1,162 @@
-//! Tickets for a run of packets on one session within one frame: the session is
-//! found once (by receiver index, or by peer), and each further packet of the run
-//! only has its counter checked or taken. Nothing a frame's preparation does changes
-//! a peer's sessions or endpoint, and the frame reads one clock, so what was found
-//! for the frame's first packet on a session holds for the rest of the frame. A
-//! caller keeps a run for one frame at most: between frames a handshake may replace
-//! the session, or a report move the endpoint.
+//! The device's side of the data path's one interface ([`SessionPath`]): the
+//! owner's sessions and allowed IPs, its counter blocks, and its timers told at
+//! once of what was sent and received.
 
-use super::Device;
-use crate::datapath::Follower;
+use super::{Action, Device};
+use crate::allowed_ips::AllowedIps;
+use crate::constants::REKEY_AFTER_MESSAGES;
 use crate::drop::DropReason;
-use crate::keypair::Keypair;
+use crate::keypair::{Keypair, KeypairRole};
 use crate::peer::PeerId;
-use crate::session::{RecvTicket, SendTicket, recv_ticket_on};
+use crate::runs::{ReceivedRun, SentRun};
+use crate::session::{RecvTicket, SendError, SendTicket, SessionPath, advance};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The session a receiver index names, held for the frame's packets that carry it.
-pub struct RecvRun {
-    index: u32,
-    peer: PeerId,
-    keypair: Arc<Keypair>,
-}
+impl SessionPath for Device {
+    fn allowed_ips(&self) -> &AllowedIps<PeerId> {
+        &self.allowed_ips
+    }
 
-impl RecvRun {
-    /// The run of `index`, from what a session lookup by that index found.
-    fn found(
-        index: u32,
-        session: Result<(PeerId, &Arc<Keypair>), DropReason>,
-    ) -> Result<RecvRun, DropReason> {
-        let (peer, k) = session?;
-        Ok(RecvRun {
-            index,
-            peer,
-            keypair: k.clone(),
+    /// The peer and session our index `local_index` names.
+    fn session_by_index(&self, local_index: u32) -> Result<(PeerId, &Arc<Keypair>), DropReason> {
+        let id = self
+            .index_owner(local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        let p = self.peer(id).ok_or(DropReason::UnknownIndex)?;
+        let (_, k) = p
+            .keypairs
+            .find(local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        Ok((id, k))
+    }
+
+    /// The session a receive ticket names, if it is still the peer's.
+    fn session(&self, t: &RecvTicket) -> Result<&Keypair, DropReason> {
+        let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
+        let (_, k) = p
+            .keypairs
+            .find(t.local_index)
+            .ok_or(DropReason::UnknownIndex)?;
+        Ok(k)
+    }
+
+    fn sending_session(&self, peer: PeerId) -> Option<&Arc<Keypair>> {
+        self.peers
+            .get(peer.0 as usize)?
+            .as_deref()?
+            .keypairs
+            .current
+            .as_ref()
+    }
+
+    /// Counter and key for one packet to `id`, or why not. On `NoSession` the caller
+    /// stages the packet ([`Device::stage`]).
+    fn send_ticket(&mut self, id: PeerId, now: Instant) -> Result<SendTicket, SendError> {
+        // The fields apart: the peer is read while the blocks change.
+        let p = self
+            .peers
+            .get(id.0 as usize)
+            .and_then(|p| p.as_deref())
+            .ok_or(SendError::NoSession)?;
+        let endpoint = p.endpoint.ok_or(SendError::NoEndpoint)?;
+        let k = p
+            .keypairs
+            .current
+            .as_ref()
+            .filter(|k| now < k.reject_at)
+            .ok_or(SendError::NoSession)?;
+        // The counter comes from this worker's block (other workers may send on the
+        // same session: see `datapath`).
+        let counter = self.send_blocks.take(k).ok_or(SendError::NoSession)?;
+        Ok(SendTicket {
+            key: k.send_key,
+            counter,
+            receiver_index: k.remote_index,
+            endpoint,
+            serial: k.serial,
         })
-    }
-
-    /// The receiver index the run was found by.
-    pub fn index(&self) -> u32 {
-        self.index
-    }
-
-    /// The ticket for a packet of the run with `counter`, or why it may not be
-    /// decrypted now (see [`Device::recv_ticket`]). Changes nothing.
-    pub fn ticket(&self, counter: u64, now: Instant) -> Result<RecvTicket, DropReason> {
-        recv_ticket_on(self.peer, &self.keypair, counter, now)
-    }
-}
-
-impl Device {
-    /// The session for packets with `receiver_index`, to take their tickets on.
-    pub fn recv_run(&self, receiver_index: u32) -> Result<RecvRun, DropReason> {
-        RecvRun::found(receiver_index, self.session_by_index(receiver_index))
     }
 
     /// Moves `t`, a ticket this frame took, on to the next counter of this
     /// worker's block for its session (the key, index and endpoint stay); false,
     /// and `t` untouched, when the block is used up: take a full ticket then
     /// ([`Device::send_ticket`]).
-    pub fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
+    fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
         advance(self.send_blocks.next_of(t.serial), t)
     }
 
-    /// `peer`'s current session if its serial is `serial` (a ticket's): what the
-    /// data path holds while the packets sealed on it wait for their driver (the
-    /// late check).
-    pub fn ticket_session(&self, peer: PeerId, serial: u64) -> Option<Arc<Keypair>> {
-        let p = self.peers.get(peer.0 as usize)?.as_deref()?;
-        p.keypairs
-            .current
-            .as_ref()
-            .filter(|k| k.serial == serial)
-            .cloned()
-    }
-}
-
-impl Follower {
-    /// The session for packets with `receiver_index`, to take their tickets on.
-    pub fn recv_run(&self, receiver_index: u32) -> Result<RecvRun, DropReason> {
-        RecvRun::found(receiver_index, self.session_by_index(receiver_index))
-    }
-
-    /// As [`Device::advance_ticket`], from this worker's blocks.
-    pub fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
-        advance(self.blocks_mut().next_of(t.serial), t)
-    }
-
-    /// As [`Device::ticket_session`], from the view.
-    pub fn ticket_session(&self, peer: PeerId, serial: u64) -> Option<Arc<Keypair>> {
-        self.sending_session(peer)
-            .filter(|k| k.serial == serial)
-            .cloned()
-    }
-}
-
-fn advance(counter: Option<u64>, t: &mut SendTicket) -> bool {
-    match counter {
-        Some(c) => {
-            t.counter = c;
-            true
+    /// The data path sent a run of packets to one peer (see `runs`).
+    fn note_sent_run(&mut self, run: &SentRun, now: Instant) {
+        let id = run.peer;
+        let Some(p) = self.peer_mut(id) else { return };
+        p.tx_bytes += run.bytes;
+        p.any_authenticated_packet_sent();
+        p.any_authenticated_packet_traversal(now);
+        if run.data > 0 {
+            p.data_sent(now);
         }
-        None => false,
+        // Section 6.2: rekey after REKEY_AFTER_MESSAGES, or (initiator) REKEY_AFTER_TIME.
+        let stale =
+            p.keypairs.current.as_ref().is_some_and(|k| {
+                k.sent() > REKEY_AFTER_MESSAGES || (k.initiator && now >= k.rekey_at)
+            });
+        if stale {
+            self.initiate(id, false, now);
+        }
+    }
+
+    /// Authenticated packets arrived from a peer on our session `local_index` (their
+    /// counters committed, by this worker or another): counts them, confirms a
+    /// responder's new session, runs the timers, and moves the endpoint to `src`.
+    fn note_received_run(&mut self, run: &ReceivedRun, now: Instant) {
+        let (id, local_index, src) = (run.peer, run.local_index, run.src);
+        let wall = self.wall(now);
+        let Some(p) = self.peer_mut(id) else { return };
+        // The session may have gone since (a follower's report comes a run late).
+        let (rekey_on_receive, confirmed) = match p.keypairs.find(local_index) {
+            Some((slot, k)) => (
+                slot == KeypairRole::Current
+                    && k.initiator
+                    && now >= k.rekey_on_receive_at
+                    && !p.timers.sent_lastminute_handshake,
+                // Data on `next`: the initiator has the session too: it becomes current.
+                slot == KeypairRole::Next,
+            ),
+            None => (false, false),
+        };
+        p.rx_bytes += run.bytes;
+        let moved = p.endpoint != Some(src);
+        p.endpoint = Some(src);
+        let pushed_out = if confirmed {
+            p.keypairs.confirm_next()
+        } else {
+            None
+        };
+        if confirmed {
+            p.handshake_complete(wall);
+        }
+        p.any_authenticated_packet_received();
+        p.any_authenticated_packet_traversal(now);
+        // The one event that is not idempotent: the second data packet owes a second
+        // keepalive, the third and later nothing more.
+        for _ in 0..run.data.min(2) {
+            p.data_received(now);
+        }
+        if moved || confirmed {
+            self.view_changed();
+        }
+        self.release_keypairs(pushed_out);
+        if rekey_on_receive {
+            // Section 6.5: our session is about to expire and the peer keeps talking.
+            if let Some(p) = self.peer_mut(id) {
+                p.timers.sent_lastminute_handshake = true;
+            }
+            self.initiate(id, false, now);
+        }
+        if confirmed && !self.peer(id).is_some_and(|p| p.staged.is_empty()) {
+            self.actions.push_back(Action::Flush(id));
+        }
     }
 }
 

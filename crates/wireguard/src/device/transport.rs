@@ -6,46 +6,15 @@
 //! what they change in a peer's timers goes through the named events in `timers`.
 
 use super::{Action, Device};
-use crate::constants::REKEY_AFTER_MESSAGES;
 use crate::drop::DropReason;
-use crate::keypair::{Keypair, KeypairRole};
 use crate::peer::PeerId;
 use crate::runs::{ReceivedRun, SentRun};
-use crate::session::{RecvTicket, SendError, SendTicket, commit_on, recv_ticket_on};
+use crate::session::{RecvTicket, SessionPath, commit_on, recv_ticket_on};
 use crate::staged::Staged;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::Instant;
 
 impl Device {
-    /// Counter and key for one packet to `id`, or why not. On `NoSession` the caller
-    /// stages the packet ([`Device::stage`]).
-    pub fn send_ticket(&mut self, id: PeerId, now: Instant) -> Result<SendTicket, SendError> {
-        // The fields apart: the peer is read while the blocks change.
-        let p = self
-            .peers
-            .get(id.0 as usize)
-            .and_then(|p| p.as_deref())
-            .ok_or(SendError::NoSession)?;
-        let endpoint = p.endpoint.ok_or(SendError::NoEndpoint)?;
-        let k = p
-            .keypairs
-            .current
-            .as_ref()
-            .filter(|k| now < k.reject_at)
-            .ok_or(SendError::NoSession)?;
-        // The counter comes from this worker's block (other workers may send on the
-        // same session: see `datapath`).
-        let counter = self.send_blocks.take(k).ok_or(SendError::NoSession)?;
-        Ok(SendTicket {
-            key: k.send_key,
-            counter,
-            receiver_index: k.remote_index,
-            endpoint,
-            serial: k.serial,
-        })
-    }
-
     /// The end of the data path's run: counters left in this worker's blocks are let
     /// go, so that it never sends with counters older than the other workers' by more
     /// than a run.
@@ -98,26 +67,6 @@ impl Device {
         self.note_sent_run(&SentRun::one(id, plaintext_len, wire_len), now);
     }
 
-    /// The data path sent a run of packets to one peer (see `runs`).
-    pub fn note_sent_run(&mut self, run: &SentRun, now: Instant) {
-        let id = run.peer;
-        let Some(p) = self.peer_mut(id) else { return };
-        p.tx_bytes += run.bytes;
-        p.any_authenticated_packet_sent();
-        p.any_authenticated_packet_traversal(now);
-        if run.data > 0 {
-            p.data_sent(now);
-        }
-        // Section 6.2: rekey after REKEY_AFTER_MESSAGES, or (initiator) REKEY_AFTER_TIME.
-        let stale =
-            p.keypairs.current.as_ref().is_some_and(|k| {
-                k.sent() > REKEY_AFTER_MESSAGES || (k.initiator && now >= k.rekey_at)
-            });
-        if stale {
-            self.initiate(id, false, now);
-        }
-    }
-
     /// Finds the session for a data packet and checks its counter, changing nothing.
     pub fn recv_ticket(
         &self,
@@ -127,22 +76,6 @@ impl Device {
     ) -> Result<RecvTicket, DropReason> {
         let (id, k) = self.session_by_index(receiver_index)?;
         recv_ticket_on(id, k, counter, now)
-    }
-
-    /// The peer and session our index `local_index` names.
-    pub(crate) fn session_by_index(
-        &self,
-        local_index: u32,
-    ) -> Result<(PeerId, &Arc<Keypair>), DropReason> {
-        let id = self
-            .index_owner(local_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        let p = self.peer(id).ok_or(DropReason::UnknownIndex)?;
-        let (_, k) = p
-            .keypairs
-            .find(local_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        Ok((id, k))
     }
 
     /// After the tag verified: checks the inner source against the peer's allowed
@@ -163,99 +96,15 @@ impl Device {
         self.note_received_run(&run, now);
         Ok(())
     }
-
-    /// The session a receive ticket names, if it is still the peer's.
-    fn session(&self, t: &RecvTicket) -> Result<&Keypair, DropReason> {
-        let p = self.peer(t.peer).ok_or(DropReason::UnknownIndex)?;
-        let (_, k) = p
-            .keypairs
-            .find(t.local_index)
-            .ok_or(DropReason::UnknownIndex)?;
-        Ok(k)
-    }
-
-    /// Is `inner_src` one of the allowed IPs of the peer `t` names? The check a
-    /// decrypted packet passes before its counter is committed.
-    pub fn source_allowed(&self, t: &RecvTicket, inner_src: IpAddr) -> bool {
-        self.allowed_ips.lookup(inner_src) == Some(t.peer)
-    }
-
-    /// Commits, in order, the counters of packets on `t`'s session whose tags
-    /// verified: `accepted[i]` says whether `counters[i]` was taken (see
-    /// [`crate::replay::ReplayWindow::commit_all`]). `UnknownIndex`, and nothing
-    /// taken, when the session is gone. It checks no source: the caller has passed
-    /// each packet through [`Device::source_allowed`] first.
-    pub fn commit_counters(
-        &self,
-        t: &RecvTicket,
-        counters: &[u64],
-        accepted: &mut [bool],
-    ) -> Result<(), DropReason> {
-        self.session(t)?.replay.commit_all(counters, accepted);
-        Ok(())
-    }
-
-    /// Authenticated packets arrived from a peer on our session `local_index` (their
-    /// counters committed, by this worker or another): counts them, confirms a
-    /// responder's new session, runs the timers, and moves the endpoint to `src`.
-    pub fn note_received_run(&mut self, run: &ReceivedRun, now: Instant) {
-        let (id, local_index, src) = (run.peer, run.local_index, run.src);
-        let wall = self.wall(now);
-        let Some(p) = self.peer_mut(id) else { return };
-        // The session may have gone since (a follower's report comes a run late).
-        let (rekey_on_receive, confirmed) = match p.keypairs.find(local_index) {
-            Some((slot, k)) => (
-                slot == KeypairRole::Current
-                    && k.initiator
-                    && now >= k.rekey_on_receive_at
-                    && !p.timers.sent_lastminute_handshake,
-                // Data on `next`: the initiator has the session too: it becomes current.
-                slot == KeypairRole::Next,
-            ),
-            None => (false, false),
-        };
-        p.rx_bytes += run.bytes;
-        let moved = p.endpoint != Some(src);
-        p.endpoint = Some(src);
-        let pushed_out = if confirmed {
-            p.keypairs.confirm_next()
-        } else {
-            None
-        };
-        if confirmed {
-            p.handshake_complete(wall);
-        }
-        p.any_authenticated_packet_received();
-        p.any_authenticated_packet_traversal(now);
-        // The one event that is not idempotent: the second data packet owes a second
-        // keepalive, the third and later nothing more.
-        for _ in 0..run.data.min(2) {
-            p.data_received(now);
-        }
-        if moved || confirmed {
-            self.view_changed();
-        }
-        self.release_keypairs(pushed_out);
-        if rekey_on_receive {
-            // Section 6.5: our session is about to expire and the peer keeps talking.
-            if let Some(p) = self.peer_mut(id) {
-                p.timers.sent_lastminute_handshake = true;
-            }
-            self.initiate(id, false, now);
-        }
-        if confirmed && !self.peer(id).is_some_and(|p| p.staged.is_empty()) {
-            self.actions.push_back(Action::Flush(id));
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::Action;
     use super::super::testing::*;
-    use super::SendError;
     use crate::DropReason;
     use crate::constants::MAX_STAGED_PACKETS;
+    use crate::session::SendError;
     use crate::{PeerId, Staged};
     use crypto::KeyRegistry;
     use std::sync::Arc;

@@ -5,6 +5,7 @@
 use super::Device;
 use crate::datapath::{Activity, PeerPath, View, ViewCell};
 use crate::runs::{ReceivedRun, SentRun};
+use crate::session::SessionPath;
 use std::sync::Arc;
 use std::time::Instant;
 
