@@ -77,7 +77,12 @@ pub struct AsyncEngine {
     /// Round robin over the threads for whole frames.
     next_worker: usize,
     in_flight: usize,
+    /// Frames handed back, to fill again (at most [`MAX_SPARE_FRAMES`]).
+    spare: Vec<Vec<AeadOp>>,
 }
+
+/// Frames kept for reuse: more than a worker ever has in flight at once.
+const MAX_SPARE_FRAMES: usize = 64;
 
 impl AsyncEngine {
     pub const NAME: &'static str = "async";
@@ -119,6 +124,7 @@ impl AsyncEngine {
             reorder: BTreeMap::new(),
             next_worker: 0,
             in_flight: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -215,6 +221,17 @@ impl AsyncOps for AsyncEngine {
 
     fn in_flight(&self) -> usize {
         self.in_flight
+    }
+
+    fn frame(&mut self) -> Vec<AeadOp> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    fn recycle(&mut self, mut ops: Vec<AeadOp>) {
+        if self.spare.len() < MAX_SPARE_FRAMES {
+            ops.clear();
+            self.spare.push(ops);
+        }
     }
 }
 
@@ -383,6 +400,43 @@ mod tests {
         }
         assert_eq!(back, seqs);
         assert_eq!(engine.in_flight(), 0);
+    }
+
+    /// A frame handed back is handed out again, empty, its room kept: a stream
+    /// of frames allocates nothing once warm; and no more than
+    /// `MAX_SPARE_FRAMES` wait to be reused.
+    #[test]
+    fn frames_are_reused() {
+        let keys = Arc::new(KeyRegistry::new(4));
+        let k = keys.insert(Algorithm::ChaCha20Poly1305, &[1; 32]).unwrap();
+        let mut engine = AsyncEngine::new(keys, factory(), 1);
+        let mut mem = vec![0u8; 64 * 80];
+        let mut frame = engine.frame();
+        assert_eq!(frame.capacity(), 0, "nothing to reuse yet");
+        frame.extend((0..64).map(|j| {
+            AeadOp::in_place(
+                Algorithm::ChaCha20Poly1305,
+                k,
+                Direction::Encrypt,
+                [j as u8; 12],
+                Span::EMPTY,
+                Span::new(j * 80, 64),
+            )
+        }));
+        let room = frame.as_ptr();
+        // SAFETY: `mem` outlives the frame, which is waited for below.
+        unsafe { engine.submit(mem.as_mut_ptr(), mem.len(), frame) };
+        let (_, ops) = engine.wait().expect("the frame comes back");
+        assert!(ops.iter().all(|o| o.status == OpStatus::Ok));
+        engine.recycle(ops);
+        let again = engine.frame();
+        assert!(again.is_empty());
+        assert_eq!(again.as_ptr(), room, "the same allocation");
+        assert!(again.capacity() >= 64);
+        for _ in 0..MAX_SPARE_FRAMES + 10 {
+            engine.recycle(Vec::with_capacity(1));
+        }
+        assert_eq!(engine.spare.len(), MAX_SPARE_FRAMES);
     }
 
     /// Serves AEADs through AWS-LC and nothing else.

@@ -44,6 +44,17 @@ pub trait AsyncOps {
     fn wait(&mut self) -> Option<(u64, Vec<AeadOp>)>;
 
     fn in_flight(&self) -> usize;
+
+    /// An empty frame to fill and [`submit`](AsyncOps::submit): one that
+    /// [`recycle`](AsyncOps::recycle) handed back, when there is one, so that a steady
+    /// stream of frames allocates nothing.
+    fn frame(&mut self) -> Vec<AeadOp> {
+        Vec::new()
+    }
+
+    /// Takes back a frame's ops once the caller is done with what came back from
+    /// [`poll`](AsyncOps::poll) or [`wait`](AsyncOps::wait), to hand out again.
+    fn recycle(&mut self, _ops: Vec<AeadOp>) {}
 }
 
 /// The engines of one worker and which of them serves each algorithm at each size

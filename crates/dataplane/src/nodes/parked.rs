@@ -22,11 +22,13 @@ pub(crate) fn park_frame(
         return false;
     };
     let (mem, len) = cx.arena.lend();
+    let mut frame = engine.frame();
+    frame.extend_from_slice(ops);
     // SAFETY: every op covers its own packet's buffer; those packets are parked
     // (KEEP) and touched by no one until the frame returns, and the graph's run waits
     // for every frame before it returns, so the arena outlives them all.
     #[allow(unsafe_code)]
-    let seq = unsafe { engine.submit(mem, len, ops.to_vec()) };
+    let seq = unsafe { engine.submit(mem, len, frame) };
     cx.inflight.park(
         seq,
         packets.map(|(i, h, resume)| {
@@ -55,6 +57,7 @@ pub(crate) fn resume_all(cx: &mut Context, mut deliver: impl FnMut(Handle, &Resu
             Some((seq, ops)) => {
                 cx.arena.returned();
                 cx.inflight.returned(seq, &ops, &mut deliver);
+                engine.recycle(ops);
             }
             None => {
                 // Nothing is in flight, so no one holds the buffers any more.
