@@ -46,29 +46,20 @@ mod field {
     pub const TPA: usize = 24;
 }
 
-/// A view of an ARP packet for Ethernet and IPv4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Packet<T> {
+checked_view! {
+    /// A view of an ARP packet for Ethernet and IPv4.
+    pub struct Packet;
     /// Wraps `buffer` without looking at it. Accessors panic if it is
     /// shorter than [`PACKET_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
+    fn new_unchecked;
     /// Wraps `buffer` after checking that it holds [`PACKET_LEN`] bytes and
     /// that the hardware type is Ethernet, the protocol type IPv4, and the
     /// address lengths 6 and 4. The operation is not checked: see
     /// [`operation`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
+    fn new_checked;
+}
 
+impl<T: AsRef<[u8]>> Packet<T> {
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -83,15 +74,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::UnsupportedArp);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// Hardware address space, `ar$hrd`.
@@ -152,10 +134,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the hardware type.
     pub fn set_hardware_type(&mut self, value: u16) {
         set_u16_be(self.data_mut(), field::HTYPE, value);

@@ -32,29 +32,20 @@ pub const NAT_KEEPALIVE: u8 = 0xff;
 /// The longest padding the pad-length byte can say.
 pub const MAX_PAD: usize = 255;
 
-/// A view of an ESP packet: header and the bytes after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
+checked_view! {
+    /// A view of an ESP packet: header and the bytes after it.
+    pub struct Packet;
+    /// Wraps `buffer` without looking at it. Accessors panic if it is shorter
+    /// than [`HEADER_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it holds a header with an SPI that may
+    /// be sent on the wire.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps `buffer` without looking at it. Accessors panic if it is shorter
-    /// than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it holds a header with an SPI that may
-    /// be sent on the wire.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check()?;
-        Ok(p)
-    }
-
     /// The checks of [`new_checked`](Self::new_checked).
-    pub fn check(&self) -> Result<()> {
+    pub fn check_len(&self) -> Result<()> {
         if self.buffer.as_ref().len() < HEADER_LEN {
             return Err(Error::Truncated);
         }

@@ -180,30 +180,21 @@ impl FromStr for MacAddr {
     }
 }
 
-/// A view of an Ethernet II frame: header, optional VLAN tag and payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Frame<T> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Frame<T> {
+checked_view! {
+    /// A view of an Ethernet II frame: header, optional VLAN tag and payload.
+    pub struct Frame;
     /// Wraps `buffer` without looking at it. Accessors of header fields panic
     /// if it is shorter than [`HEADER_LEN`], or than [`MAX_HEADER_LEN`] for a
     /// tagged frame.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Frame { buffer }
-    }
-
+    fn new_unchecked;
     /// Wraps `buffer` after checking that it holds the header and, if the
     /// EtherType is [`ethertype::VLAN`], the tag and the EtherType after it.
     /// An 802.1ad tag, or a VLAN tag inside the VLAN tag, is
     /// [`Error::UnsupportedTag`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let frame = Self::new_unchecked(buffer);
-        frame.check_len()?;
-        Ok(frame)
-    }
+    fn new_checked;
+}
 
+impl<T: AsRef<[u8]>> Frame<T> {
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -226,15 +217,6 @@ impl<T: AsRef<[u8]>> Frame<T> {
             }
             _ => Ok(()),
         }
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// Destination address.
@@ -308,10 +290,6 @@ impl<T: AsRef<[u8]>> Frame<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the destination address.
     pub fn set_dst_addr(&mut self, addr: MacAddr) {
         *fixed_mut(self.data_mut(), field::DST) = addr.0;

@@ -115,26 +115,17 @@ pub fn is_icmp_error<T: AsRef<[u8]>>(packet: &ipv4::Packet<T>) -> bool {
     packet.payload().first().is_none_or(|&ty| is_error_type(ty))
 }
 
-/// A view of an ICMP message: header and data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
+checked_view! {
+    /// A view of an ICMP message: header and data.
+    pub struct Packet;
+    /// Wraps `buffer` without looking at it. Accessors of header fields panic
+    /// if it is shorter than [`HEADER_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it holds the header.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps `buffer` without looking at it. Accessors of header fields panic
-    /// if it is shorter than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it holds the header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -142,15 +133,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// Message type (see [`msg_type`]).
@@ -213,10 +195,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the message type.
     pub fn set_msg_type(&mut self, value: u8) {
         self.data_mut()[field::TYPE] = value;

@@ -233,26 +233,17 @@ fn fill(data: &mut [u8], src: &Ipv6Addr, dst: &Ipv6Addr) {
     set_u16_be(data, field::CHECKSUM, sum);
 }
 
-/// A view of an ICMPv6 message: header and body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
+checked_view! {
+    /// A view of an ICMPv6 message: header and body.
+    pub struct Packet;
+    /// Wraps `buffer` without looking at it. Accessors of header fields panic
+    /// if it is shorter than [`HEADER_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it holds the header.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps `buffer` without looking at it. Accessors of header fields panic
-    /// if it is shorter than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it holds the header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -260,15 +251,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// Message type (see [`msg_type`]).
@@ -330,10 +312,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the message type.
     pub fn set_msg_type(&mut self, value: u8) {
         self.data_mut()[field::TYPE] = value;
@@ -585,21 +563,14 @@ impl<'a> Iterator for NdOptions<'a> {
     }
 }
 
-/// A view of a neighbor solicitation (RFC 4861 §4.3) or neighbor
-/// advertisement (RFC 4861 §4.4): header, flags, target address and
-/// options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NeighborMessage<T> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> NeighborMessage<T> {
+checked_view! {
+    /// A view of a neighbor solicitation (RFC 4861 §4.3) or neighbor
+    /// advertisement (RFC 4861 §4.4): header, flags, target address and
+    /// options.
+    pub struct NeighborMessage;
     /// Wraps `buffer` without looking at it. Accessors of fixed fields panic
     /// if it is shorter than [`NEIGHBOR_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        NeighborMessage { buffer }
-    }
-
+    fn new_unchecked;
     /// Wraps `buffer` after the checks of RFC 4861 §7.1.1 and §7.1.2 that
     /// the message alone answers: it is at least [`NEIGHBOR_LEN`] bytes
     /// ([`Error::Truncated`]), a solicitation or an advertisement
@@ -608,12 +579,10 @@ impl<T: AsRef<[u8]>> NeighborMessage<T> {
     /// option has a length greater than zero ([`Error::BadOptionLen`]) and
     /// ends within the message ([`Error::Truncated`]). Unknown options are
     /// allowed.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let message = Self::new_unchecked(buffer);
-        message.check_len()?;
-        Ok(message)
-    }
+    fn new_checked;
+}
 
+impl<T: AsRef<[u8]>> NeighborMessage<T> {
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -635,15 +604,6 @@ impl<T: AsRef<[u8]>> NeighborMessage<T> {
             option?;
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// Message type: [`msg_type::NEIGHBOR_SOLICIT`] or
@@ -726,10 +686,6 @@ impl<T: AsRef<[u8]>> NeighborMessage<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> NeighborMessage<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     fn set_flag(&mut self, flag: u8, on: bool) {
         let b = &mut self.data_mut()[field::FLAGS];
         *b = if on { *b | flag } else { *b & !flag };

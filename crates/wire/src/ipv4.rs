@@ -32,29 +32,20 @@ mod field {
     pub const FRAG_OFFSET: u16 = 0x1fff;
 }
 
-/// A view of an IPv4 packet: header, options and payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Packet<T> {
+checked_view! {
+    /// A view of an IPv4 packet: header, options and payload.
+    pub struct Packet;
     /// Wraps `buffer` without looking at it. Accessors of fixed header fields
     /// panic if it is shorter than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
+    fn new_unchecked;
     /// Wraps `buffer` after checking that the version is 4, that the header
     /// length is at least 20 and fits in the buffer, and that the total
     /// length covers the header and fits in the buffer. Bytes past the total
     /// length (link-layer or WireGuard padding) are allowed and ignored.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
+    fn new_checked;
+}
 
+impl<T: AsRef<[u8]>> Packet<T> {
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -80,15 +71,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// The version nibble.
@@ -199,10 +181,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the version nibble.
     pub fn set_version(&mut self, version: u8) {
         let b = &mut self.data_mut()[field::VER_IHL];

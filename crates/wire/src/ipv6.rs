@@ -25,28 +25,19 @@ mod field {
     pub const FLOW_LABEL: u32 = 0x000f_ffff;
 }
 
-/// A view of an IPv6 packet: fixed header and payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Packet<T> {
+checked_view! {
+    /// A view of an IPv6 packet: fixed header and payload.
+    pub struct Packet;
     /// Wraps `buffer` without looking at it. Accessors of header fields panic
     /// if it is shorter than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
+    fn new_unchecked;
     /// Wraps `buffer` after checking that it holds the fixed header, that the
     /// version is 6, and that the payload length fits in the buffer. Bytes
     /// past the payload length are allowed and ignored.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
+    fn new_checked;
+}
 
+impl<T: AsRef<[u8]>> Packet<T> {
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -61,15 +52,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     fn ver_tc_flow(&self) -> u32 {
@@ -129,10 +111,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     fn set_ver_tc_flow(&mut self, mask: u32, value: u32) {
         let old = self.ver_tc_flow();
         *fixed_mut(self.data_mut(), field::VER_TC_FLOW) =

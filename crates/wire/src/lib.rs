@@ -34,6 +34,9 @@
 #[cfg(test)]
 extern crate std;
 
+#[macro_use]
+mod view;
+
 pub mod arp;
 mod bytes;
 #[cfg(test)]

@@ -60,27 +60,18 @@ mod field {
     pub const URGENT: usize = 18;
 }
 
-/// A view of a TCP segment: header, options and payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
+checked_view! {
+    /// A view of a TCP segment: header, options and payload.
+    pub struct Packet;
+    /// Wraps `buffer` without looking at it. Accessors of fixed header fields
+    /// panic if it is shorter than [`HEADER_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it holds the fixed header and that
+    /// the header length (data offset) is at least 20 and fits in the buffer.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps `buffer` without looking at it. Accessors of fixed header fields
-    /// panic if it is shorter than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it holds the fixed header and that
-    /// the header length (data offset) is at least 20 and fits in the buffer.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -96,15 +87,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// Source port.
@@ -187,10 +169,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the source port.
     pub fn set_src_port(&mut self, port: u16) {
         set_u16_be(self.data_mut(), field::SRC_PORT, port);

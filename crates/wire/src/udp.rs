@@ -18,31 +18,22 @@ mod field {
     pub const CHECKSUM: usize = 6;
 }
 
-/// A view of a UDP datagram: header and payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Packet<T> {
+checked_view! {
+    /// A view of a UDP datagram: header and payload.
+    pub struct Packet;
     /// Wraps `buffer` without looking at it. Accessors of header fields panic
     /// if it is shorter than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
+    fn new_unchecked;
     /// Wraps `buffer` after checking that it holds the header and that the
     /// length field covers the header and fits in the buffer. Bytes past the
     /// length field are allowed and ignored.
     ///
     /// A length field of zero, which IPv6 jumbograms use (RFC 2675), is
     /// rejected: nothing here carries jumbograms.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
+    fn new_checked;
+}
 
+impl<T: AsRef<[u8]>> Packet<T> {
     /// The checks of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
@@ -58,15 +49,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 
     /// Source port.
@@ -135,10 +117,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the source port.
     pub fn set_src_port(&mut self, port: u16) {
         set_u16_be(self.data_mut(), field::SRC_PORT, port);

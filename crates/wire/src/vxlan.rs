@@ -24,29 +24,20 @@ pub const FLAGS_I: u8 = 0x08;
 /// The largest VNI (24 bits).
 pub const MAX_VNI: u32 = 0x00ff_ffff;
 
-/// A view of a VXLAN header and the frame after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header<T> {
-    buffer: T,
+checked_view! {
+    /// A view of a VXLAN header and the frame after it.
+    pub struct Header;
+    /// Wraps `buffer` without looking at it. Accessors panic if it is shorter
+    /// than [`HEADER_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it holds a header with the I flag
+    /// set and every reserved bit zero.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> Header<T> {
-    /// Wraps `buffer` without looking at it. Accessors panic if it is shorter
-    /// than [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Header { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it holds a header with the I flag
-    /// set and every reserved bit zero.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check()?;
-        Ok(h)
-    }
-
     /// The checks of [`new_checked`](Self::new_checked).
-    pub fn check(&self) -> Result<()> {
+    pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         if b.len() < HEADER_LEN {
             return Err(Error::Truncated);

@@ -297,34 +297,23 @@ impl<T: AsRef<[u8]>> Message<T> {
     }
 }
 
-/// First handshake message, initiator to responder (§5.4.2), 148 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HandshakeInitiation<T> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> HandshakeInitiation<T> {
+checked_view! {
+    /// First handshake message, initiator to responder (§5.4.2), 148 bytes.
+    pub struct HandshakeInitiation;
     /// Wraps `buffer` without looking at it; accessors panic if it is
     /// shorter than [`HANDSHAKE_INITIATION_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        HandshakeInitiation { buffer }
-    }
-
+    fn new_unchecked;
     /// Wraps `buffer` after checking that it is exactly
     /// [`HANDSHAKE_INITIATION_LEN`] bytes long. The type word is not checked:
     /// that is [`Message::classify`]'s job.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_exact_len(buffer.as_ref(), HANDSHAKE_INITIATION_LEN)?;
-        Ok(Self::new_unchecked(buffer))
-    }
+    fn new_checked;
+}
 
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
+impl<T: AsRef<[u8]>> HandshakeInitiation<T> {
+    /// The check of [`new_checked`](Self::new_checked), for a view made with
+    /// `new_unchecked`.
+    pub fn check_len(&self) -> Result<()> {
+        check_exact_len(self.buffer.as_ref(), HANDSHAKE_INITIATION_LEN)
     }
 
     /// The initiator's index for this handshake.
@@ -379,10 +368,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeInitiation<T> {
         Ok(message)
     }
 
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the sender index.
     pub fn set_sender_index(&mut self, index: u32) {
         set_u32_le(self.data_mut(), field::initiation::SENDER, index);
@@ -424,33 +409,22 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeInitiation<T> {
     }
 }
 
-/// Second handshake message, responder to initiator (§5.4.3), 92 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HandshakeResponse<T> {
-    buffer: T,
+checked_view! {
+    /// Second handshake message, responder to initiator (§5.4.3), 92 bytes.
+    pub struct HandshakeResponse;
+    /// Wraps `buffer` without looking at it; accessors panic if it is
+    /// shorter than [`HANDSHAKE_RESPONSE_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it is exactly
+    /// [`HANDSHAKE_RESPONSE_LEN`] bytes long. The type word is not checked.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> HandshakeResponse<T> {
-    /// Wraps `buffer` without looking at it; accessors panic if it is
-    /// shorter than [`HANDSHAKE_RESPONSE_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        HandshakeResponse { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it is exactly
-    /// [`HANDSHAKE_RESPONSE_LEN`] bytes long. The type word is not checked.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_exact_len(buffer.as_ref(), HANDSHAKE_RESPONSE_LEN)?;
-        Ok(Self::new_unchecked(buffer))
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
+    /// The check of [`new_checked`](Self::new_checked), for a view made with
+    /// `new_unchecked`.
+    pub fn check_len(&self) -> Result<()> {
+        check_exact_len(self.buffer.as_ref(), HANDSHAKE_RESPONSE_LEN)
     }
 
     /// The responder's index for this handshake.
@@ -505,10 +479,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeResponse<T> {
         Ok(message)
     }
 
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the sender index.
     pub fn set_sender_index(&mut self, index: u32) {
         set_u32_le(self.data_mut(), field::response::SENDER, index);
@@ -545,34 +515,23 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeResponse<T> {
     }
 }
 
-/// Cookie reply, sent instead of a response while under load (§5.4.7),
-/// 64 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CookieReply<T> {
-    buffer: T,
+checked_view! {
+    /// Cookie reply, sent instead of a response while under load (§5.4.7),
+    /// 64 bytes.
+    pub struct CookieReply;
+    /// Wraps `buffer` without looking at it; accessors panic if it is
+    /// shorter than [`COOKIE_REPLY_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it is exactly [`COOKIE_REPLY_LEN`]
+    /// bytes long. The type word is not checked.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> CookieReply<T> {
-    /// Wraps `buffer` without looking at it; accessors panic if it is
-    /// shorter than [`COOKIE_REPLY_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        CookieReply { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it is exactly [`COOKIE_REPLY_LEN`]
-    /// bytes long. The type word is not checked.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_exact_len(buffer.as_ref(), COOKIE_REPLY_LEN)?;
-        Ok(Self::new_unchecked(buffer))
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
+    /// The check of [`new_checked`](Self::new_checked), for a view made with
+    /// `new_unchecked`.
+    pub fn check_len(&self) -> Result<()> {
+        check_exact_len(self.buffer.as_ref(), COOKIE_REPLY_LEN)
     }
 
     /// The sender index of the handshake message this replies to.
@@ -601,10 +560,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> CookieReply<T> {
         Ok(message)
     }
 
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
     /// Sets the receiver index.
     pub fn set_receiver_index(&mut self, index: u32) {
         set_u32_le(self.data_mut(), field::cookie::RECEIVER, index);
@@ -626,34 +581,23 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> CookieReply<T> {
     }
 }
 
-/// Transport data message (§5.4.6): header, then an encrypted, padded
-/// packet and its tag. At least [`TRANSPORT_MIN_LEN`] bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TransportData<T> {
-    buffer: T,
+checked_view! {
+    /// Transport data message (§5.4.6): header, then an encrypted, padded
+    /// packet and its tag. At least [`TRANSPORT_MIN_LEN`] bytes.
+    pub struct TransportData;
+    /// Wraps `buffer` without looking at it; header accessors panic if it is
+    /// shorter than [`TRANSPORT_HEADER_LEN`].
+    fn new_unchecked;
+    /// Wraps `buffer` after checking that it holds at least
+    /// [`TRANSPORT_MIN_LEN`] bytes. The type word is not checked.
+    fn new_checked;
 }
 
 impl<T: AsRef<[u8]>> TransportData<T> {
-    /// Wraps `buffer` without looking at it; header accessors panic if it is
-    /// shorter than [`TRANSPORT_HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Self {
-        TransportData { buffer }
-    }
-
-    /// Wraps `buffer` after checking that it holds at least
-    /// [`TRANSPORT_MIN_LEN`] bytes. The type word is not checked.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_transport_len(buffer.as_ref())?;
-        Ok(Self::new_unchecked(buffer))
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn data(&self) -> &[u8] {
-        self.buffer.as_ref()
+    /// The check of [`new_checked`](Self::new_checked), for a view made with
+    /// `new_unchecked`.
+    pub fn check_len(&self) -> Result<()> {
+        check_transport_len(self.buffer.as_ref())
     }
 
     /// The index the receiver chose for this session.
@@ -689,10 +633,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TransportData<T> {
         message.set_receiver_index(receiver_index);
         message.set_counter(counter);
         Ok(message)
-    }
-
-    fn data_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
     }
 
     /// Sets the receiver index.
