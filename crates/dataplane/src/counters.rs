@@ -1,7 +1,8 @@
 //! Per-node counters: calls, packets, clocks, packets consumed on purpose, and drops
 //! by reason. Each node declares its own reasons (the way a VPP node declares its
-//! error strings): a table of [`ErrorInfo`] made by [`node_errors!`], whose order is the
-//! order of the node's drop counters. A node that passes on what a protocol refuses
+//! error strings): a table of [`ErrorInfo`] made by
+//! [`node_errors!`](crate::node_errors), whose order is the order of the node's
+//! drop counters. A node that passes on what a protocol refuses
 //! appends the protocol's own reasons to its table (see [`ProtocolReasons`]), so the
 //! protocol crate keeps naming what the protocol refuses while buffer and engine
 //! failures stay with the data path's nodes.

@@ -2,7 +2,7 @@
 //! when they come back: all of it here, in one place.
 //!
 //! A node that hands a frame to an asynchronous engine parks its packets (next edge
-//! KEEP), each with a [`Resume`] record. When the engine gives the frame back, every
+//! KEEP), each with a record of how to resume it (`resume::Resume`). When the engine gives the frame back, every
 //! packet gets its op's status beside its record (a table indexed by buffer) and goes
 //! to the post node, which takes both and finishes the packet as the synchronous path
 //! would. A frame that comes back other than as parked (another sequence number, a
@@ -10,9 +10,10 @@
 //! counted, and each packet without a result gets [`OpStatus::Pending`], which its post
 //! node counts as a drop: no packet is freed silently or left behind.
 //!
-//! The table keeps whatever record `R` its user resumes a packet with (the graph's is
-//! `resume::Resume`) and never looks inside it, so it names no protocol. Handing
-//! frames to the engine and taking them back is the crypto nodes' (`nodes::aead`).
+//! The table keeps whatever record `R` its user resumes a packet with and never looks
+//! inside it, so it names no protocol. Handing frames to the engine and taking them
+//! back is `nodes::parked`'s (`park_frame` for the crypto nodes, `resume_all` for
+//! the run's end).
 
 use crate::arena::Handle;
 use crypto::{AeadOp, OpStatus};

@@ -3,8 +3,8 @@
 //! nodes share, and the nodes of every plane. It knows nothing of sockets or
 //! threads: drivers fill buffers and drain output queues around it.
 //!
-//! The modules form layers, each importing only the layers below it (`make lint`
-//! fails on a ring):
+//! The modules form layers: none imports a module of a layer above its own, and
+//! `make lint` fails on any ring:
 //! - the core: `arena` (buffers, and where a receive starts in them), `counters`,
 //!   `graph`, `outputs`, and `inflight` (frames at an asynchronous engine, whatever
 //!   record resumes their packets);
@@ -12,8 +12,9 @@
 //!   `interfaces`, `neighbor`, `neighbor_share`, `ip_layer`, `reassembly`), L2
 //!   (`l2`, `vxlan`), ESP (`esp`, `esp_handoff`), WireGuard (`wg_follow`,
 //!   `wg_limits`, `seal_ledger`), the key exchange's inbox (`ike`), the outer
-//!   headers tunnels share (`outer_header`), and `resume` (how each crypto stage
-//!   finishes a packet an engine gives back);
+//!   headers tunnels share (`outer_header`), a keyed hash for the tables
+//!   (`keyed_hash`), and `resume` (how each crypto stage finishes a packet an
+//!   engine gives back);
 //! - `context`: all of that, one per worker;
 //! - `nodes` (the crypto stages' shared shape is `nodes::aead`), and the work done
 //!   around them: the late check (`late_check`) and the device's actions

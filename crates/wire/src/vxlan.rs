@@ -10,7 +10,7 @@
 //! The I flag must be set; every reserved bit is sent as zero. RFC 7348 has a
 //! receiver ignore the reserved bits, but the group-policy and generic-protocol
 //! extensions give some of them meanings that change the frame's handling, so
-//! [`Header::check`] refuses a header with any of them set: such a frame was not
+//! [`Header::check_len`] refuses a header with any of them set: such a frame was not
 //! meant for a plain VXLAN endpoint.
 
 use crate::error::{Error, Result};

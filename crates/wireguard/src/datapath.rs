@@ -394,7 +394,7 @@ impl SessionPath for Follower {
         })
     }
 
-    /// As [`Device::advance_ticket`], from this worker's blocks.
+    /// As the owner's, from this worker's blocks.
     fn advance_ticket(&mut self, t: &mut SendTicket) -> bool {
         advance(self.blocks_mut().next_of(t.serial), t)
     }

@@ -9,7 +9,10 @@
 //! - `config`: peers, keys, endpoints, allowed IPs (what the UAPI sets);
 //! - `index`: receiver indices, allocated and released in one place each;
 //! - `handshake`: initiations, responses, cookie replies and the MAC checks;
-//! - `transport`: the tickets the data path asks for per packet, and staging;
+//! - `transport`: receiving per packet, what the data path stages, and what it
+//!   tells of its traffic per packet;
+//! - `session_path`: the owner's side of the data path's one interface
+//!   (`crate::SessionPath`): send tickets, counter blocks, runs told;
 //! - `timers`: section 6's timers as named events, and the tick that runs them;
 //! - `view`: the data path's view for other workers, and their reports.
 //!
@@ -20,7 +23,7 @@ mod config;
 mod follower_tests;
 mod handshake;
 mod index;
-mod run_tickets;
+mod session_path;
 pub(crate) mod timers;
 mod transport;
 mod view;

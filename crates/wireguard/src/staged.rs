@@ -2,7 +2,7 @@
 //! keeps each packet in its own buffer and stages the buffer's number here, so a
 //! packet is neither copied out nor copied back. Whatever the device lets go of (the
 //! oldest when the queue is full, everything when the handshake gives up or the peer
-//! goes) is handed back as [`Action::Discard`](crate::Action::Discard), with the
+//! goes) is handed back as [`Action::Discard`], with the
 //! reason, so that the owner frees the buffer and counts the drop.
 
 use crate::action::Action;

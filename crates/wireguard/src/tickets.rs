@@ -13,8 +13,8 @@ pub struct SendTicket {
     pub counter: u64,
     pub receiver_index: u32,
     pub endpoint: SocketAddr,
-    /// The session's [`Keypair::serial`]: what a later ticket of the same frame is
-    /// taken on (`Device::advance_ticket`).
+    /// The session's [`Keypair::serial`](crate::Keypair::serial): what a later
+    /// ticket of the same frame is taken on (`SessionPath::advance_ticket`).
     pub serial: u64,
 }
 

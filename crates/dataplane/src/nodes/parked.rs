@@ -22,7 +22,10 @@ pub(crate) fn park_frame(
         return false;
     };
     let (mem, len) = cx.arena.lend();
+    // Cleared here whatever the engine hands out: no op of an earlier frame rides
+    // along.
     let mut frame = engine.frame();
+    frame.clear();
     frame.extend_from_slice(ops);
     // SAFETY: every op covers its own packet's buffer; those packets are parked
     // (KEEP) and touched by no one until the frame returns, and the graph's run waits

@@ -1,9 +1,10 @@
-//! The data path's side of the protocol (whitepaper section 5.4.6): a ticket per
-//! packet to send (key, counter, receiver index, endpoint) or to receive (the session
-//! found by receiver index, its counter checked), the commit once a received packet's
-//! tag verified, and the staging queue for packets that wait for a session. These run
-//! once per packet or per vector, so they do no cryptography and allocate nothing;
-//! what they change in a peer's timers goes through the named events in `timers`.
+//! The owner's data path per packet (whitepaper section 5.4.6), beside its side of
+//! the shared interface (`session_path`): a receive ticket (the session found by
+//! receiver index, its counter checked), the commit once a received packet's tag
+//! verified, a packet sent told, and the staging queue for packets that wait for a
+//! session. These run once per packet or per vector, so they do no cryptography and
+//! allocate nothing; what they change in a peer's timers goes through the named
+//! events in `timers`.
 
 use super::{Action, Device};
 use crate::drop::DropReason;
