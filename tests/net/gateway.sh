@@ -114,9 +114,11 @@ not_a_neighbor() { ! gw_show "$1" neighbors | grep -qw "$2"; }
 scenario_one_flow() {
   both_up
   assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
-  local retransmits mbps loss
+  local retransmits mbps loss steal
+  steal=$(cpu_steal_ms)
   read -r retransmits mbps loss < <(one_tcp_flow 8)
   log "    one TCP flow for 8 s ($GW_DRIVER): $mbps Mbit/s, $retransmits retransmits; 100 pings a second beside it: $loss lost"
+  log "    CPU time the hypervisor took meanwhile: $(($(cpu_steal_ms) - steal)) ms"
   log "    frames the ports lost: gateway a $(gw_counter a 'port-.*\.drop\..*'), gateway b $(gw_counter b 'port-.*\.drop\..*')"
   log "    sealed again before leaving (a worker held back): gateway a $(gw_counter a 'wg\.resealed'), gateway b $(gw_counter b 'wg\.resealed')"
   gw_show a errors | sed 's/^/    a| /' >&2
@@ -517,7 +519,7 @@ scenario_metrics() {
   gw_config a "$W4_B:51820" ''
   # The metrics listen on an address of the gateway host's own (the kernel's).
   ip -n "$NS_GA" addr add 198.18.99.1/32 dev lo
-  sed -i "s|^buffers = 8192|buffers = 8192\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
+  sed -i "s|^buffers = 16384|buffers = 16384\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
   gw_config b
   gw_start a
   gw_start b

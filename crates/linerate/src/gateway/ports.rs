@@ -20,16 +20,19 @@ pub const RX_BATCH: usize = dataplane::arena::RX_BATCH;
 /// Ring slots of an AF_PACKET port, each way.
 const PACKET_RING_FRAMES: usize = 2048;
 
-/// Entries in each AF_XDP ring.
-const XDP_RING: u32 = 2048;
+/// Entries in each AF_XDP ring: room for a whole TCP send window at Linux's
+/// default limits (4 MiB of send buffer, under 3,000 full-sized segments), so that
+/// one flow's frames find buffers lent even while the worker is held back.
+const XDP_RING: u32 = 4096;
 
 /// Buffers an AF_XDP port keeps lent to the kernel for receiving, out of an arena
 /// of `arena` buffers shared by `ports` ports: as many as the fill ring holds, or,
 /// on a smaller arena, the ports' even share of half of it (the other half is the
 /// graph's). The kernel drops every frame that arrives while the port has no
 /// buffer lent, and one TCP flow delivers bursts of many hundreds of frames
-/// between two turns of a busy worker: 512 lost about 3% of such a flow's frames
-/// where 2,048 lose none (`tests/net/gateway.sh one_flow`).
+/// between two turns of a busy worker: 512 lost about 3% of such a flow's frames,
+/// and 2,048 lost one now and then on a host that held a worker back for long
+/// (`tests/net/gateway.sh one_flow`).
 pub fn xdp_fill_target(arena: usize, ports: usize) -> usize {
     (arena / (2 * ports.max(1))).clamp(RX_BATCH, XDP_RING as usize)
 }
