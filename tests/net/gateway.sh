@@ -519,7 +519,7 @@ scenario_metrics() {
   gw_config a "$W4_B:51820" ''
   # The metrics listen on an address of the gateway host's own (the kernel's).
   ip -n "$NS_GA" addr add 198.18.99.1/32 dev lo
-  sed -i "s|^buffers = 16384|buffers = 16384\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
+  sed -i "s|^buffers = 8192|buffers = 8192\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
   gw_config b
   gw_start a
   gw_start b

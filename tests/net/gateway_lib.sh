@@ -103,7 +103,7 @@ gw_head() {
   cat <<EOF
 [gateway]
 control = "$LR_TMP/gw-$side.sock"
-buffers = 16384
+buffers = 8192
 $cores
 
 [[port]]

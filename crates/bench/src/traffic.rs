@@ -238,6 +238,8 @@ pub fn count(a: &TrafficCount) -> Result<(), String> {
     for port in &mut queues.ports {
         let filled = port.fill(&all[..BUFFERS / 2]);
         spare.push(all[filled..].to_vec());
+        port.start_receiving()
+            .map_err(|e| format!("{}: {e}", a.interface))?;
     }
     let mut rx = [(0u32, 0u16, 0u16); BATCH];
     let (mut packets, mut bytes, mut first, mut last) = (0u64, 0u64, None, Instant::now());

@@ -343,6 +343,7 @@ fn run_receive_test(skb_mode: bool) {
                 filled.len(),
                 "a fresh fill ring takes 1024"
             );
+            xdp.start_receiving().unwrap();
 
             let mut sent: Vec<&[u8]> = ours.iter().map(Vec::as_slice).collect();
             sent.insert(1, &other);
@@ -449,6 +450,41 @@ fn peer_frames_are_received_by_ethertype_generic() {
     }
 }
 
+/// Until the port starts receiving, the program leaves its queue's frames to the
+/// kernel: none is dropped for want of a buffer while the port has lent none.
+#[test]
+fn frames_before_the_start_go_to_the_kernel() {
+    if !root_or_skip("frames_before_the_start_go_to_the_kernel") {
+        return;
+    }
+    let ns = veth_ns();
+    let umem = Umem::new(64);
+    let opts = XdpOptions {
+        ring_size: 64,
+        ..XdpOptions::default()
+    };
+    let (kernel_saw, fill_empty) = ns
+        .run(|| {
+            let xdp = umem.open(0, &opts).unwrap();
+            let mut watch = PacketPort::open(XDP_IF, 64).unwrap();
+            watch.set_promiscuous(true).unwrap();
+            let mut peer = PacketPort::open(PEER_IF, 16).unwrap();
+            let frame = ipv4_udp();
+            let mut got = Vec::new();
+            for _ in 0..50 {
+                assert_eq!(peer.send_batch(&[&frame]), 1);
+                drain_packet(&mut watch, Duration::from_millis(100), PEER_MAC, &mut got);
+                if !got.is_empty() {
+                    break;
+                }
+            }
+            (got.len(), xdp.rx_fill_empty())
+        })
+        .unwrap();
+    assert!(kernel_saw > 0, "the kernel saw the frames");
+    assert_eq!(fill_empty, 0, "no frame dropped for want of a buffer");
+}
+
 #[test]
 fn received_data_starts_after_both_headrooms() {
     if !root_or_skip("received_data_starts_after_both_headrooms") {
@@ -468,6 +504,7 @@ fn received_data_starts_after_both_headrooms() {
                 let mut peer = PacketPort::open(PEER_IF, 16).unwrap();
                 let bufs: Vec<u32> = (0..32).collect();
                 assert_eq!(xdp.fill(&bufs), 32);
+                xdp.start_receiving().unwrap();
                 let frame = ipv4_udp();
                 let mut out = [(0u32, 0u16, 0u16); 8];
                 let deadline = Instant::now() + Duration::from_secs(5);
@@ -620,6 +657,7 @@ fn one_program_serves_a_port_per_queue() {
             for p in &mut ports {
                 let bufs: Vec<u32> = (0..512).collect();
                 assert_eq!(p.fill(&bufs), 512);
+                p.start_receiving().unwrap();
             }
             let mut peer = PacketPort::open(PEER_IF, 256).unwrap();
             let frames: Vec<Vec<u8>> = (0..FLOWS).map(|i| ipv4_udp_from(10_000 + i)).collect();

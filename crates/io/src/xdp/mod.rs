@@ -173,11 +173,13 @@ pub struct XdpPort {
 impl XdpPort {
     /// Opens a port on queue `queue` of `ifname` (in the calling thread's network
     /// namespace), with `umem_len` bytes at `umem` as its buffers: attaches the XDP
-    /// program, registers the memory, binds the socket (zero-copy when `opts` asks and
-    /// the driver agrees) and puts it in the program's map. On any error the interface
-    /// is left as it was found; the error names the interface and the step that failed.
+    /// program, registers the memory and binds the socket (zero-copy when `opts` asks
+    /// and the driver agrees). On any error the interface is left as it was found; the
+    /// error names the interface and the step that failed.
     ///
-    /// The port starts with no buffers to receive into: [`fill`](XdpPort::fill) some.
+    /// The port starts with no buffers to receive into, and the program does not send
+    /// it frames yet (the kernel's stack has them): [`fill`](XdpPort::fill) some, then
+    /// [`start_receiving`](XdpPort::start_receiving). Sending needs neither.
     /// A queue that a socket closed moments ago still holds is waited for, up to a
     /// second.
     ///
@@ -234,16 +236,11 @@ impl XdpPort {
 
         // SAFETY: the region is valid and lent to the socket for its life, as the
         // caller promised for the port's.
-        let (mut xsk, zc_bound) = unsafe { Xsk::open(ifname, queue, region, opts)? };
-        let map_fd = program
+        let (xsk, zc_bound) = unsafe { Xsk::open(ifname, queue, region, opts)? };
+        // Found now, so that a program without one fails the open, not the start.
+        program
             .map_fd()
             .map_err(|e| context(e, format_args!("{ifname}: finding the XSKMAP")))?;
-        xsk.insert_into(map_fd).map_err(|e| {
-            context(
-                e,
-                format_args!("{ifname}: putting the socket in the XSKMAP at queue {queue}"),
-            )
-        })?;
         // The kernel has the last word on the mode; what we bound with is the fallback.
         let zero_copy = xsk.kernel_says_zero_copy().unwrap_or(zc_bound);
         Ok(XdpPort {
@@ -257,6 +254,24 @@ impl XdpPort {
             tx_ring_full: 0,
             tx_kick_errors: 0,
             rx_kick_errors: 0,
+        })
+    }
+
+    /// Starts receiving: puts the socket in the program's XSKMAP at its queue, so
+    /// that the program sends it that queue's frames. Lend the kernel buffers with
+    /// [`fill`](XdpPort::fill) first: a frame that finds none is dropped (counted in
+    /// [`rx_fill_empty`](XdpPort::rx_fill_empty)).
+    pub fn start_receiving(&mut self) -> io::Result<()> {
+        let (ifname, queue) = (&self.ifname, self.queue);
+        let map_fd = self
+            .program
+            .map_fd()
+            .map_err(|e| context(e, format_args!("{ifname}: finding the XSKMAP")))?;
+        self.xsk.insert_into(map_fd).map_err(|e| {
+            context(
+                e,
+                format_args!("{ifname}: putting the socket in the XSKMAP at queue {queue}"),
+            )
         })
     }
 

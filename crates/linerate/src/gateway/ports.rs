@@ -20,19 +20,17 @@ pub const RX_BATCH: usize = dataplane::arena::RX_BATCH;
 /// Ring slots of an AF_PACKET port, each way.
 const PACKET_RING_FRAMES: usize = 2048;
 
-/// Entries in each AF_XDP ring: room for a whole TCP send window at Linux's
-/// default limits (4 MiB of send buffer, under 3,000 full-sized segments), so that
-/// one flow's frames find buffers lent even while the worker is held back.
-const XDP_RING: u32 = 4096;
+/// Entries in each AF_XDP ring.
+const XDP_RING: u32 = 2048;
 
 /// Buffers an AF_XDP port keeps lent to the kernel for receiving, out of an arena
 /// of `arena` buffers shared by `ports` ports: as many as the fill ring holds, or,
 /// on a smaller arena, the ports' even share of half of it (the other half is the
 /// graph's). The kernel drops every frame that arrives while the port has no
 /// buffer lent, and one TCP flow delivers bursts of many hundreds of frames
-/// between two turns of a busy worker: 512 lost about 3% of such a flow's frames,
-/// and 2,048 lost one now and then on a host that held a worker back for long
-/// (`tests/net/gateway.sh one_flow`).
+/// between two turns of a busy worker: 512 lost about 3% of such a flow's frames
+/// where 2,048 lose none (`tests/net/gateway.sh one_flow`; the largest congestion
+/// window iperf3 reported there was 1.4 MB, under 1,000 segments).
 pub fn xdp_fill_target(arena: usize, ports: usize) -> usize {
     (arena / (2 * ports.max(1))).clamp(RX_BATCH, XDP_RING as usize)
 }
@@ -243,14 +241,19 @@ impl Port {
         Ok(Port::new(id, name, ifname, Driver::Xdp(Box::new(driver))))
     }
 
-    /// Lends an AF_XDP port's kernel its first buffers to receive into. (Apart from
-    /// opening, so that a port dropped because another failed to open has taken
-    /// nothing from its arena: buffers lent to the kernel come back only through
-    /// the port.)
-    pub fn prime(&mut self, gw: &mut GatewayGraph) {
+    /// Lends an AF_XDP port's kernel its first buffers to receive into, then has
+    /// the program send the port its queue's frames (so that none arrives before a
+    /// buffer is there for it). Apart from opening, so that a port dropped because
+    /// another failed to open has taken nothing from its arena: buffers lent to the
+    /// kernel come back only through the port.
+    pub fn prime(&mut self, gw: &mut GatewayGraph) -> Result<(), String> {
         if let Driver::Xdp(x) = &mut self.driver {
             x.refill(gw);
+            x.xsk
+                .start_receiving()
+                .map_err(|e| format!("port {}: {e}", self.name))?;
         }
+        Ok(())
     }
 
     fn new(id: PortId, name: &str, ifname: &str, driver: Driver) -> Port {

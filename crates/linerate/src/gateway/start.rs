@@ -475,7 +475,7 @@ fn open_ports(
     }
     for (ports, gw) in per_worker.iter_mut().zip(graphs.iter_mut()) {
         for port in ports {
-            port.prime(gw);
+            port.prime(gw)?;
         }
     }
     Ok(per_worker)

@@ -40,9 +40,8 @@ use zeroize::Zeroizing;
 
 pub use crate::control::socket::DEFAULT_CONTROL;
 
-/// Packet buffers per worker when the file says nothing: with two ports, each
-/// AF_XDP port lends the kernel a full ring (4,096) and the graph keeps half.
-pub const DEFAULT_BUFFERS: usize = 16384;
+/// Packet buffers per worker when the file says nothing.
+pub const DEFAULT_BUFFERS: usize = 8192;
 pub const DEFAULT_PORT_MTU: u16 = 1500;
 pub const DEFAULT_WG_MTU: u16 = 1420;
 

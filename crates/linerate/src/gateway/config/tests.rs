@@ -669,7 +669,7 @@ fn the_example_validates() {
     assert_eq!(c.workers, [Some(1), Some(2)]);
     assert_eq!(c.control, Path::new("/run/linerate/gw-a.sock"));
     assert_eq!(c.metrics, Some("198.18.0.1:9586".parse().unwrap()));
-    assert_eq!(c.buffers, 16384);
+    assert_eq!(c.buffers, 8192);
     let names: Vec<&str> = c.ports.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["lan", "wan"]);
     assert_eq!(c.ports[0].driver, Driver::AfXdp);
