@@ -27,7 +27,7 @@ use dataplane::graph::FRAME_LEN as FRAME;
 use dataplane::interfaces::Interface;
 use dataplane::l2::L2Interface;
 use dataplane::vxlan::VxlanTunnel;
-use dataplane::{Arena, HEADROOM, Handle, OutputId};
+use dataplane::{Arena, OutputId};
 use runtime::engines;
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -238,37 +238,23 @@ impl Site {
 
     /// Takes frames made by `fill` (at most a frame of the graph) in on the port
     /// of `path`.
-    fn take_in(&mut self, path: Path, n: usize, mut fill: impl FnMut(&mut [u8]) -> usize) -> usize {
-        let mut handles: Vec<Handle> = Vec::with_capacity(n);
-        let arena = self.gw.context_mut().arena_mut();
-        for _ in 0..n {
-            let Some(h) = arena.alloc() else { break };
-            let len = fill(&mut arena.buffer_mut(h)[HEADROOM..]);
-            arena.meta_mut(h).len = len as u16;
-            handles.push(h);
-        }
-        self.gw.from_port(self.port(path), &handles);
-        handles.len()
+    fn take_in(&mut self, path: Path, n: usize, fill: impl FnMut(&mut [u8]) -> usize) -> usize {
+        let port = self.port(path);
+        ports::memory::put_with(&mut self.gw, port, n, fill)
     }
 
     /// Frames this gateway's port of `path` sends, counted and freed; on the LAN,
     /// ARP requests for the host are answered (and not counted).
     fn delivered(&mut self, path: Path, now: Instant) -> u64 {
-        let q = self.gw.port_output(self.port(path)).expect("the port");
         let mut n = 0;
         let mut answers: Vec<[u8; 42]> = Vec::new();
-        self.gw.context_mut().send_output(q, |arena, hs| {
-            for &h in hs {
-                match arp_answer(arena.data(h)) {
-                    Some(a) => answers.push(a),
-                    None => n += 1,
-                }
-            }
+        let port = self.port(path);
+        ports::memory::take(&mut self.gw, port, |frame| match arp_answer(frame) {
+            Some(a) => answers.push(a),
+            None => n += 1,
         });
         if !answers.is_empty() {
-            let arena = self.gw.context_mut().arena_mut();
-            let hs: Vec<Handle> = answers.iter().filter_map(|a| arena.alloc_with(a)).collect();
-            self.gw.from_port(self.lan, &hs);
+            ports::memory::put(&mut self.gw, self.lan, answers.iter().map(|a| &a[..]));
             self.gw.run(now);
         }
         n
@@ -297,19 +283,8 @@ fn arp_answer(frame: &[u8]) -> Option<[u8; 42]> {
 
 /// Carries the frames `from`'s WAN port sends to `to`'s WAN port; how many.
 fn wire(from: &mut Site, to: &mut Site, now: Instant) -> usize {
-    let q = from.gw.port_output(from.wan).expect("the WAN port");
-    let mut moved: Vec<Handle> = Vec::with_capacity(FRAME);
-    let to_arena = to.gw.context_mut().arena_mut();
-    from.gw.context_mut().send_output(q, |arena, hs| {
-        for &h in hs {
-            if let Some(c) = to_arena.alloc_with(arena.data(h)) {
-                moved.push(c);
-            }
-        }
-    });
-    let n = moved.len();
+    let n = ports::memory::cable(&mut from.gw, from.wan, &mut to.gw, to.wan);
     if n > 0 {
-        to.gw.from_port(to.wan, &moved);
         to.gw.run(now);
     }
     n

@@ -17,33 +17,20 @@ const BATCH: usize = 64;
 /// Where the sender writes a frame in its buffer.
 const START: usize = 256;
 
-/// Page-aligned memory for the UMEM.
-struct Umem {
-    ptr: *mut u8,
-    layout: std::alloc::Layout,
-}
+/// The UMEM of one queue: page-aligned memory, as a worker's arena has.
+struct Umem(dataplane::arena::PageMemory);
 
 impl Umem {
     fn new() -> Umem {
-        let layout = std::alloc::Layout::from_size_align(BUFFERS * FRAME, 4096).expect("size");
-        // SAFETY: non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        assert!(!ptr.is_null(), "out of memory");
-        Umem { ptr, layout }
+        Umem(dataplane::arena::PageMemory::new(BUFFERS * FRAME))
     }
 
     fn buffer(&mut self, i: usize) -> &mut [u8] {
         assert!(i < BUFFERS);
         // SAFETY: inside the allocation; the caller writes a buffer only while the
-        // kernel does not hold it (before the first send).
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * FRAME), FRAME) }
-    }
-}
-
-impl Drop for Umem {
-    fn drop(&mut self) {
-        // SAFETY: allocated in new with this layout.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+        // kernel does not hold it (before the first send), and `&mut self` keeps
+        // any other view of this memory out meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(self.0.base().add(i * FRAME), FRAME) }
     }
 }
 
@@ -138,7 +125,7 @@ impl Queues {
             // the port (Queues drops its ports first); buffers lent to the kernel
             // are not touched until they come back; no other socket registers it.
             let port =
-                unsafe { XdpPort::open_on(&program, q as u32, mem.ptr, BUFFERS * FRAME, &opts) }
+                unsafe { XdpPort::open_on(&program, q as u32, mem.0.base(), mem.0.len(), &opts) }
                     .map_err(|e| format!("{ifname}: queue {q}: {e}"))?;
             ports.push(port);
         }

@@ -13,6 +13,7 @@ pub mod rx_starts;
 
 use rx_starts::RxStarts;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
 
 pub const FRAME_SIZE: usize = 2048;
 /// Room in front of received data for headers added on the way out: up to an
@@ -100,37 +101,59 @@ impl Default for PacketMeta {
 /// The alignment of the arena's memory: a page, as a UMEM must start on one.
 pub const MEM_ALIGN: usize = 4096;
 
-/// Zeroed, page-aligned memory, freed on drop.
-struct Block {
+/// Zeroed, page-aligned memory, freed on drop: an arena's buffers, and the memory a
+/// driver registers with the kernel as an AF_XDP UMEM (shared through an `Arc`, so
+/// that it lives for as long as the driver that registered it, whatever is dropped
+/// first).
+pub struct PageMemory {
     ptr: std::ptr::NonNull<u8>,
     layout: std::alloc::Layout,
 }
 
-impl Block {
-    fn new(len: usize) -> Block {
-        let layout = std::alloc::Layout::from_size_align(len, MEM_ALIGN).expect("arena size");
-        // SAFETY: the layout's size is not zero (Arena::new asserts count > 0).
+// SAFETY: the memory is owned by this value alone and handed out only as a raw
+// pointer; whoever writes through it says why no one else does meanwhile.
+unsafe impl Send for PageMemory {}
+// SAFETY: `&PageMemory` gives the pointer and the length, never the bytes.
+unsafe impl Sync for PageMemory {}
+
+impl PageMemory {
+    /// `len` zeroed bytes (not zero) starting on a page.
+    pub fn new(len: usize) -> PageMemory {
+        let layout = std::alloc::Layout::from_size_align(len, MEM_ALIGN).expect("memory size");
+        assert!(len > 0, "memory size");
+        // SAFETY: the layout's size is not zero (asserted).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr =
             std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Block { ptr, layout }
+        PageMemory { ptr, layout }
     }
 
-    fn len(&self) -> usize {
+    /// The first byte, on a page.
+    pub fn base(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn len(&self) -> usize {
         self.layout.size()
+    }
+
+    /// Never: the memory has at least one byte.
+    pub fn is_empty(&self) -> bool {
+        false
     }
 }
 
-impl Drop for Block {
+impl Drop for PageMemory {
     fn drop(&mut self) {
-        // SAFETY: allocated in Block::new with this layout, freed once.
+        // SAFETY: allocated in PageMemory::new with this layout, freed once.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
     }
 }
 
 pub struct Arena {
-    /// Owns the memory; never resized, so `base` stays valid.
-    mem: Block,
+    /// Owns the memory (with the AF_XDP sockets it is registered with); never
+    /// resized, so `base` stays valid.
+    mem: Arc<PageMemory>,
     /// The memory's start. Every access goes through it and covers only the buffers
     /// it names, so that buffers lent to another thread (an async crypto engine) are
     /// never covered by a reference while that thread writes them.
@@ -146,8 +169,10 @@ pub struct Arena {
     in_use: Vec<bool>,
 }
 
-// SAFETY: `base` points into `mem`, which the arena owns and moves with it; the
-// arena is used by one thread at a time (`&mut self` for every write).
+// SAFETY: `base` points into `mem`, which the arena holds and moves with it (shared
+// only with the AF_XDP sockets registered on it, which keep it alive and never touch
+// it from this process); the arena is used by one thread at a time (`&mut self` for
+// every write).
 unsafe impl Send for Arena {}
 
 impl Arena {
@@ -157,8 +182,8 @@ impl Arena {
             count > 0 && count * FRAME_SIZE <= u32::MAX as usize,
             "arena size"
         );
-        let mem = Block::new(count * FRAME_SIZE);
-        let base = mem.ptr.as_ptr();
+        let mem = Arc::new(PageMemory::new(count * FRAME_SIZE));
+        let base = mem.base();
         Arena {
             mem,
             base,
@@ -265,12 +290,12 @@ impl Arena {
         self.mem.len()
     }
 
-    /// The memory's start (page-aligned) and length, for a driver to register with
-    /// the kernel as an AF_XDP UMEM. The driver lends the kernel only buffers it
-    /// allocated from this arena and frees each when the kernel gives it back, so the
-    /// kernel never writes a buffer the graph holds.
-    pub fn umem(&mut self) -> (*mut u8, usize) {
-        (self.base, self.mem.len())
+    /// The memory, for a driver to register with the kernel as an AF_XDP UMEM and
+    /// keep for as long as the kernel may write into it. The driver lends the kernel
+    /// only buffers it allocated from this arena and frees each when the kernel gives
+    /// it back, so the kernel never writes a buffer the graph holds.
+    pub fn umem(&self) -> Arc<PageMemory> {
+        Arc::clone(&self.mem)
     }
 
     /// One lent frame is back.
@@ -414,9 +439,9 @@ mod tests {
     #[test]
     fn the_memory_starts_on_a_page_for_a_umem() {
         let mut a = Arena::new(3);
-        let (p, len) = a.umem();
-        assert_eq!(p as usize % MEM_ALIGN, 0);
-        assert_eq!(len, 3 * FRAME_SIZE);
+        let umem = a.umem();
+        assert_eq!(umem.base() as usize % MEM_ALIGN, 0);
+        assert_eq!(umem.len(), 3 * FRAME_SIZE);
         assert!(a.mem_mut().iter().all(|&b| b == 0), "zeroed");
     }
 }

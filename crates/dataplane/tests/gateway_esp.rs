@@ -274,9 +274,7 @@ fn gateway_with(v: &Vector, outer: Outer, side: Side, remote_ts: Vec<lpm::Prefix
 
 impl Gw {
     fn feed(&mut self, port: PortId, frame: &[u8]) {
-        let h = self.gw.context_mut().arena_mut().alloc_with(frame).unwrap();
-        self.gw.from_port(port, &[h]);
-        self.gw.run(self.now);
+        ports::send(&mut self.gw, port, frame, self.now);
     }
 
     /// Frames out of `port` once the neighbors on both sides have answered.

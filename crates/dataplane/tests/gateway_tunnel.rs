@@ -144,10 +144,8 @@ fn sites_over(endpoint: &str) -> Sites {
 }
 
 fn feed(gw: &mut GatewayGraph, port: PortId, frames: &[Vec<u8>], now: Instant) {
-    for f in frames {
-        let h = gw.context_mut().arena_mut().alloc_with(f).unwrap();
-        gw.from_port(port, &[h]);
-    }
+    let n = ::ports::memory::put(gw, port, frames.iter().map(Vec::as_slice));
+    assert_eq!(n, frames.len(), "a buffer for every frame");
     gw.run(now);
 }
 

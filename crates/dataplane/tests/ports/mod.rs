@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use dataplane::Handle;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
 use std::time::Instant;
@@ -11,19 +10,17 @@ use wire::{arp, icmpv6, ipv6};
 
 /// `frame` received on `port`, and the graph run.
 pub fn send(gw: &mut GatewayGraph, port: PortId, frame: &[u8], now: Instant) {
-    let h = gw.context_mut().arena_mut().alloc_with(frame).unwrap();
-    gw.from_port(port, &[h]);
+    assert_eq!(
+        ::ports::memory::put(gw, port, [frame]),
+        1,
+        "a buffer for the frame"
+    );
     gw.run(now);
 }
 
 /// Frames `port`'s driver would send now, taken out (their buffers freed).
 pub fn sent(gw: &mut GatewayGraph, port: PortId) -> Vec<Vec<u8>> {
-    let q = gw.port_output(port).unwrap();
-    let mut out = Vec::new();
-    gw.context_mut().send_output(q, |arena, hs: &[Handle]| {
-        out.extend(hs.iter().map(|&h| arena.data(h).to_vec()));
-    });
-    out
+    ::ports::memory::sent(gw, port)
 }
 
 /// What `node` dropped for `reason`.

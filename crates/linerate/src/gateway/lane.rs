@@ -5,13 +5,13 @@
 //! from each port that has some, running the graph after each so buffers go round,
 //! then runs the timers and sends what the graph queued.
 
-use super::ports::{Port, PortCounters, RX_BATCH};
 use crate::control::counter_report::CounterReport;
 use dataplane::NodeCounters;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
 use dataplane::neighbor::NeighborInfo;
 use io::{Interest, PollFd, Waker};
+use ports::{Port, PortCounters, RX_BATCH};
 use std::time::{Duration, Instant};
 
 /// Batches read from one port per turn before the others get theirs.

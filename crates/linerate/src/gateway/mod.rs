@@ -1,7 +1,7 @@
 //! Gateway mode: `linerate gateway -c FILE`. The configuration (`config`)
 //! becomes one gateway graph per worker with its ports and routes, and a WireGuard
 //! interface (`start`). Every worker moves frames between its own queue of each
-//! port (`ports`) and its own graph (`lane`); the first owns the WireGuard device
+//! port (the `ports` crate) and its own graph (`lane`); the first owns the WireGuard device
 //! and the control (`worker`), the others follow it (`follower`). The control socket
 //! answers `linerate show` (`report`), the WireGuard interface's UAPI socket answers
 //! `wg`, an optional listener serves Prometheus (`metrics`), and SIGHUP applies what
@@ -13,7 +13,6 @@ mod follower;
 mod ike;
 mod lane;
 mod metrics;
-mod ports;
 mod reload;
 mod report;
 mod settings;

@@ -291,7 +291,7 @@ fn metrics(w: &Shown<'_>) -> String {
     };
     let port_totals = w.ports();
     let node_totals = w.nodes();
-    let ports = |f: fn(&super::ports::PortCounters) -> u64| -> Vec<(String, u64)> {
+    let ports = |f: fn(&ports::PortCounters) -> u64| -> Vec<(String, u64)> {
         port_totals
             .iter()
             .map(|p| (format!("port=\"{}\"", label(&p.name)), f(&p.counters)))

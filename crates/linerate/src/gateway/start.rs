@@ -9,7 +9,6 @@ use super::config::{self, Driver, GatewayConfig};
 use super::follower;
 use super::lane::Lane;
 use super::metrics;
-use super::ports::Port;
 use super::reload::Changes;
 use super::settings::{fib_target, key_of, peer_settings};
 use super::worker::{GatewayControl, Worker};
@@ -24,6 +23,7 @@ use dataplane::fib::{PortId, TunnelId};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
 use io::Waker;
+use ports::Port;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -403,7 +403,7 @@ fn open_xdp_queues(
         }
     }
     let mut ports = Vec::with_capacity(workers);
-    let fill = super::ports::xdp_fill_target(config.buffers, config.ports.len());
+    let fill = ports::xdp_fill_target(config.buffers, config.ports.len());
     for (w, gw) in graphs.iter_mut().enumerate() {
         ports.push(Port::open_xdp(
             id,

@@ -71,6 +71,7 @@ pub fn spawn(
 ) -> Result<FollowerHandle, String> {
     let udp = path
         .udp
+        .socket
         .duplicate()
         .map_err(|e| format!("worker {index}: {e}"))?;
     let thread = FollowerThread::spawn(index, waker, stop, owner, move |rx, waker, stop| {
@@ -91,8 +92,8 @@ fn run(
             return None;
         }
         let mut fds = [
-            PollFd::new(path.tun.as_raw_fd(), Interest::READABLE),
-            PollFd::new(path.udp.as_raw_fd(), Interest::READABLE),
+            PollFd::new(path.tun.device.as_raw_fd(), Interest::READABLE),
+            PollFd::new(path.udp.socket.as_raw_fd(), Interest::READABLE),
             PollFd::new(waker.as_raw_fd(), Interest::READABLE),
         ];
         let sleep = path.wg.context_mut().helper_sleep(MAX_SLEEP);
@@ -114,7 +115,7 @@ fn run(
             waker.drain();
             while let Ok(c) = control.try_recv() {
                 match c {
-                    FollowerControl::Socket(udp) => path.udp = udp,
+                    FollowerControl::Socket(udp) => path.udp.socket = udp,
                     FollowerControl::Mtu(mtu) => path.wg.set_mtu(mtu),
                     FollowerControl::Counters(reply) => {
                         let _ = reply.send(path.counter_report());

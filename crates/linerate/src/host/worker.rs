@@ -153,8 +153,8 @@ impl Worker {
             };
             let sleep = self.path.wg.context_mut().helper_sleep(sleep);
             let mut fds = [
-                PollFd::new(self.path.tun.as_raw_fd(), Interest::READABLE),
-                PollFd::new(self.path.udp.as_raw_fd(), Interest::READABLE),
+                PollFd::new(self.path.tun.device.as_raw_fd(), Interest::READABLE),
+                PollFd::new(self.path.udp.socket.as_raw_fd(), Interest::READABLE),
                 PollFd::new(self.waker.as_raw_fd(), Interest::READABLE),
             ];
             if let Err(e) = io::poll(&mut fds, Some(sleep)) {
@@ -203,7 +203,7 @@ impl Worker {
             self.path.wg.context_mut().help_others();
             if now.saturating_duration_since(last_check) >= MAX_SLEEP {
                 last_check = now;
-                if !self.path.tun.still_exists() {
+                if !self.path.tun.device.still_exists() {
                     return Exit::TunGone;
                 }
                 self.check_mtu();
@@ -235,24 +235,24 @@ impl Worker {
     /// the kernel fragments larger packets before they reach us instead of our dropping
     /// them, and the refusal is logged and counted.
     fn check_mtu(&mut self) {
-        let Ok(mtu) = self.path.tun.mtu() else {
+        let Ok(mtu) = self.path.tun.device.mtu() else {
             return; // the interface is going; the loop notices
         };
         let mut mtu = mtu as usize;
         if mtu > dataplane::wg::MAX_MTU {
             let max = dataplane::wg::MAX_MTU;
             self.mtu_refused += 1;
-            match self.path.tun.set_mtu(max as u32) {
+            match self.path.tun.device.set_mtu(max as u32) {
                 Ok(()) => {
                     eprintln!(
                         "linerate: {}: MTU {mtu} refused: this data path carries inner packets of at most {max} bytes (2048-byte buffers); MTU set back to {max}",
-                        self.path.tun.name()
+                        self.path.tun.device.name()
                     );
                     mtu = max;
                 }
                 Err(e) => eprintln!(
                     "linerate: {}: MTU {mtu} is more than this data path carries ({max} bytes), and setting it back failed: {e}; packets over {max} bytes are dropped and counted as tun.too_big",
-                    self.path.tun.name()
+                    self.path.tun.device.name()
                 ),
             }
         }
@@ -272,7 +272,7 @@ impl Worker {
         };
         let now = Instant::now();
         let mut outer = Outer {
-            udp: &mut self.path.udp,
+            udp: &mut self.path.udp.socket,
             fwmark: &mut self.fwmark,
             followers: &mut self.followers,
         };

@@ -1,18 +1,19 @@
-//! The gateway graph between two real links: three network namespaces, a host on
-//! each side and the gateway between them on AF_PACKET ports (the kernel in the
-//! gateway's namespace has no address on them). The hosts' own kernels ping through
+//! The gateway graph between two real links through AF_PACKET ports: three network
+//! namespaces, a host on each side and the gateway between them (the kernel in the
+//! gateway's namespace has no address on its interfaces). The hosts' own kernels ping through
 //! it and ping it over IPv4 and IPv6: ARP and neighbor discovery, forwarding, TTL
 //! and hop-limit rewriting and ICMP echo, end to end. Needs
 //! root; skipped with a note otherwise.
 
 use crypto::EngineSet;
+use dataplane::Arena;
 use dataplane::context::OutputId;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
-use dataplane::{Arena, Handle, RxStarts};
 use io::netns::{NetNs, VethEnd, is_root, skip_test, veth_pair};
-use io::{Interest, PacketPort, PollFd, poll};
+use io::{Interest, PollFd, poll};
+use ports::Port;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -38,10 +39,6 @@ fn mac_of(ns: &NetNs, ifname: &str) -> [u8; 6] {
 
 /// Runs the gateway on `lan` and `wan` (in the current namespace) until `stop`.
 fn run_gateway(macs: ([u8; 6], [u8; 6]), stop: &AtomicBool) -> Vec<(String, u64)> {
-    let mut ports = [
-        PacketPort::open("lan", 256).expect("lan port"),
-        PacketPort::open("wan", 256).expect("wan port"),
-    ];
     let now = Instant::now();
     let mut gw = GatewayGraph::new(
         Arena::new(1024),
@@ -62,51 +59,33 @@ fn run_gateway(macs: ([u8; 6], [u8; 6]), stop: &AtomicBool) -> Vec<(String, u64)
         gw.add_port(port("wan", macs.1, &["198.19.2.1/24", "2001:2:0:2::1/64"]))
             .unwrap(),
     ];
-    let mut handles: Vec<Handle> = Vec::with_capacity(32);
-    let mut lens = [0usize; 32];
+    let mut ports = [
+        Port::open_packet(ids[0], "lan", "lan", 1500, None).expect("lan port"),
+        Port::open_packet(ids[1], "wan", "wan", 1500, None).expect("wan port"),
+    ];
     let start = Instant::now();
     while !stop.load(Ordering::Relaxed) && start.elapsed() < RUN_AT_MOST {
-        let mut fds = [
-            PollFd::new(
-                std::os::fd::AsRawFd::as_raw_fd(&ports[0]),
-                Interest::READABLE,
-            ),
-            PollFd::new(
-                std::os::fd::AsRawFd::as_raw_fd(&ports[1]),
-                Interest::READABLE,
-            ),
-        ];
+        let mut fds = ports
+            .each_ref()
+            .map(|p| PollFd::new(p.fd(), Interest::READABLE));
         poll(&mut fds, Some(Duration::from_millis(10))).unwrap();
-        for (port, &id) in ports.iter_mut().zip(&ids) {
-            handles.clear();
-            let arena = gw.context_mut().arena_mut();
-            while handles.len() < 32 {
-                match arena.alloc() {
-                    Some(h) => handles.push(h),
-                    None => break,
-                }
-            }
-            let n = arena.with_rx_slices(&handles, RxStarts::AT_HEADROOM, |bufs| {
-                port.recv_batch(bufs, &mut lens)
-            });
-            for (&h, &len) in handles.iter().zip(&lens).take(n) {
-                arena.meta_mut(h).len = len as u16;
-            }
-            for &h in &handles[n..] {
-                arena.free(h);
-            }
-            gw.from_port(id, &handles[..n]);
+        for port in &mut ports {
+            port.receive(&mut gw);
         }
         let now = Instant::now();
         gw.tick(now);
         gw.run(now);
-        for (port, &id) in ports.iter_mut().zip(&ids) {
-            let queue = gw.port_output(id).unwrap();
-            gw.context_mut().send_output(queue, |arena, hs| {
-                let frames: Vec<&[u8]> = hs.iter().map(|&h| arena.data(h)).collect();
-                port.send_batch(&frames);
-            });
+        for port in &mut ports {
+            port.transmit(&mut gw);
         }
+    }
+    for port in &ports {
+        assert_eq!(
+            port.drops().iter().map(|d| d.1).sum::<u64>(),
+            0,
+            "{}",
+            port.name
+        );
     }
     assert_eq!(gw.context().arena().available(), 1024, "every buffer back");
     gw.counters()

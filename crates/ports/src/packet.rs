@@ -1,0 +1,177 @@
+//! The AF_PACKET driver: memory-mapped rings, frames copied between them and arena
+//! buffers.
+
+use crate::rx_buffers::RxBuffers;
+use crate::xdp::XDP_DATA_OFFSET;
+use crate::{PortCounters, PortGraph, RX_BATCH};
+use dataplane::fib::PortId;
+use dataplane::{HEADROOM, OutputId, RxStarts};
+use io::{Fanout, PacketPort};
+
+/// Ring slots of an AF_PACKET port, each way.
+const PACKET_RING_FRAMES: usize = 2048;
+
+/// Where an AF_PACKET port on `mtu` has its frames copied in: from 256 bytes in, as
+/// an AF_XDP port's (room in front for every outer header a frame may get, VXLAN
+/// and WireGuard over IPv6 both), at up to three starts a cache line apart (see
+/// `dataplane::rx_starts`) as far as a frame of the MTU, two VLAN tags included,
+/// leaves room; from the headroom where an MTU leaves too little for that.
+pub fn packet_rx_starts(mtu: u16) -> RxStarts {
+    let room = usize::from(mtu) + wire::ethernet::QINQ_HEADER_LEN;
+    RxStarts::spread(XDP_DATA_OFFSET, room)
+        .or_else(|| RxStarts::spread(HEADROOM, room))
+        .unwrap_or(RxStarts::AT_HEADROOM)
+}
+
+/// An AF_PACKET socket and where it copies frames in.
+pub(crate) struct PacketDriver {
+    socket: PacketPort,
+    starts: RxStarts,
+    /// The buffers of the batch being received.
+    buffers: RxBuffers,
+    lens: [usize; RX_BATCH],
+}
+
+impl PacketDriver {
+    /// A socket on `ifname`, promiscuous (the port routes for every address); with
+    /// `fanout`, one socket of that fanout group (one per worker).
+    pub(crate) fn open(
+        name: &str,
+        ifname: &str,
+        mtu: u16,
+        fanout: Option<(u16, Fanout)>,
+    ) -> Result<PacketDriver, String> {
+        let socket = PacketPort::open(ifname, PACKET_RING_FRAMES)
+            .map_err(|e| format!("port {name}: opening {ifname} with AF_PACKET: {e}"))?;
+        socket
+            .set_promiscuous(true)
+            .map_err(|e| format!("port {name}: promiscuous mode on {ifname}: {e}"))?;
+        if let Some((group, how)) = fanout {
+            socket
+                .join_fanout(group, how)
+                .map_err(|e| format!("port {name}: {e}"))?;
+        }
+        Ok(PacketDriver {
+            socket,
+            starts: packet_rx_starts(mtu),
+            buffers: RxBuffers::new(),
+            lens: [0; RX_BATCH],
+        })
+    }
+
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        self.socket.as_raw_fd()
+    }
+
+    /// Copies one batch of frames into free buffers and hands them to the graph;
+    /// how many came.
+    pub(crate) fn receive(
+        &mut self,
+        id: PortId,
+        c: &mut PortCounters,
+        graph: &mut impl PortGraph,
+    ) -> usize {
+        let arena = graph.context_mut().arena_mut();
+        if self.buffers.take(arena, RX_BATCH, 0) == 0 {
+            c.rx_no_buffer_polls += 1;
+            return 0;
+        }
+        let (socket, lens) = (&mut self.socket, &mut self.lens);
+        let Ok(frames) = self.buffers.read(arena, self.starts, |bufs| {
+            Ok::<_, std::convert::Infallible>(socket.recv_batch(bufs, lens))
+        });
+        for (&h, &len) in frames.iter().zip(self.lens.iter()) {
+            arena.meta_mut(h).len = len as u16;
+            c.rx_bytes += len as u64;
+        }
+        c.rx_packets += frames.len() as u64;
+        graph.take_in(id, frames);
+        frames.len()
+    }
+
+    /// Copies the frames of output queue `queue` to the ring and sends them; every
+    /// buffer goes back to the arena.
+    pub(crate) fn transmit(
+        &mut self,
+        queue: OutputId,
+        c: &mut PortCounters,
+        graph: &mut impl PortGraph,
+    ) {
+        let socket = &mut self.socket;
+        graph.context_mut().send_output(queue, |arena, hs| {
+            for chunk in hs.chunks(RX_BATCH) {
+                let mut frames: [&[u8]; RX_BATCH] = [&[]; RX_BATCH];
+                for (f, &h) in frames.iter_mut().zip(chunk) {
+                    *f = arena.data(h);
+                }
+                let sent = socket.send_batch(&frames[..chunk.len()]);
+                c.tx_packets += sent as u64;
+                c.tx_bytes += frames[..sent].iter().map(|f| f.len() as u64).sum::<u64>();
+                c.tx_dropped += (chunk.len() - sent) as u64;
+            }
+        });
+    }
+
+    /// The frames the driver lost, by reason (see `io::port_drops`).
+    pub(crate) fn drops(&self) -> Vec<(&'static str, u64)> {
+        let p = &self.socket;
+        io::port_drops::packet(
+            p.rx_truncated(),
+            p.rx_dropped(),
+            p.tx_too_big(),
+            p.tx_ring_full(),
+            p.tx_rejected(),
+        )
+    }
+
+    /// What the socket counts, by name.
+    pub(crate) fn driver_counters(&self) -> Vec<(&'static str, u64)> {
+        let p = &self.socket;
+        vec![
+            ("rx_truncated", p.rx_truncated()),
+            ("rx_dropped", p.rx_dropped()),
+            ("tx_too_big", p.tx_too_big()),
+            ("tx_ring_full", p.tx_ring_full()),
+            ("tx_rejected", p.tx_rejected()),
+            ("tx_flush_errors", p.tx_flush_errors()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::FRAME_SIZE;
+
+    fn distinct(s: RxStarts) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..4).map(|h| s.of(h)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// An AF_PACKET port's frames get an AF_XDP port's room in front and room for a
+    /// tagged frame of the MTU behind, spread where the MTU leaves room; a large MTU
+    /// gets the headroom and the room the buffers had before.
+    #[test]
+    fn packet_ports_receive_past_the_xdp_headroom_while_the_mtu_leaves_room() {
+        assert_eq!(distinct(packet_rx_starts(1500)), [256, 320, 384]);
+        assert_eq!(distinct(packet_rx_starts(1700)), [256]);
+        for mtu in [576, 1280, 1500, 1600, 1700, 1738] {
+            let s = packet_rx_starts(mtu);
+            assert!((0..4).all(|h| s.of(h) >= XDP_DATA_OFFSET), "{mtu}");
+            assert!(s.least_room() >= usize::from(mtu) + 22, "{mtu}");
+        }
+        for mtu in [1740, 1800, 1866] {
+            let s = packet_rx_starts(mtu);
+            assert!((0..4).all(|h| s.of(h) >= HEADROOM), "{mtu}");
+            assert!(s.least_room() >= usize::from(mtu) + 22, "{mtu}");
+        }
+        let s = packet_rx_starts(9000);
+        assert_eq!(s, RxStarts::AT_HEADROOM);
+        assert_eq!(
+            s.least_room(),
+            FRAME_SIZE - HEADROOM - dataplane::arena::TAILROOM
+        );
+    }
+}
