@@ -297,6 +297,69 @@ impl<T: AsRef<[u8]>> Message<T> {
     }
 }
 
+/// The fields both handshake messages carry, each at its own offset (`$f`, the
+/// message's module in `field`): the sender's index, the sender's unencrypted
+/// ephemeral key, and mac1 and mac2 at the end with the bytes each covers
+/// (§5.4.2, §5.4.3, §5.4.4). Declared once for both.
+macro_rules! handshake_fields {
+    ($name:ident, $f:ident) => {
+        impl<T: AsRef<[u8]>> $name<T> {
+            /// The sender's index for this handshake.
+            pub fn sender_index(&self) -> u32 {
+                u32_le(self.data(), field::$f::SENDER)
+            }
+
+            /// The sender's ephemeral public key.
+            pub fn unencrypted_ephemeral(&self) -> &[u8; KEY_LEN] {
+                fixed(self.data(), field::$f::EPHEMERAL)
+            }
+
+            /// mac1 (§5.4.4).
+            pub fn mac1(&self) -> &[u8; MAC_LEN] {
+                fixed(self.data(), field::$f::MAC1)
+            }
+
+            /// mac2 (§5.4.4); all zero unless the sender holds a cookie.
+            pub fn mac2(&self) -> &[u8; MAC_LEN] {
+                fixed(self.data(), field::$f::MAC2)
+            }
+
+            /// The bytes mac1 is computed over: everything before it (§5.4.4).
+            pub fn mac1_covered(&self) -> &[u8] {
+                clamped(self.data(), 0, field::$f::MAC1)
+            }
+
+            /// The bytes mac2 is computed over: everything before it, mac1
+            /// included (§5.4.4).
+            pub fn mac2_covered(&self) -> &[u8] {
+                clamped(self.data(), 0, field::$f::MAC2)
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> $name<T> {
+            /// Sets the sender index.
+            pub fn set_sender_index(&mut self, index: u32) {
+                set_u32_le(self.data_mut(), field::$f::SENDER, index);
+            }
+
+            /// Sets the unencrypted ephemeral.
+            pub fn set_unencrypted_ephemeral(&mut self, key: &[u8; KEY_LEN]) {
+                *fixed_mut(self.data_mut(), field::$f::EPHEMERAL) = *key;
+            }
+
+            /// Sets mac1.
+            pub fn set_mac1(&mut self, mac: &[u8; MAC_LEN]) {
+                *fixed_mut(self.data_mut(), field::$f::MAC1) = *mac;
+            }
+
+            /// Sets mac2.
+            pub fn set_mac2(&mut self, mac: &[u8; MAC_LEN]) {
+                *fixed_mut(self.data_mut(), field::$f::MAC2) = *mac;
+            }
+        }
+    };
+}
+
 checked_view! {
     /// First handshake message, initiator to responder (§5.4.2), 148 bytes.
     pub struct HandshakeInitiation;
@@ -309,21 +372,13 @@ checked_view! {
     fn new_checked;
 }
 
+handshake_fields!(HandshakeInitiation, initiation);
+
 impl<T: AsRef<[u8]>> HandshakeInitiation<T> {
     /// The check of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
     pub fn check_len(&self) -> Result<()> {
         check_exact_len(self.buffer.as_ref(), HANDSHAKE_INITIATION_LEN)
-    }
-
-    /// The initiator's index for this handshake.
-    pub fn sender_index(&self) -> u32 {
-        u32_le(self.data(), field::initiation::SENDER)
-    }
-
-    /// The initiator's ephemeral public key.
-    pub fn unencrypted_ephemeral(&self) -> &[u8; KEY_LEN] {
-        fixed(self.data(), field::initiation::EPHEMERAL)
     }
 
     /// The initiator's static public key, encrypted, with its tag.
@@ -335,27 +390,6 @@ impl<T: AsRef<[u8]>> HandshakeInitiation<T> {
     pub fn encrypted_timestamp(&self) -> &[u8; ENCRYPTED_TIMESTAMP_LEN] {
         fixed(self.data(), field::initiation::TIMESTAMP)
     }
-
-    /// mac1 (§5.4.4).
-    pub fn mac1(&self) -> &[u8; MAC_LEN] {
-        fixed(self.data(), field::initiation::MAC1)
-    }
-
-    /// mac2 (§5.4.4); all zero unless the initiator holds a cookie.
-    pub fn mac2(&self) -> &[u8; MAC_LEN] {
-        fixed(self.data(), field::initiation::MAC2)
-    }
-
-    /// The bytes mac1 is computed over: everything before it (§5.4.4).
-    pub fn mac1_covered(&self) -> &[u8] {
-        clamped(self.data(), 0, field::initiation::MAC1)
-    }
-
-    /// The bytes mac2 is computed over: everything before it, mac1
-    /// included (§5.4.4).
-    pub fn mac2_covered(&self) -> &[u8] {
-        clamped(self.data(), 0, field::initiation::MAC2)
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeInitiation<T> {
@@ -366,16 +400,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeInitiation<T> {
         put_type(message.data_mut(), MESSAGE_HANDSHAKE_INITIATION);
         message.set_sender_index(sender_index);
         Ok(message)
-    }
-
-    /// Sets the sender index.
-    pub fn set_sender_index(&mut self, index: u32) {
-        set_u32_le(self.data_mut(), field::initiation::SENDER, index);
-    }
-
-    /// Sets the unencrypted ephemeral.
-    pub fn set_unencrypted_ephemeral(&mut self, key: &[u8; KEY_LEN]) {
-        *fixed_mut(self.data_mut(), field::initiation::EPHEMERAL) = *key;
     }
 
     /// Sets the encrypted static.
@@ -397,16 +421,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeInitiation<T> {
     pub fn encrypted_timestamp_mut(&mut self) -> &mut [u8; ENCRYPTED_TIMESTAMP_LEN] {
         fixed_mut(self.data_mut(), field::initiation::TIMESTAMP)
     }
-
-    /// Sets mac1.
-    pub fn set_mac1(&mut self, mac: &[u8; MAC_LEN]) {
-        *fixed_mut(self.data_mut(), field::initiation::MAC1) = *mac;
-    }
-
-    /// Sets mac2.
-    pub fn set_mac2(&mut self, mac: &[u8; MAC_LEN]) {
-        *fixed_mut(self.data_mut(), field::initiation::MAC2) = *mac;
-    }
 }
 
 checked_view! {
@@ -420,6 +434,8 @@ checked_view! {
     fn new_checked;
 }
 
+handshake_fields!(HandshakeResponse, response);
+
 impl<T: AsRef<[u8]>> HandshakeResponse<T> {
     /// The check of [`new_checked`](Self::new_checked), for a view made with
     /// `new_unchecked`.
@@ -427,44 +443,14 @@ impl<T: AsRef<[u8]>> HandshakeResponse<T> {
         check_exact_len(self.buffer.as_ref(), HANDSHAKE_RESPONSE_LEN)
     }
 
-    /// The responder's index for this handshake.
-    pub fn sender_index(&self) -> u32 {
-        u32_le(self.data(), field::response::SENDER)
-    }
-
     /// The initiator's index, echoed from the initiation.
     pub fn receiver_index(&self) -> u32 {
         u32_le(self.data(), field::response::RECEIVER)
     }
 
-    /// The responder's ephemeral public key.
-    pub fn unencrypted_ephemeral(&self) -> &[u8; KEY_LEN] {
-        fixed(self.data(), field::response::EPHEMERAL)
-    }
-
     /// The tag of an empty plaintext, which authenticates the handshake.
     pub fn encrypted_nothing(&self) -> &[u8; ENCRYPTED_NOTHING_LEN] {
         fixed(self.data(), field::response::EMPTY)
-    }
-
-    /// mac1 (§5.4.4).
-    pub fn mac1(&self) -> &[u8; MAC_LEN] {
-        fixed(self.data(), field::response::MAC1)
-    }
-
-    /// mac2 (§5.4.4).
-    pub fn mac2(&self) -> &[u8; MAC_LEN] {
-        fixed(self.data(), field::response::MAC2)
-    }
-
-    /// The bytes mac1 is computed over (§5.4.4).
-    pub fn mac1_covered(&self) -> &[u8] {
-        clamped(self.data(), 0, field::response::MAC1)
-    }
-
-    /// The bytes mac2 is computed over (§5.4.4).
-    pub fn mac2_covered(&self) -> &[u8] {
-        clamped(self.data(), 0, field::response::MAC2)
     }
 }
 
@@ -479,19 +465,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeResponse<T> {
         Ok(message)
     }
 
-    /// Sets the sender index.
-    pub fn set_sender_index(&mut self, index: u32) {
-        set_u32_le(self.data_mut(), field::response::SENDER, index);
-    }
-
     /// Sets the receiver index.
     pub fn set_receiver_index(&mut self, index: u32) {
         set_u32_le(self.data_mut(), field::response::RECEIVER, index);
-    }
-
-    /// Sets the unencrypted ephemeral.
-    pub fn set_unencrypted_ephemeral(&mut self, key: &[u8; KEY_LEN]) {
-        *fixed_mut(self.data_mut(), field::response::EPHEMERAL) = *key;
     }
 
     /// Sets the encrypted nothing.
@@ -502,16 +478,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeResponse<T> {
     /// The encrypted nothing, writable, for sealing in place.
     pub fn encrypted_nothing_mut(&mut self) -> &mut [u8; ENCRYPTED_NOTHING_LEN] {
         fixed_mut(self.data_mut(), field::response::EMPTY)
-    }
-
-    /// Sets mac1.
-    pub fn set_mac1(&mut self, mac: &[u8; MAC_LEN]) {
-        *fixed_mut(self.data_mut(), field::response::MAC1) = *mac;
-    }
-
-    /// Sets mac2.
-    pub fn set_mac2(&mut self, mac: &[u8; MAC_LEN]) {
-        *fixed_mut(self.data_mut(), field::response::MAC2) = *mac;
     }
 }
 
