@@ -10,7 +10,7 @@
 //! builds them, and [`is_icmp_error`] tells the packets that must never be
 //! answered with one.
 
-use crate::bytes::{clamped, clamped_mut, set_u16_be, set_u32_be, u16_be, u32_be};
+use crate::bytes::{set_u16_be, u16_be};
 use crate::checksum;
 use crate::error::{Error, Result};
 use crate::ip_protocol as protocol;
@@ -18,7 +18,7 @@ use crate::ipv4;
 
 /// The length of the header every message has: type, code, checksum and
 /// four bytes whose meaning depends on the type (RFC 792).
-pub const HEADER_LEN: usize = 8;
+pub const HEADER_LEN: usize = crate::icmp_header::HEADER_LEN;
 
 /// How much of the offending packet's payload an error message quotes after
 /// its IP header: "the first 64 bits of the original datagram's data"
@@ -75,12 +75,6 @@ pub mod time_exceeded {
 }
 
 mod field {
-    pub const TYPE: usize = 0;
-    pub const CODE: usize = 1;
-    pub const CHECKSUM: usize = 2;
-    pub const REST: usize = 4;
-    pub const IDENT: usize = 4;
-    pub const SEQ: usize = 6;
     pub const POINTER: usize = 4;
     pub const MTU: usize = 6;
 }
@@ -125,46 +119,9 @@ checked_view! {
     fn new_checked;
 }
 
+icmp_header_accessors!();
+
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(())
-    }
-
-    /// Message type (see [`msg_type`]).
-    pub fn msg_type(&self) -> u8 {
-        self.data()[field::TYPE]
-    }
-
-    /// Code, whose meaning depends on the type.
-    pub fn code(&self) -> u8 {
-        self.data()[field::CODE]
-    }
-
-    /// The checksum field.
-    pub fn checksum(&self) -> u16 {
-        u16_be(self.data(), field::CHECKSUM)
-    }
-
-    /// The four bytes after the checksum, whatever the type makes of them.
-    pub fn rest_of_header(&self) -> u32 {
-        u32_be(self.data(), field::REST)
-    }
-
-    /// Identifier of an echo request or reply.
-    pub fn identifier(&self) -> u16 {
-        u16_be(self.data(), field::IDENT)
-    }
-
-    /// Sequence number of an echo request or reply.
-    pub fn sequence(&self) -> u16 {
-        u16_be(self.data(), field::SEQ)
-    }
-
     /// Next-hop MTU of a "fragmentation needed" message (RFC 1191 §4); zero
     /// from routers older than RFC 1191.
     pub fn next_hop_mtu(&self) -> u16 {
@@ -177,17 +134,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.data()[field::POINTER]
     }
 
-    /// Whether this is an error message (see [`is_error_type`]).
-    pub fn is_error(&self) -> bool {
-        is_error_type(self.msg_type())
-    }
-
-    /// Everything after the header: the data of an echo, the quoted packet
-    /// of an error.
-    pub fn payload(&self) -> &[u8] {
-        clamped(self.data(), HEADER_LEN, usize::MAX)
-    }
-
     /// Whether the checksum over the whole message is correct.
     pub fn verify_checksum(&self) -> bool {
         checksum::sum(self.data()) == 0xffff
@@ -195,36 +141,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the message type.
-    pub fn set_msg_type(&mut self, value: u8) {
-        self.data_mut()[field::TYPE] = value;
-    }
-
-    /// Sets the code.
-    pub fn set_code(&mut self, value: u8) {
-        self.data_mut()[field::CODE] = value;
-    }
-
-    /// Sets the checksum field as given; see [`fill_checksum`](Self::fill_checksum).
-    pub fn set_checksum(&mut self, value: u16) {
-        set_u16_be(self.data_mut(), field::CHECKSUM, value);
-    }
-
-    /// Sets the four bytes after the checksum.
-    pub fn set_rest_of_header(&mut self, value: u32) {
-        set_u32_be(self.data_mut(), field::REST, value);
-    }
-
-    /// Sets the echo identifier.
-    pub fn set_identifier(&mut self, value: u16) {
-        set_u16_be(self.data_mut(), field::IDENT, value);
-    }
-
-    /// Sets the echo sequence number.
-    pub fn set_sequence(&mut self, value: u16) {
-        set_u16_be(self.data_mut(), field::SEQ, value);
-    }
-
     /// Sets the next-hop MTU.
     pub fn set_next_hop_mtu(&mut self, value: u16) {
         set_u16_be(self.data_mut(), field::MTU, value);
@@ -235,11 +151,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         self.data_mut()[field::POINTER] = value;
     }
 
-    /// The payload, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        clamped_mut(self.data_mut(), HEADER_LEN, usize::MAX)
-    }
-
     /// Computes the checksum over the whole message and stores it; call
     /// after the last change. An echo request becomes its reply in place
     /// with `set_msg_type(ECHO_REPLY)` and this.
@@ -247,12 +158,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         self.set_checksum(0);
         let sum = checksum::checksum(self.data());
         self.set_checksum(sum);
-    }
-}
-
-impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
-    fn as_ref(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 }
 

@@ -15,9 +15,7 @@
 
 use core::net::Ipv6Addr;
 
-use crate::bytes::{
-    clamped, clamped_mut, fixed, fixed_mut, set_u16_be, set_u32_be, u16_be, u32_be,
-};
+use crate::bytes::{clamped, fixed, fixed_mut, set_u16_be, u16_be};
 use crate::checksum;
 use crate::error::{Error, Result};
 use crate::ethernet::{self, MacAddr};
@@ -26,7 +24,7 @@ use crate::ipv6;
 
 /// The length of the header every message of RFC 4443 and RFC 4861 has:
 /// type, code, checksum and four bytes whose meaning depends on the type.
-pub const HEADER_LEN: usize = 8;
+pub const HEADER_LEN: usize = crate::icmp_header::HEADER_LEN;
 
 /// The smallest MTU every IPv6 link has (RFC 8200 §5).
 pub const MIN_MTU: usize = 1280;
@@ -125,12 +123,7 @@ pub mod nd_option {
 }
 
 mod field {
-    pub const TYPE: usize = 0;
-    pub const CODE: usize = 1;
-    pub const CHECKSUM: usize = 2;
-    pub const REST: usize = 4;
-    pub const IDENT: usize = 4;
-    pub const SEQ: usize = 6;
+    pub use crate::icmp_header::field::*;
     pub const TARGET: usize = 8;
     pub const OPTIONS: usize = 24;
 
@@ -243,46 +236,9 @@ checked_view! {
     fn new_checked;
 }
 
+icmp_header_accessors!();
+
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(())
-    }
-
-    /// Message type (see [`msg_type`]).
-    pub fn msg_type(&self) -> u8 {
-        self.data()[field::TYPE]
-    }
-
-    /// Code, whose meaning depends on the type.
-    pub fn code(&self) -> u8 {
-        self.data()[field::CODE]
-    }
-
-    /// The checksum field.
-    pub fn checksum(&self) -> u16 {
-        u16_be(self.data(), field::CHECKSUM)
-    }
-
-    /// The four bytes after the checksum, whatever the type makes of them.
-    pub fn rest_of_header(&self) -> u32 {
-        u32_be(self.data(), field::REST)
-    }
-
-    /// Identifier of an echo request or reply.
-    pub fn identifier(&self) -> u16 {
-        u16_be(self.data(), field::IDENT)
-    }
-
-    /// Sequence number of an echo request or reply.
-    pub fn sequence(&self) -> u16 {
-        u16_be(self.data(), field::SEQ)
-    }
-
     /// MTU of a packet too big message (RFC 4443 §3.2).
     pub fn mtu(&self) -> u32 {
         self.rest_of_header()
@@ -294,17 +250,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.rest_of_header()
     }
 
-    /// Whether this is an error message (see [`is_error_type`]).
-    pub fn is_error(&self) -> bool {
-        is_error_type(self.msg_type())
-    }
-
-    /// Everything after the header: the data of an echo, the quoted packet
-    /// of an error.
-    pub fn payload(&self) -> &[u8] {
-        clamped(self.data(), HEADER_LEN, usize::MAX)
-    }
-
     /// Whether the checksum is correct for a message from `src` to `dst`.
     pub fn verify_checksum(&self, src: &Ipv6Addr, dst: &Ipv6Addr) -> bool {
         verify(self.data(), src, dst)
@@ -312,54 +257,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the message type.
-    pub fn set_msg_type(&mut self, value: u8) {
-        self.data_mut()[field::TYPE] = value;
-    }
-
-    /// Sets the code.
-    pub fn set_code(&mut self, value: u8) {
-        self.data_mut()[field::CODE] = value;
-    }
-
-    /// Sets the checksum field as given; see [`fill_checksum`](Self::fill_checksum).
-    pub fn set_checksum(&mut self, value: u16) {
-        set_u16_be(self.data_mut(), field::CHECKSUM, value);
-    }
-
-    /// Sets the four bytes after the checksum: the MTU of a packet too big,
-    /// the pointer of a parameter problem.
-    pub fn set_rest_of_header(&mut self, value: u32) {
-        set_u32_be(self.data_mut(), field::REST, value);
-    }
-
-    /// Sets the echo identifier.
-    pub fn set_identifier(&mut self, value: u16) {
-        set_u16_be(self.data_mut(), field::IDENT, value);
-    }
-
-    /// Sets the echo sequence number.
-    pub fn set_sequence(&mut self, value: u16) {
-        set_u16_be(self.data_mut(), field::SEQ, value);
-    }
-
-    /// The payload, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        clamped_mut(self.data_mut(), HEADER_LEN, usize::MAX)
-    }
-
     /// Computes the checksum for a message from `src` to `dst` and stores
     /// it; call after the last change. An echo request becomes its reply in
     /// place with `set_msg_type(ECHO_REPLY)` and this, with the addresses
     /// swapped.
     pub fn fill_checksum(&mut self, src: &Ipv6Addr, dst: &Ipv6Addr) {
         fill(self.data_mut(), src, dst);
-    }
-}
-
-impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
-    fn as_ref(&self) -> &[u8] {
-        self.buffer.as_ref()
     }
 }
 

@@ -36,6 +36,8 @@ extern crate std;
 
 #[macro_use]
 mod view;
+#[macro_use]
+mod icmp_header;
 
 pub mod arp;
 mod bytes;
