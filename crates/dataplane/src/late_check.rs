@@ -7,6 +7,7 @@ use crate::arena::{Arena, Handle};
 use crate::context::{Context, OutputId};
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use std::sync::Arc;
+use wire::checksum;
 use wire::wireguard::{MESSAGE_TRANSPORT_DATA, TRANSPORT_HEADER_LEN};
 use wireguard::Keypair;
 
@@ -170,7 +171,7 @@ impl Context {
             let covered = (at >= start + 8)
                 .then(|| &data[at - start - 2..at - start])
                 .filter(|c| c != &[0, 0])
-                .map(|_| ones_sum(message));
+                .map(|_| checksum::sum(message));
             late.push(Late {
                 index,
                 h,
@@ -200,32 +201,15 @@ fn transport_op(l: &Late, dir: Direction, counter: u64) -> AeadOp {
     )
 }
 
-/// The one's-complement sum of `bytes` as 16-bit words (RFC 1071), not inverted.
-fn ones_sum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for pair in bytes.chunks(2) {
-        let word = u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]);
-        sum += u32::from(word);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
-
 /// Updates the UDP checksum in front of a resealed message whose bytes summed to
-/// `old` (RFC 1624: HC' = ~(~HC + ~m + m')).
+/// `old` (RFC 1624, without summing the rest again).
 fn fix_udp_checksum(arena: &mut Arena, l: &Late, old: u16) {
     let end = l.at + TRANSPORT_HEADER_LEN + l.text_len + TAG_LEN;
     let buf = arena.buffer_mut(l.h);
-    let new = ones_sum(&buf[l.at..end]);
-    let checksum = u16::from_be_bytes([buf[l.at - 2], buf[l.at - 1]]);
-    let mut sum = u32::from(!checksum) + u32::from(!old) + u32::from(new);
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
+    let new = checksum::sum(&buf[l.at..end]);
+    let before = u16::from_be_bytes([buf[l.at - 2], buf[l.at - 1]]);
     // A UDP checksum that computes to zero is sent as all ones (RFC 768).
-    let fixed = match !(sum as u16) {
+    let fixed = match checksum::update(before, old, new) {
         0 => 0xffff,
         c => c,
     };
@@ -241,13 +225,7 @@ mod tests {
         // A UDP header's checksum over a pseudo-header sum and a message; the
         // message changes; the fixed checksum equals the one computed from scratch.
         let pseudo: u16 = 0x1234;
-        let full = |msg: &[u8]| {
-            let mut s = u32::from(pseudo) + u32::from(ones_sum(msg));
-            while s > 0xffff {
-                s = (s & 0xffff) + (s >> 16);
-            }
-            !(s as u16)
-        };
+        let full = |msg: &[u8]| !checksum::combine(pseudo, checksum::sum(msg));
         let mut arena = Arena::new(4);
         let h = arena.alloc().unwrap();
         let at = 200;
@@ -272,9 +250,9 @@ mod tests {
             at,
             text_len,
             counter: 0,
-            covered: Some(ones_sum(&old)),
+            covered: Some(checksum::sum(&old)),
         };
-        fix_udp_checksum(&mut arena, &l, ones_sum(&old));
+        fix_udp_checksum(&mut arena, &l, checksum::sum(&old));
         let buf = arena.buffer_mut(h);
         let got = u16::from_be_bytes([buf[at - 2], buf[at - 1]]);
         assert_eq!(got, full(&new));

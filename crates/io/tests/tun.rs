@@ -75,18 +75,10 @@ fn recv_on(sock: &UdpSocket, count: usize) -> Vec<(Vec<u8>, SocketAddr)> {
         .collect()
 }
 
+/// The Internet checksum over `chunks` in turn (each but the last of even length).
 fn checksum(chunks: &[&[u8]]) -> u16 {
-    let mut sum: u32 = 0;
-    for chunk in chunks {
-        for pair in chunk.chunks(2) {
-            let word = u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]);
-            sum += u32::from(word);
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    use wire::checksum::{combine, sum};
+    !chunks.iter().fold(0, |acc, c| combine(acc, sum(c)))
 }
 
 fn udp_header(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {

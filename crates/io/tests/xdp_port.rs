@@ -125,14 +125,7 @@ fn tx_frame(seq: usize) -> Vec<u8> {
 }
 
 fn checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = bytes
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    wire::checksum::checksum(bytes)
 }
 
 /// An IPv4 UDP datagram 198.18.20.2:4000 -> 198.18.20.1:5000 from the peer.

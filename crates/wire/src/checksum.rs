@@ -64,6 +64,14 @@ pub fn combine(a: u16, b: u16) -> u16 {
     s + u16::from(carry)
 }
 
+/// The checksum field `checksum` once the bytes it covers change from a part
+/// whose folded [`sum`] was `old` to one whose sum is `new`, without summing
+/// the rest again (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m')). The parts must
+/// start at the same even offset.
+pub fn update(checksum: u16, old: u16, new: u16) -> u16 {
+    !combine(combine(!checksum, !old), new)
+}
+
 /// The folded sum of the IPv4 pseudo-header that UDP and TCP checksums cover
 /// (RFC 768, RFC 9293 §3.1): source, destination, zero, protocol, length.
 pub fn pseudo_header_v4(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, len: u16) -> u16 {
@@ -111,6 +119,28 @@ fn fold(acc: u64) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A checksum patched for a changed part is the one computed anew, for
+    /// parts of a header, of a datagram, and of odd length at the end.
+    #[test]
+    fn an_updated_checksum_is_the_one_computed_anew() {
+        let mut data = [0u8; 61];
+        for (i, b) in data.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37).wrapping_add(11);
+        }
+        for (from, to) in [(8, 10), (0, 2), (20, 61), (12, 60), (40, 41)] {
+            for seed in [1u8, 0x80, 0xff] {
+                let before = checksum(&data);
+                let old = sum(&data[from..to]);
+                let mut changed = data;
+                for (i, b) in changed[from..to].iter_mut().enumerate() {
+                    *b = b.wrapping_mul(seed).wrapping_add(i as u8);
+                }
+                let new = sum(&changed[from..to]);
+                assert_eq!(update(before, old, new), checksum(&changed), "{from}..{to}");
+            }
+        }
+    }
 
     /// Word-at-a-time sum, written straight from the RFC, to check the fast
     /// one against.

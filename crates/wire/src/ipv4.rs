@@ -265,6 +265,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         *fixed_mut(self.data_mut(), field::DST) = addr.octets();
     }
 
+    /// One hop less: the time to live less one and the header checksum
+    /// patched for it (RFC 1624), as a router forwards. The caller saw a TTL
+    /// above zero.
+    pub fn decrement_ttl(&mut self) {
+        // The TTL is the high byte of the 16-bit word it shares with the
+        // protocol.
+        let word = |p: &Self| u16::from_be_bytes([p.ttl(), p.protocol()]);
+        let old = word(self);
+        self.set_ttl(self.ttl() - 1);
+        let sum = checksum::update(self.checksum(), old, word(self));
+        self.set_checksum(sum);
+    }
+
     /// Computes the header checksum and stores it; call after the last
     /// change to any header field.
     pub fn fill_checksum(&mut self) {

@@ -147,6 +147,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         self.data_mut()[field::HOP_LIMIT] = hop_limit;
     }
 
+    /// One hop less, as a router forwards (IPv6 has no header checksum). The
+    /// caller saw a hop limit above zero.
+    pub fn decrement_hop_limit(&mut self) {
+        self.set_hop_limit(self.hop_limit() - 1);
+    }
+
     /// Sets the source address.
     pub fn set_src_addr(&mut self, addr: &Ipv6Addr) {
         *fixed_mut(self.data_mut(), field::SRC) = addr.octets();

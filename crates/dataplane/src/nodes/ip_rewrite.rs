@@ -47,18 +47,9 @@ impl IpRewrite {
 /// TTL is above 1.
 pub(crate) fn decrement_ttl(ip: &mut [u8]) {
     if ip[0] >> 4 == 4 {
-        ip[8] -= 1;
-        // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), the TTL being the high byte of
-        // the 16-bit word it shares with the protocol.
-        let old = u16::from_be_bytes([ip[8] + 1, ip[9]]);
-        let new = u16::from_be_bytes([ip[8], ip[9]]);
-        let hc = u16::from_be_bytes([ip[10], ip[11]]);
-        let sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
-        let sum = (sum & 0xffff) + (sum >> 16);
-        let sum = (sum & 0xffff) + (sum >> 16);
-        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        wire::ipv4::Packet::new_unchecked(ip).decrement_ttl();
     } else {
-        ip[7] -= 1;
+        wire::ipv6::Packet::new_unchecked(ip).decrement_hop_limit();
     }
 }
 
