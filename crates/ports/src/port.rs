@@ -93,7 +93,9 @@ impl Port {
     /// kernel come back only through the port.
     pub fn prime(&mut self, graph: &mut impl PortGraph) -> Result<(), String> {
         match &mut self.driver {
-            Driver::Xdp(x) => x.start(graph).map_err(|e| format!("port {}: {e}", self.name)),
+            Driver::Xdp(x) => x
+                .start(graph)
+                .map_err(|e| format!("port {}: {e}", self.name)),
             Driver::Packet(_) => Ok(()),
         }
     }
