@@ -269,7 +269,10 @@ impl Arena {
     }
 
     /// All buffers as one slice: what a synchronous crypto engine works on, by
-    /// offset. Refused while frames are lent to an asynchronous one.
+    /// offset. Refused while frames are lent to an asynchronous one. The slice also
+    /// covers the buffers an AF_XDP port has lent the kernel to receive into: the
+    /// engines read and write only their ops' spans, which are the graph's packets,
+    /// never those.
     pub fn mem_mut(&mut self) -> &mut [u8] {
         assert_eq!(self.lent, 0, "the whole arena while frames are lent out");
         // SAFETY: the whole allocation, derived from `base` like every other access

@@ -43,6 +43,11 @@ use socket::Xsk;
 use umem::Region;
 pub use umem::{FRAME_SIZE, XDP_PACKET_HEADROOM};
 
+/// Queues the XDP program can send to a socket: the entries of its XSKMAP
+/// (`max_entries` in `redirect.bpf.c`). A port on a queue past them is refused at
+/// open, so that joining the map in `start_receiving` does not fail for it.
+const XSKMAP_ENTRIES: u32 = 256;
+
 /// How the XDP program runs on the interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XdpMode {
@@ -193,8 +198,9 @@ impl XdpPort {
     ///   any reference or pointer, until [`recv`](XdpPort::recv) or
     ///   [`complete`](XdpPort::complete) hands it back: the kernel writes received
     ///   frames into it and reads frames to send from it at any time in between.
-    /// - The memory is registered with no other socket, and the caller must drop the
-    ///   port before freeing it.
+    /// - The caller must drop the port before freeing the memory. Other sockets may
+    ///   register the same memory only if no buffer is ever lent to two of them at
+    ///   once (each lends the kernel only buffers it holds alone).
     pub unsafe fn open(
         ifname: &str,
         queue: u32,
@@ -230,6 +236,11 @@ impl XdpPort {
         let ifname = attachment.ifname.as_str();
         let invalid =
             |why: String| io::Error::new(io::ErrorKind::InvalidInput, format!("{ifname}: {why}"));
+        if queue >= XSKMAP_ENTRIES {
+            return Err(invalid(format!(
+                "queue {queue} is past the {XSKMAP_ENTRIES} queues the XDP program serves"
+            )));
+        }
         let region = Region::new(umem, umem_len, umem::page_size()).map_err(invalid)?;
         opts.check().map_err(invalid)?;
         let program = attachment.program.clone();

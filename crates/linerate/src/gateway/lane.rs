@@ -22,8 +22,8 @@ pub const NEIGHBOR_TICK: Duration = Duration::from_millis(10);
 pub struct Lane {
     /// The worker's number: 0 is the owner of the WireGuard device.
     pub index: usize,
-    /// Declared (so dropped) before the graph: an AF_XDP port's UMEM is the graph's
-    /// arena, which must outlive the socket.
+    /// The worker's queue of each port. (An AF_XDP port keeps the arena's memory
+    /// it registered alive itself, whichever of the two is dropped first.)
     pub ports: Vec<Port>,
     pub gw: GatewayGraph,
     started: Instant,
