@@ -277,15 +277,15 @@ run_scenarios() {
 
 scenario_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
+# cpu_steal_ms: the CPU time the hypervisor took from this machine since boot, in
+# whole ms, all CPUs together (a worker held back by it is not the gateway's doing).
+cpu_steal_ms() {
+  awk '$1 == "cpu" { printf "%d\n", $9 * 1000 / '"$(getconf CLK_TCK)"' }' /proc/stat
+}
+
 # one_tcp_flow SECONDS: one iperf3 TCP flow from host a to host b for SECONDS
 # while host a pings host b 100 times a second; prints the flow's retransmits,
 # its Mbit/s and the pings lost ("R MBPS LOSS%").
-# cpu_steal_ms: the CPU time the hypervisor took from this machine since boot, in
-# ms, all CPUs together (a worker held back by it is not the gateway's doing).
-cpu_steal_ms() {
-  awk '$1 == "cpu" { print $9 * 1000 / '"$(getconf CLK_TCK)"' }' /proc/stat
-}
-
 one_tcp_flow() {
   local secs=$1 port=5201 ping
   timeout $((secs + 30)) ip netns exec "$NS_HB" iperf3 -s -1 -B "$H4_B" -p $port \

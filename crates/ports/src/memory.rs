@@ -47,10 +47,12 @@ pub fn put_with(
 
 /// Shows `each` every frame the graph queued for `port`, in order, and frees them:
 /// what the port's driver would send now.
+///
+/// Panics if the graph has no port `port` (a test's or benchmark's mistake).
 pub fn take(graph: &mut impl PortGraph, port: PortId, mut each: impl FnMut(&[u8])) {
-    let Some(queue) = graph.port_output(port) else {
-        return;
-    };
+    let queue = graph
+        .port_output(port)
+        .unwrap_or_else(|| panic!("no port {port:?} in this graph"));
     graph.context_mut().send_output(queue, |arena, hs| {
         for &h in hs {
             each(arena.data(h));
@@ -67,17 +69,18 @@ pub fn sent(graph: &mut impl PortGraph, port: PortId) -> Vec<Vec<u8>> {
 
 /// Carries the frames `from` queued for `from_port` to `to`, received on `to_port`
 /// (copied: each graph has its own arena); how many arrived. Frames the far
-/// arena has no buffer for are lost, as on a cable into a full ring.
+/// arena has no buffer for are lost, as on a cable into a full ring. Panics if
+/// `from` has no port `from_port`.
 pub fn cable(
     from: &mut impl PortGraph,
     from_port: PortId,
     to: &mut impl PortGraph,
     to_port: PortId,
 ) -> usize {
-    let Some(queue) = from.port_output(from_port) else {
-        return 0;
-    };
-    let mut moved: Vec<Handle> = Vec::new();
+    let queue = from
+        .port_output(from_port)
+        .unwrap_or_else(|| panic!("no port {from_port:?} in this graph"));
+    let mut moved: Vec<Handle> = Vec::with_capacity(crate::RX_BATCH);
     let to_arena = to.context_mut().arena_mut();
     from.context_mut().send_output(queue, |arena, hs| {
         moved.extend(
