@@ -1,4 +1,4 @@
-//! Cross-thread wake-up for a data-path thread asleep in [`crate::poll`]: an eventfd that
+//! Cross-thread wake-up for a data-path thread asleep in [`crate::poll()`]: an eventfd that
 //! becomes readable when anyone calls [`Waker::wake`].
 
 use std::io;
