@@ -16,7 +16,58 @@ use crate::nodes::parked::park_frame;
 use crate::resume::Resume;
 use crypto::{AeadOp, OpStatus};
 
-pub trait AeadStage: Send + 'static {
+/// What a stage's two nodes declare: their names, the nodes after them and their
+/// drop reasons. Written by `aead_stage!` for every stage.
+pub trait AeadStageNodes {
+    /// The node that prepares and runs the ops.
+    const INFO: NodeInfo;
+    /// The node that finishes packets back from an asynchronous engine.
+    const POST_INFO: NodeInfo;
+    /// Counted at the post node for a packet no returned frame holds (a wiring bug).
+    fn not_parked() -> ErrorSlot;
+}
+
+/// Declares a stage's nodes, once for every stage: the stage's name and its post
+/// node's, the constructors of both nodes, and their [`AeadStageNodes`], from the
+/// next nodes of the stage's edges and its `node_errors!` enum (which has a
+/// `NotParked` reason).
+macro_rules! aead_stage {
+    ($stage:ident, name: $name:literal, post: $post:literal, next: [$($next:expr),*], errors: $errors:ident) => {
+        impl $stage {
+            pub const NAME: &'static str = $name;
+            /// The post node's name.
+            pub const POST: &'static str = $post;
+
+            /// The node that prepares and runs the ops.
+            pub fn node() -> $crate::nodes::AeadNode<$stage> {
+                $crate::nodes::AeadNode::default()
+            }
+
+            /// The node that finishes frames an asynchronous engine ran.
+            pub fn post() -> $crate::nodes::PostNode<$stage> {
+                $crate::nodes::PostNode::default()
+            }
+        }
+
+        impl $crate::nodes::aead::AeadStageNodes for $stage {
+            const INFO: $crate::graph::NodeInfo = $crate::graph::NodeInfo {
+                name: $name,
+                next: &[$($next),*],
+                errors: $errors::TABLE,
+            };
+            const POST_INFO: $crate::graph::NodeInfo = $crate::graph::NodeInfo {
+                name: $post,
+                ..Self::INFO
+            };
+
+            fn not_parked() -> $crate::counters::ErrorSlot {
+                $errors::NotParked.into()
+            }
+        }
+    };
+}
+
+pub trait AeadStage: AeadStageNodes + Send + 'static {
     /// What the stage keeps between frames for `finish_frame` (its node owns it).
     type Scratch: Default + Send + 'static;
     /// What the stage remembers from one packet to the next while it prepares a
@@ -24,16 +75,10 @@ pub trait AeadStage: Send + 'static {
     /// every frame and dropped once its packets are prepared, so nothing it holds
     /// outlives the preparation.
     type Memo: Default;
-    /// The node that prepares and runs the ops.
-    const INFO: NodeInfo;
-    /// The node that finishes packets back from an asynchronous engine.
-    const POST_INFO: NodeInfo;
     /// Whether the stage's frames may go to an asynchronous engine. Those are
     /// resumed by ChaCha20-Poly1305's engine alone (see `inflight`); a stage whose
     /// ops may be of any algorithm runs every frame on the synchronous path.
     const PARKS: bool = true;
-    /// Counted at the post node for a packet no returned frame holds (a wiring bug).
-    fn not_parked() -> ErrorSlot;
     /// The op for packet `h` and how to finish it; `None` when the packet was
     /// dropped (counted) or set aside (its `next` set to KEEP).
     fn prepare(

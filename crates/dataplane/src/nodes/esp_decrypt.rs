@@ -9,11 +9,11 @@
 
 use crate::arena::{Arena, Handle};
 use crate::context::Context;
-use crate::counters::{ErrorSlot, NodeCounters};
+use crate::counters::NodeCounters;
 use crate::esp::SaCounters;
-use crate::graph::{FREE, NodeInfo};
+use crate::graph::FREE;
 use crate::nodes::TunnelInput;
-use crate::nodes::aead::{AeadNode, AeadStage};
+use crate::nodes::aead::AeadStage;
 use crate::resume::Resume;
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use ipsec::ReplayError;
@@ -50,34 +50,13 @@ const ESN_AAD_LEN: usize = 12;
 
 pub struct EspDecrypt;
 
-impl EspDecrypt {
-    pub const NAME: &'static str = "esp-decrypt";
-    /// The post node's name, which the stage must have; ESP's never runs (its
-    /// frames never park).
-    pub const POST: &'static str = "esp-decrypt-post";
-
-    pub fn node() -> AeadNode<EspDecrypt> {
-        AeadNode::default()
-    }
-}
+// Its post node never runs: ESP's frames never park (`PARKS` below).
+aead_stage!(EspDecrypt, name: "esp-decrypt", post: "esp-decrypt-post", next: [TunnelInput::NAME], errors: EspDecryptError);
 
 impl AeadStage for EspDecrypt {
     type Scratch = ();
     type Memo = ();
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[TunnelInput::NAME],
-        errors: EspDecryptError::TABLE,
-    };
-    const POST_INFO: NodeInfo = NodeInfo {
-        name: Self::POST,
-        ..Self::INFO
-    };
     const PARKS: bool = false;
-
-    fn not_parked() -> ErrorSlot {
-        EspDecryptError::NotParked.into()
-    }
 
     fn end_frame(cx: &mut Context) {
         cx.tunnels.esp.flush();

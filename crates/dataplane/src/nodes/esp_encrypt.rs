@@ -19,10 +19,10 @@
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
-use crate::counters::{ErrorSlot, NodeCounters};
+use crate::counters::NodeCounters;
 use crate::esp::{EspTunnel, EspTunnelId, SaCounters};
-use crate::graph::{FREE, NodeInfo};
-use crate::nodes::aead::{AeadNode, AeadStage};
+use crate::graph::FREE;
+use crate::nodes::aead::AeadStage;
 use crate::nodes::{IpLookup, NO_PORT};
 use crate::resume::{MovedIcv, Resume};
 use crypto::{AeadOp, Direction, OpStatus, Span};
@@ -56,34 +56,13 @@ const SCRATCH: usize = 16;
 
 pub struct EspEncrypt;
 
-impl EspEncrypt {
-    pub const NAME: &'static str = "esp-encrypt";
-    /// The post node's name, which the stage must have; ESP's never runs (its
-    /// frames never park).
-    pub const POST: &'static str = "esp-encrypt-post";
-
-    pub fn node() -> AeadNode<EspEncrypt> {
-        AeadNode::default()
-    }
-}
+// Its post node never runs: ESP's frames never park (`PARKS` below).
+aead_stage!(EspEncrypt, name: "esp-encrypt", post: "esp-encrypt-post", next: [IpLookup::NAME], errors: EspEncryptError);
 
 impl AeadStage for EspEncrypt {
     type Scratch = ();
     type Memo = ();
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[IpLookup::NAME],
-        errors: EspEncryptError::TABLE,
-    };
-    const POST_INFO: NodeInfo = NodeInfo {
-        name: Self::POST,
-        ..Self::INFO
-    };
     const PARKS: bool = false;
-
-    fn not_parked() -> ErrorSlot {
-        EspEncryptError::NotParked.into()
-    }
 
     fn end_frame(cx: &mut Context) {
         cx.tunnels.esp.flush();

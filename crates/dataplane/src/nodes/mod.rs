@@ -1,6 +1,7 @@
 //! The graph's nodes, one file each: the WireGuard nodes, the gateway's IP nodes,
 //! its L2 and VXLAN nodes, the exits; `aead` is the shape the crypto nodes share.
 
+#[macro_use]
 mod aead;
 mod arp_input;
 mod esp_decrypt;
@@ -26,7 +27,7 @@ mod wg_decrypt;
 mod wg_encrypt;
 mod wg_input;
 
-pub use aead::{AeadNode, AeadStage, PostNode};
+pub use aead::{AeadNode, AeadStage, AeadStageNodes, PostNode};
 pub use arp_input::{ArpInput, ArpInputError};
 pub use esp_decrypt::{EspDecrypt, EspDecryptError};
 pub use esp_encrypt::{EspEncrypt, EspEncryptError};

@@ -8,10 +8,10 @@
 
 use crate::arena::{Arena, Handle};
 use crate::context::Context;
-use crate::counters::{ErrorSlot, NodeCounters};
-use crate::graph::{FREE, NodeInfo};
+use crate::counters::NodeCounters;
+use crate::graph::FREE;
 use crate::nodes::Output;
-use crate::nodes::aead::{AeadNode, AeadStage, Done, PostNode};
+use crate::nodes::aead::{AeadStage, Done};
 use crate::resume::Resume;
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use std::net::IpAddr;
@@ -43,36 +43,11 @@ pub struct RecvMemo {
     run: Option<RecvRun>,
 }
 
-impl WgDecrypt {
-    pub const NAME: &'static str = "wg-decrypt";
-    pub const POST: &'static str = "wg-decrypt-post";
-
-    pub fn node() -> AeadNode<WgDecrypt> {
-        AeadNode::default()
-    }
-
-    /// The node that finishes frames an asynchronous engine decrypted.
-    pub fn post() -> PostNode<WgDecrypt> {
-        PostNode::default()
-    }
-}
+aead_stage!(WgDecrypt, name: "wg-decrypt", post: "wg-decrypt-post", next: [Output::TUN], errors: DecryptError);
 
 impl AeadStage for WgDecrypt {
     type Scratch = Verified;
     type Memo = RecvMemo;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[Output::TUN],
-        errors: DecryptError::TABLE,
-    };
-    const POST_INFO: NodeInfo = NodeInfo {
-        name: Self::POST,
-        ..Self::INFO
-    };
-
-    fn not_parked() -> ErrorSlot {
-        DecryptError::NotParked.into()
-    }
 
     /// The frame's runs of packets go to the device (see `wireguard::runs`).
     fn end_frame(cx: &mut Context) {

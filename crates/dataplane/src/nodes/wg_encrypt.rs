@@ -7,10 +7,10 @@
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::{Context, WgTunnel};
-use crate::counters::{ErrorSlot, NodeCounters};
-use crate::graph::{FREE, KEEP, NodeInfo};
+use crate::counters::NodeCounters;
+use crate::graph::{FREE, KEEP};
 use crate::nodes::Output;
-use crate::nodes::aead::{AeadNode, AeadStage, PostNode};
+use crate::nodes::aead::AeadStage;
 use crate::resume::Resume;
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use std::net::IpAddr;
@@ -73,36 +73,11 @@ impl SendMemo {
     }
 }
 
-impl WgEncrypt {
-    pub const NAME: &'static str = "wg-encrypt";
-    pub const POST: &'static str = "wg-encrypt-post";
-
-    pub fn node() -> AeadNode<WgEncrypt> {
-        AeadNode::default()
-    }
-
-    /// The node that finishes frames an asynchronous engine encrypted.
-    pub fn post() -> PostNode<WgEncrypt> {
-        PostNode::default()
-    }
-}
+aead_stage!(WgEncrypt, name: "wg-encrypt", post: "wg-encrypt-post", next: [Output::UDP], errors: EncryptError);
 
 impl AeadStage for WgEncrypt {
     type Scratch = ();
     type Memo = SendMemo;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[Output::UDP],
-        errors: EncryptError::TABLE,
-    };
-    const POST_INFO: NodeInfo = NodeInfo {
-        name: Self::POST,
-        ..Self::INFO
-    };
-
-    fn not_parked() -> ErrorSlot {
-        EncryptError::NotParked.into()
-    }
 
     /// The frame's runs of packets go to the device (see `wireguard::runs`).
     fn end_frame(cx: &mut Context) {
