@@ -385,13 +385,7 @@ impl SessionPath for Follower {
             self.activity.of(peer).wants_session = true;
             return Err(SendError::NoSession);
         };
-        Ok(SendTicket {
-            key: k.send_key,
-            counter,
-            receiver_index: k.remote_index,
-            endpoint,
-            serial: k.serial,
-        })
+        Ok(SendTicket::on(k, counter, endpoint))
     }
 
     /// As the owner's, from this worker's blocks.

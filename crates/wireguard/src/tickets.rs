@@ -18,6 +18,21 @@ pub struct SendTicket {
     pub serial: u64,
 }
 
+impl SendTicket {
+    /// The ticket for sending on session `k` to `endpoint` with `counter`, taken
+    /// from the sending worker's block for it.
+    #[inline]
+    pub(crate) fn on(k: &crate::Keypair, counter: u64, endpoint: SocketAddr) -> SendTicket {
+        SendTicket {
+            key: k.send_key,
+            counter,
+            receiver_index: k.remote_index,
+            endpoint,
+            serial: k.serial,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendError {
     /// No usable session: stage the packet; a handshake has been asked for.

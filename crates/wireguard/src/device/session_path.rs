@@ -69,13 +69,7 @@ impl SessionPath for Device {
         // The counter comes from this worker's block (other workers may send on the
         // same session: see `datapath`).
         let counter = self.send_blocks.take(k).ok_or(SendError::NoSession)?;
-        Ok(SendTicket {
-            key: k.send_key,
-            counter,
-            receiver_index: k.remote_index,
-            endpoint,
-            serial: k.serial,
-        })
+        Ok(SendTicket::on(k, counter, endpoint))
     }
 
     /// Moves `t`, a ticket this frame took, on to the next counter of this
