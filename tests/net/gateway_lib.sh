@@ -35,8 +35,7 @@ sites() {
   trap 'exit 143' TERM
   LR_TMP=$(mktemp -d "/tmp/linerate-$tag.XXXXXX")
   for ns in "$NS_HA" "$NS_GA" "$NS_GB" "$NS_HB"; do
-    ip netns add "$ns"; LR_NAMESPACES+=("$ns")
-    ip -n "$ns" link set lo up
+    ns_add "$ns"
   done
   local q=(numtxqueues "${GW_WORKERS:-1}" numrxqueues "${GW_WORKERS:-1}")
   ip link add eth0 netns "$NS_HA" "${q[@]}" type veth peer name "$lan" netns "$NS_GA" "${q[@]}"

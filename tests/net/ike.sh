@@ -627,8 +627,7 @@ nat_topology() {
   local inside outside
   sw_topology
   NS_NAT="lr-ikenat-$BASHPID"
-  ip netns add "$NS_NAT"; LR_NAMESPACES+=("$NS_NAT")
-  ip -n "$NS_NAT" link set lo up
+  ns_add "$NS_NAT"
   ip -n "$NS_GB" link set wan netns "$NS_NAT"
   ip link add side-b netns "$NS_NAT" type veth peer name wan netns "$NS_GB"
   if [ "$1" = charon ]; then inside=side-b outside=wan; else inside=wan outside=side-b; fi

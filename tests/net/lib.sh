@@ -94,6 +94,16 @@ LR_NAMESPACES=()
 LR_SOCKETS=()
 LR_TMP=
 
+# ns_add NAME: a namespace of this test (removed by net_cleanup), loopback up.
+# The test listeners' ports (XFER_PORT and the few above it) are kept out of
+# its ephemeral range, so that a connection's own source port can never hold
+# the port a later listener binds in the same namespace.
+ns_add() {
+  ip netns add "$1"; LR_NAMESPACES+=("$1")
+  ip -n "$1" link set lo up
+  in_ns "$1" sysctl -qw net.ipv4.ip_local_reserved_ports="$XFER_PORT-$((XFER_PORT + 9))"
+}
+
 net_cleanup() {
   local rc=$? ns sock i
   local -a pids
@@ -129,15 +139,14 @@ net_setup() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   LR_TMP=$(mktemp -d /tmp/linerate-net.XXXXXX)
-  ip netns add "$NS_A"; LR_NAMESPACES+=("$NS_A")
-  ip netns add "$NS_B"; LR_NAMESPACES+=("$NS_B")
+  ns_add "$NS_A"
+  ns_add "$NS_B"
   ip link add "$VETH_A" netns "$NS_A" type veth peer name "$VETH_B" netns "$NS_B"
   local ns veth u4 u6
   for ns in "$NS_A" "$NS_B"; do
     if [ "$ns" = "$NS_A" ]; then veth=$VETH_A u4=$U4_A u6=$U6_A; else veth=$VETH_B u4=$U4_B u6=$U6_B; fi
     # Keep secondary addresses when the primary goes (the roaming test).
     in_ns "$ns" sysctl -q -w net.ipv4.conf.all.promote_secondaries=1
-    ip -n "$ns" link set lo up
     ip -n "$ns" addr add "$u4/24" dev "$veth"
     ip -n "$ns" addr add "$u6/64" dev "$veth" nodad
     ip -n "$ns" link set "$veth" up
@@ -307,7 +316,11 @@ xfer_start() {
   timeout "$XFER_TIMEOUT" ip netns exec "$to" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" recv "$addr" "$XFER_PORT" \
     >"$LR_TMP/xfer.out" 2>"$LR_TMP/xfer-recv.err" &
   XFER_RECV_PID=$!
-  wait_until 5 "the receiver to listen" xfer_listening "$to" || return 1
+  wait_until 15 "the receiver to listen" xfer_listening_or_gone "$to" "$XFER_RECV_PID" || true
+  if ! xfer_listening "$to"; then
+    xfer_receiver_failed "$to"
+    return 1
+  fi
   XFER_T0=$EPOCHREALTIME
   timeout "$XFER_TIMEOUT" ip netns exec "$from" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" send "$addr" "$XFER_PORT" \
     "$LR_TMP/payload" ${mbps:+"$mbps"} 2>"$LR_TMP/xfer-send.err" &
@@ -315,6 +328,20 @@ xfer_start() {
 }
 
 xfer_listening() { [ -n "$(ip netns exec "$1" ss -Hltn "sport = :$XFER_PORT")" ]; }
+
+# xfer_listening_or_gone NS PID: the receiver listens, or has exited (then
+# there is nothing to wait for).
+xfer_listening_or_gone() { xfer_listening "$1" || ! kill -0 "$2" 2>/dev/null; }
+
+# xfer_receiver_failed NS: why no receiver listens. Its exit status and error
+# output, and what holds the port in its namespace.
+xfer_receiver_failed() {
+  local rc=running
+  if ! kill -0 "$XFER_RECV_PID" 2>/dev/null; then rc=0; wait "$XFER_RECV_PID" || rc=$?; fi
+  log "    receiver: $rc; $(tr '\n' ' ' <"$LR_TMP/xfer-recv.err" 2>/dev/null | tail -c 400)"
+  log "    port $XFER_PORT in $1: $(ip netns exec "$1" ss -Htan "sport = :$XFER_PORT" | tr '\n' ';')"
+  kill "$XFER_RECV_PID" 2>/dev/null || true
+}
 
 # xfer_finish: waits (bounded by the timeouts above) for both ends, then
 # checks the byte count and sha256 the receiver saw.
