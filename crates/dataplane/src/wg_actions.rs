@@ -64,11 +64,11 @@ impl WgActions {
         cx.tunnels.wg.end_frame(cx.now);
         let mut more = resume_all(cx, |h, resume| {
             let post = match resume {
-                Resume::Encrypt { .. } => n.encrypt_post,
-                Resume::Decrypt { .. } => n.decrypt_post,
+                Resume::WgEncrypt(_) => n.encrypt_post,
+                Resume::WgDecrypt(_) => n.decrypt_post,
                 // ESP's frames never park (its stages say so): one here would be a
                 // bug, which the post node counts (not-parked) as it frees it.
-                Resume::EspEncrypt { .. } | Resume::EspDecrypt { .. } => n.encrypt_post,
+                Resume::EspEncrypt(_) | Resume::EspDecrypt(_) => n.encrypt_post,
             };
             graph.enqueue(post, &[h]);
         });

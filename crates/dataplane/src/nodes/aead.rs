@@ -5,13 +5,15 @@
 //! do once per frame). The post node finishes parked packets when their frame is
 //! back, with the same functions, so both paths end alike.
 //!
-//! A stage (wg-encrypt, wg-decrypt, esp-encrypt, esp-decrypt) is a type with two functions and its
-//! node descriptions; [`AeadNode`] and [`PostNode`] are the nodes made of it.
+//! A stage (wg-encrypt, wg-decrypt, esp-encrypt, esp-decrypt) is a type with two
+//! functions, its own record for finishing a packet, and its node descriptions;
+//! [`AeadNode`] and [`PostNode`] are the nodes made of it. A stage says why a
+//! packet goes no further ([`Skip`]); the nodes count it, in one place.
 
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
-use crate::graph::{FRAME_LEN, FREE, Node, NodeInfo};
+use crate::graph::{FRAME_LEN, FREE, KEEP, Node, NodeInfo};
 use crate::nodes::parked::park_frame;
 use crate::resume::Resume;
 use crypto::{AeadOp, OpStatus};
@@ -68,6 +70,12 @@ macro_rules! aead_stage {
 }
 
 pub trait AeadStage: AeadStageNodes + Send + 'static {
+    /// Why the stage drops a packet: its `node_errors!` enum.
+    type Error: Into<ErrorSlot>;
+    /// What the stage needs to finish a packet after its op: its own record
+    /// (see `resume`), kept beside the op or, for a parked frame, in the worker's
+    /// in-flight table.
+    type Resume: Copy + Send + Into<Resume> + TryFrom<Resume>;
     /// What the stage keeps between frames for `finish_frame` (its node owns it).
     type Scratch: Default + Send + 'static;
     /// What the stage remembers from one packet to the next while it prepares a
@@ -79,23 +87,19 @@ pub trait AeadStage: AeadStageNodes + Send + 'static {
     /// resumed by ChaCha20-Poly1305's engine alone (see `inflight`); a stage whose
     /// ops may be of any algorithm runs every frame on the synchronous path.
     const PARKS: bool = true;
-    /// The op for packet `h` and how to finish it; `None` when the packet was
-    /// dropped (counted) or set aside (its `next` set to KEEP).
+    /// The op for packet `h` and how to finish it, or why it has none.
     fn prepare(
         cx: &mut Context,
         memo: &mut Self::Memo,
         h: Handle,
-        next: &mut u16,
-        c: &mut NodeCounters,
-    ) -> Option<(AeadOp, Resume)>;
-    /// After the op: the packet's next edge, or FREE after counting why.
+    ) -> Result<(AeadOp, Self::Resume), Skip<Self::Error>>;
+    /// After the op: the packet's next edge, or why it has none.
     fn finish(
         cx: &mut Context,
         h: Handle,
         status: OpStatus,
-        resume: Resume,
-        c: &mut NodeCounters,
-    ) -> u16;
+        resume: Self::Resume,
+    ) -> Result<u16, Skip<Self::Error>>;
     /// After the ops of a frame: each finished packet's next edge. One packet at a
     /// time ([`AeadStage::finish`]) unless the stage has work it does once for the
     /// frame (wg-decrypt commits its counters in batches).
@@ -103,25 +107,76 @@ pub trait AeadStage: AeadStageNodes + Send + 'static {
         cx: &mut Context,
         _scratch: &mut Self::Scratch,
         packets: &[Handle],
-        done: &[Done],
+        done: &[Done<Self::Resume>],
         next: &mut [u16],
         c: &mut NodeCounters,
     ) {
         for d in done {
-            next[d.index] = Self::finish(cx, packets[d.index], d.status, d.resume, c);
+            next[d.index] = settle(Self::finish(cx, packets[d.index], d.status, d.resume), c);
         }
     }
     /// After a frame: what the stage tallied per frame goes where it is kept.
     fn end_frame(_cx: &mut Context) {}
 }
 
+/// Why a stage gives a packet no op, or no next edge after it.
+#[derive(Clone, Copy, Debug)]
+pub enum Skip<E> {
+    /// Dropped for this reason, which the node counts; the graph frees it.
+    Drop(E),
+    /// Done with here and counted as consumed: handed to another worker, or a
+    /// message that ends at this node (a dummy packet). The graph frees it.
+    Consumed,
+    /// Set aside in its own buffer (staged until a session is ready): the node's
+    /// next edge for it is KEEP, and nothing is counted.
+    Kept,
+    /// Set aside as `Kept`, in the place of an older packet set aside before,
+    /// which the stage freed: dropped for this reason, which the node counts.
+    Replaced(E),
+}
+
+impl<E> Skip<E> {
+    /// Dropped for `reason`, given in any form the stage's reasons take in (the
+    /// protocol crate's own reasons, for the WireGuard stages).
+    pub fn drop(reason: impl Into<E>) -> Skip<E> {
+        Skip::Drop(reason.into())
+    }
+}
+
+impl<E> From<E> for Skip<E> {
+    fn from(reason: E) -> Skip<E> {
+        Skip::Drop(reason)
+    }
+}
+
+/// A stage's verdict on one packet, counted: its next edge.
+#[inline(always)]
+pub fn settle<E: Into<ErrorSlot>>(verdict: Result<u16, Skip<E>>, c: &mut NodeCounters) -> u16 {
+    match verdict {
+        Ok(next) => next,
+        Err(Skip::Drop(reason)) => {
+            c.drop(reason);
+            FREE
+        }
+        Err(Skip::Consumed) => {
+            c.consumed += 1;
+            FREE
+        }
+        Err(Skip::Kept) => KEEP,
+        Err(Skip::Replaced(older)) => {
+            c.drop(older);
+            KEEP
+        }
+    }
+}
+
 /// A packet whose op ran: its place in the frame, the op's status, and how to
 /// finish it.
 #[derive(Clone, Copy)]
-pub struct Done {
+pub struct Done<R> {
     pub index: usize,
     pub status: OpStatus,
-    pub resume: Resume,
+    pub resume: R,
 }
 
 /// A crypto node: one batch of ops per frame.
@@ -131,8 +186,9 @@ pub struct AeadNode<S: AeadStage> {
     ops: Vec<AeadOp>,
     /// Per op: the packet's place in the frame and how to finish it, written when
     /// the op is made; the op's status is copied in once the batch has run, so a
-    /// frame's records are built once and not copied again. Slots, as `ops`.
-    done: Vec<Done>,
+    /// frame's records are built once and not copied again. Slots, as `ops`, made
+    /// by the first frames that need them.
+    done: Vec<Done<S::Resume>>,
     scratch: S::Scratch,
 }
 
@@ -145,23 +201,12 @@ const NO_OP: AeadOp = AeadOp::in_place(
     crypto::Span::EMPTY,
     crypto::Span::EMPTY,
 );
-const NOT_DONE: Done = Done {
-    index: 0,
-    status: OpStatus::Pending,
-    resume: Resume::Encrypt {
-        peer: wireguard::PeerId(u32::MAX),
-        inner_len: 0,
-        wire_len: 0,
-        serial: 0,
-        counter: 0,
-    },
-};
 
 impl<S: AeadStage> Default for AeadNode<S> {
     fn default() -> Self {
         AeadNode {
             ops: vec![NO_OP; FRAME_LEN],
-            done: vec![NOT_DONE; FRAME_LEN],
+            done: Vec::with_capacity(FRAME_LEN),
             scratch: S::Scratch::default(),
         }
     }
@@ -195,19 +240,26 @@ impl<S: AeadStage> AeadNode<S> {
         if self.ops.len() < packets.len() {
             // Frames are at most FRAME_LEN packets; a longer one still finds slots.
             self.ops.resize(packets.len(), NO_OP);
-            self.done.resize(packets.len(), NOT_DONE);
         }
         let mut n = 0;
         let mut memo = S::Memo::default();
         for (index, &h) in packets.iter().enumerate() {
-            if let Some((op, resume)) = S::prepare(cx, &mut memo, h, &mut next[index], c) {
-                self.ops[n] = op;
-                self.done[n] = Done {
-                    index,
-                    status: op.status,
-                    resume,
-                };
-                n += 1;
+            match S::prepare(cx, &mut memo, h) {
+                Ok((op, resume)) => {
+                    self.ops[n] = op;
+                    let d = Done {
+                        index,
+                        status: op.status,
+                        resume,
+                    };
+                    if self.done.len() < packets.len() {
+                        // The first record made fills the slots, once.
+                        self.done.resize(packets.len().max(FRAME_LEN), d);
+                    }
+                    self.done[n] = d;
+                    n += 1;
+                }
+                Err(skip) => next[index] = settle(Err(skip), c),
             }
         }
         // What the memo holds (a session the frame's own commits may retire) is let
@@ -217,7 +269,9 @@ impl<S: AeadStage> AeadNode<S> {
             return;
         }
         let (ops, done) = (&mut self.ops[..n], &mut self.done[..n]);
-        let parked = done.iter().map(|d| (d.index, packets[d.index], d.resume));
+        let parked = done
+            .iter()
+            .map(|d| (d.index, packets[d.index], d.resume.into()));
         if S::PARKS && park_frame(cx, ops, parked, next) {
             return;
         }
@@ -232,7 +286,7 @@ impl<S: AeadStage> AeadNode<S> {
 /// A post node: finishes packets whose frame an asynchronous engine processed,
 /// fetching each one's op status and record (see `inflight`).
 pub struct PostNode<S: AeadStage> {
-    done: Vec<Done>,
+    done: Vec<Done<S::Resume>>,
     scratch: S::Scratch,
 }
 
@@ -259,12 +313,14 @@ impl<S: AeadStage> Node<Context> for PostNode<S> {
     ) {
         self.done.clear();
         for (index, &h) in packets.iter().enumerate() {
-            match cx.inflight.take(h) {
+            let taken = cx.inflight.take(h);
+            match taken.and_then(|(status, r)| Some((status, S::Resume::try_from(r).ok()?))) {
                 Some((status, resume)) => self.done.push(Done {
                     index,
                     status,
                     resume,
                 }),
+                // No returned frame holds it, or another stage's does (a bug).
                 None => {
                     c.drop(S::not_parked());
                     next[index] = FREE;

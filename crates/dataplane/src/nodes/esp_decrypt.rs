@@ -9,12 +9,10 @@
 
 use crate::arena::{Arena, Handle};
 use crate::context::Context;
-use crate::counters::NodeCounters;
 use crate::esp::SaCounters;
-use crate::graph::FREE;
 use crate::nodes::TunnelInput;
-use crate::nodes::aead::AeadStage;
-use crate::resume::Resume;
+use crate::nodes::aead::{AeadStage, Skip};
+use crate::resume::EspDecryptResume;
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use ipsec::ReplayError;
 use wire::{esp, ip};
@@ -34,7 +32,6 @@ crate::node_errors! {
         BadInner => "bad-inner", "The inner packet does not parse, or is not what the next header says.";
         Policy => "policy", "The inner source or destination is outside the tunnel's selectors.";
         Expired => "expired", "The inbound SA's byte or packet lifetime ran out.";
-        Dummy => "dummy", "A dummy packet (next header 59, RFC 4303 section 2.6): discarded.";
         EngineFailed => "engine-failed", "The crypto engine did not process the op.";
         NotParked => "not-parked", "At the post node without a returned frame (a bug).";
     }
@@ -54,6 +51,8 @@ pub struct EspDecrypt;
 aead_stage!(EspDecrypt, name: "esp-decrypt", post: "esp-decrypt-post", next: [TunnelInput::NAME], errors: EspDecryptError);
 
 impl AeadStage for EspDecrypt {
+    type Error = EspDecryptError;
+    type Resume = EspDecryptResume;
     type Scratch = ();
     type Memo = ();
     const PARKS: bool = false;
@@ -67,36 +66,17 @@ impl AeadStage for EspDecrypt {
         cx: &mut Context,
         _memo: &mut (),
         h: Handle,
-        _next: &mut u16,
-        c: &mut NodeCounters,
-    ) -> Option<(AeadOp, Resume)> {
-        match open(cx, h) {
-            Ok(op) => Some(op),
-            Err(e) => {
-                c.drop(e);
-                None
-            }
-        }
+    ) -> Result<(AeadOp, EspDecryptResume), Skip<EspDecryptError>> {
+        Ok(open(cx, h)?)
     }
 
     fn finish(
         cx: &mut Context,
         h: Handle,
         status: OpStatus,
-        resume: Resume,
-        c: &mut NodeCounters,
-    ) -> u16 {
-        match finish(cx, h, status, resume) {
-            Ok(next) => next,
-            Err(EspDecryptError::Dummy) => {
-                c.consumed += 1;
-                FREE
-            }
-            Err(e) => {
-                c.drop(e);
-                FREE
-            }
-        }
+        resume: EspDecryptResume,
+    ) -> Result<u16, Skip<EspDecryptError>> {
+        finish(cx, h, status, resume)
     }
 }
 
@@ -115,7 +95,7 @@ fn replay_error(e: ReplayError, counters: &SaCounters) -> EspDecryptError {
 
 /// Finds packet `h`'s SA, checks its sequence number and makes its op.
 #[inline(always)]
-fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspDecryptError> {
+fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, EspDecryptResume), EspDecryptError> {
     let m = *cx.arena.meta(h);
     let data = cx.arena.data(h);
     let p = esp::Packet::new_checked(data).map_err(|e| match e {
@@ -184,7 +164,7 @@ fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspDecryptError
         };
         AeadOp::in_place(alg.aead(), key, Direction::Decrypt, nonce, aad, text)
     };
-    Ok((op, Resume::EspDecrypt { slot, seq }))
+    Ok((op, EspDecryptResume { slot, seq }))
 }
 
 /// The length of the encrypted text (payload, padding, trailer) of an ESP packet of
@@ -200,26 +180,23 @@ fn text_len(alg: ipsec::EspAlgorithm, len: usize) -> Option<usize> {
 }
 
 /// After the crypto: the trailer, the inner packet and the selectors, then the
-/// commit.
+/// commit. A dummy packet is consumed once its number is committed.
 fn finish(
     cx: &mut Context,
     h: Handle,
     status: OpStatus,
-    resume: Resume,
-) -> Result<u16, EspDecryptError> {
-    let Resume::EspDecrypt { slot, seq } = resume else {
-        return Err(EspDecryptError::NotParked);
-    };
+    EspDecryptResume { slot, seq }: EspDecryptResume,
+) -> Result<u16, Skip<EspDecryptError>> {
     let Some((tunnel, sa)) = cx.tunnels.esp.inbound(slot) else {
-        return Err(EspDecryptError::UnknownSpi);
+        return Err(EspDecryptError::UnknownSpi.into());
     };
     match status {
         OpStatus::Ok => {}
         OpStatus::BadTag => {
             SaCounters::add(&sa.counters.icv_failed);
-            return Err(EspDecryptError::BadIcv);
+            return Err(EspDecryptError::BadIcv.into());
         }
-        _ => return Err(EspDecryptError::EngineFailed),
+        _ => return Err(EspDecryptError::EngineFailed.into()),
     }
     let m = *cx.arena.meta(h);
     let alg = sa.alg();
@@ -232,7 +209,7 @@ fn finish(
         ip::protocol::IPV4 => 4,
         ip::protocol::IPV6 => 6,
         ip::protocol::NO_NEXT_HEADER => 0,
-        _ => return Err(EspDecryptError::BadNextHeader),
+        _ => return Err(EspDecryptError::BadNextHeader.into()),
     };
     let inner = if version == 0 {
         None
@@ -242,7 +219,7 @@ fn finish(
         let p =
             wire::IpPacket::parse(&text[..payload_len]).map_err(|_| EspDecryptError::BadInner)?;
         if p.version() != version {
-            return Err(EspDecryptError::BadInner);
+            return Err(EspDecryptError::BadInner.into());
         }
         let t = cx
             .tunnels
@@ -250,7 +227,7 @@ fn finish(
             .get(*tunnel)
             .ok_or(EspDecryptError::UnknownSpi)?;
         if !t.selects(&text[..payload_len], false) {
-            return Err(EspDecryptError::Policy);
+            return Err(EspDecryptError::Policy.into());
         }
         Some(p.total_len())
     };
@@ -258,7 +235,7 @@ fn finish(
         .commit(seq)
         .map_err(|e| replay_error(e, &sa.counters))?;
     let Some(inner_len) = inner else {
-        return Err(EspDecryptError::Dummy);
+        return Err(Skip::Consumed);
     };
     cx.tunnels
         .esp

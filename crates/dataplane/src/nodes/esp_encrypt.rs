@@ -19,12 +19,10 @@
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
-use crate::counters::NodeCounters;
 use crate::esp::{EspTunnel, EspTunnelId, SaCounters};
-use crate::graph::FREE;
-use crate::nodes::aead::AeadStage;
+use crate::nodes::aead::{AeadStage, Skip};
 use crate::nodes::{IpLookup, NO_PORT};
-use crate::resume::{MovedIcv, Resume};
+use crate::resume::{EspEncryptResume, MovedIcv};
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use wire::{esp, ip};
 
@@ -60,6 +58,8 @@ pub struct EspEncrypt;
 aead_stage!(EspEncrypt, name: "esp-encrypt", post: "esp-encrypt-post", next: [IpLookup::NAME], errors: EspEncryptError);
 
 impl AeadStage for EspEncrypt {
+    type Error = EspEncryptError;
+    type Resume = EspEncryptResume;
     type Scratch = ();
     type Memo = ();
     const PARKS: bool = false;
@@ -76,41 +76,27 @@ impl AeadStage for EspEncrypt {
         cx: &mut Context,
         _memo: &mut (),
         h: Handle,
-        _next: &mut u16,
-        c: &mut NodeCounters,
-    ) -> Option<(AeadOp, Resume)> {
+    ) -> Result<(AeadOp, EspEncryptResume), Skip<EspEncryptError>> {
         if hand_over(cx, h) {
-            c.consumed += 1;
-            return None;
+            return Err(Skip::Consumed);
         }
-        match frame(cx, h) {
-            Ok(op) => Some(op),
-            Err(e) => {
-                c.drop(e);
-                None
-            }
-        }
+        Ok(frame(cx, h)?)
     }
 
     fn finish(
         cx: &mut Context,
         h: Handle,
         status: OpStatus,
-        resume: Resume,
-        c: &mut NodeCounters,
-    ) -> u16 {
-        let Resume::EspEncrypt { tunnel, icv } = resume else {
-            c.drop(EspEncryptError::NotParked);
-            return FREE;
-        };
+        EspEncryptResume { tunnel, icv }: EspEncryptResume,
+    ) -> Result<u16, Skip<EspEncryptError>> {
         if status != OpStatus::Ok {
-            c.drop(EspEncryptError::EngineFailed);
-            return FREE;
+            return Err(EspEncryptError::EngineFailed.into());
         }
-        let Some(t) = cx.tunnels.esp.get(tunnel) else {
-            c.drop(EspEncryptError::NoTunnel);
-            return FREE;
-        };
+        let t = cx
+            .tunnels
+            .esp
+            .get(tunnel)
+            .ok_or(EspEncryptError::NoTunnel)?;
         let outer = &t.outer;
         let m = *cx.arena.meta(h);
         if let Some(icv) = icv {
@@ -125,7 +111,7 @@ impl AeadStage for EspEncrypt {
         meta.offset = at as u16;
         meta.len = (end - at) as u16;
         meta.port = NO_PORT;
-        Next::Lookup as u16
+        Ok(Next::Lookup as u16)
     }
 }
 
@@ -158,7 +144,7 @@ fn hand_over(cx: &mut Context, h: Handle) -> bool {
 
 /// Frames packet `h` for its tunnel (named by `meta.peer`) and makes its op.
 #[inline(always)]
-fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptError> {
+fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, EspEncryptResume), EspEncryptError> {
     let m = *cx.arena.meta(h);
     let id = EspTunnelId(u16::try_from(m.peer).map_err(|_| EspEncryptError::NoTunnel)?);
     let t: &EspTunnel = cx.tunnels.esp.get(id).ok_or(EspEncryptError::NoTunnel)?;
@@ -250,5 +236,5 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, Resume), EspEncryptErro
     let meta = cx.arena.meta_mut(h);
     meta.offset = header as u16;
     meta.len = (front + text_len + icv_len) as u16;
-    Ok((op, Resume::EspEncrypt { tunnel: id, icv }))
+    Ok((op, EspEncryptResume { tunnel: id, icv }))
 }

@@ -27,7 +27,7 @@ mod wg_decrypt;
 mod wg_encrypt;
 mod wg_input;
 
-pub use aead::{AeadNode, AeadStage, AeadStageNodes, PostNode};
+pub use aead::{AeadNode, AeadStage, AeadStageNodes, PostNode, Skip, settle};
 pub use arp_input::{ArpInput, ArpInputError};
 pub use esp_decrypt::{EspDecrypt, EspDecryptError};
 pub use esp_encrypt::{EspEncrypt, EspEncryptError};

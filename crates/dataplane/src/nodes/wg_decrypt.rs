@@ -11,8 +11,8 @@ use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::graph::FREE;
 use crate::nodes::Output;
-use crate::nodes::aead::{AeadStage, Done};
-use crate::resume::Resume;
+use crate::nodes::aead::{AeadStage, Done, Skip, settle};
+use crate::resume::WgDecryptResume;
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use std::net::IpAddr;
 use wire::wireguard::{TRANSPORT_HEADER_LEN, TransportData};
@@ -46,6 +46,8 @@ pub struct RecvMemo {
 aead_stage!(WgDecrypt, name: "wg-decrypt", post: "wg-decrypt-post", next: [Output::TUN], errors: DecryptError);
 
 impl AeadStage for WgDecrypt {
+    type Error = DecryptError;
+    type Resume = WgDecryptResume;
     type Scratch = Verified;
     type Memo = RecvMemo;
 
@@ -60,32 +62,16 @@ impl AeadStage for WgDecrypt {
         cx: &mut Context,
         memo: &mut RecvMemo,
         h: Handle,
-        _next: &mut u16,
-        c: &mut NodeCounters,
-    ) -> Option<(AeadOp, Resume)> {
+    ) -> Result<(AeadOp, WgDecryptResume), Skip<DecryptError>> {
         // wg-input checked the type and the minimum length.
-        let Ok(msg) = TransportData::new_checked(cx.arena.data(h)) else {
-            c.drop(DecryptError::from(DropReason::Truncated));
-            return None;
-        };
+        let msg = TransportData::new_checked(cx.arena.data(h))
+            .map_err(|_| Skip::drop(DropReason::Truncated))?;
         let (index, counter) = (msg.receiver_index(), msg.counter());
         let run = match &mut memo.run {
             Some(run) if run.index() == index => run,
-            slot => match cx.tunnels.wg.recv_run(index) {
-                Ok(run) => slot.insert(run),
-                Err(reason) => {
-                    c.drop(DecryptError::from(reason));
-                    return None;
-                }
-            },
+            slot => slot.insert(cx.tunnels.wg.recv_run(index).map_err(Skip::drop)?),
         };
-        let ticket = match run.ticket(counter, cx.now) {
-            Ok(t) => t,
-            Err(reason) => {
-                c.drop(DecryptError::from(reason));
-                return None;
-            }
-        };
+        let ticket = run.ticket(counter, cx.now).map_err(Skip::drop)?;
         let m = cx.arena.meta(h);
         let text_len = m.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
         let text = Arena::offset_of(h) + m.offset as usize + TRANSPORT_HEADER_LEN;
@@ -97,27 +83,37 @@ impl AeadStage for WgDecrypt {
             Span::EMPTY,
             Span::new(text as u32, text_len as u32),
         );
-        Some((op, Resume::Decrypt { ticket, counter }))
+        Ok((op, WgDecryptResume { ticket, counter }))
     }
 
-    /// After the crypto, one packet: as a frame of one, told to the device at once.
-    /// (The nodes finish whole frames; this is the trait's one-packet form.)
+    /// After the crypto, one packet: checked, its counter committed, and passed
+    /// on, told to the device at once. The nodes finish whole frames
+    /// (`finish_frame`, the same steps in batches); this is the trait's
+    /// one-packet form.
     fn finish(
         cx: &mut Context,
         h: Handle,
         status: OpStatus,
-        resume: Resume,
-        c: &mut NodeCounters,
-    ) -> u16 {
-        let mut next = [FREE];
-        let done = [Done {
+        resume: WgDecryptResume,
+    ) -> Result<u16, Skip<DecryptError>> {
+        let done = Done {
             index: 0,
             status,
             resume,
-        }];
-        Self::finish_frame(cx, &mut Verified::default(), &[h], &done, &mut next, c);
+        };
+        let (p, counter) = verify(cx, &mut SourceMemo::default(), h, &done)?;
+        let mut accepted = [false];
+        let committed = cx
+            .tunnels
+            .wg
+            .commit_counters(&p.ticket, &[counter], &mut accepted);
+        let verdict = match committed {
+            Err(reason) => Err(Skip::drop(reason)),
+            Ok(()) if !accepted[0] => Err(Skip::drop(DropReason::Replay)),
+            Ok(()) => deliver(cx, h, &p),
+        };
         cx.tunnels.wg.end_frame(cx.now);
-        next[0]
+        verdict
     }
 
     /// After the crypto: each packet's inner header parsed and its source checked;
@@ -131,7 +127,7 @@ impl AeadStage for WgDecrypt {
         cx: &mut Context,
         v: &mut Verified,
         packets: &[Handle],
-        done: &[Done],
+        done: &[Done<WgDecryptResume>],
         next: &mut [u16],
         c: &mut NodeCounters,
     ) {
@@ -179,7 +175,7 @@ impl AeadStage for WgDecrypt {
             for (p, &accepted) in run {
                 let index = p.index as usize;
                 next[index] = if accepted {
-                    deliver(cx, packets[index], p, c)
+                    settle(deliver(cx, packets[index], p), c)
                 } else {
                     c.drop(DecryptError::from(refused.unwrap_or(DropReason::Replay)));
                     FREE
@@ -258,11 +254,9 @@ fn verify(
     cx: &Context,
     sources: &mut SourceMemo,
     h: Handle,
-    d: &Done,
+    d: &Done<WgDecryptResume>,
 ) -> Result<(Packet, u64), DecryptError> {
-    let Resume::Decrypt { ticket, counter } = d.resume else {
-        return Err(DecryptError::NotParked);
-    };
+    let WgDecryptResume { ticket, counter } = d.resume;
     match d.status {
         OpStatus::Ok => {}
         OpStatus::BadTag => return Err(DropReason::BadTag.into()),
@@ -297,18 +291,17 @@ fn verify(
 
 /// An accepted packet: the device hears of it (once per run), and the inner packet
 /// goes on to the TUN (a keepalive ends here).
-fn deliver(cx: &mut Context, h: Handle, p: &Packet, c: &mut NodeCounters) -> u16 {
+fn deliver(cx: &mut Context, h: Handle, p: &Packet) -> Result<u16, Skip<DecryptError>> {
     // The metadata borrowed once, beside the device.
     let m = cx.arena.meta_mut(h);
     cx.tunnels
         .wg
         .note_received(&p.ticket, p.data, m.len as usize, m.addr, cx.now);
     if !p.data {
-        c.consumed += 1;
-        return FREE;
+        return Err(Skip::Consumed);
     }
     m.offset += TRANSPORT_HEADER_LEN as u16;
     m.len = p.inner_len; // strips the padding
     m.peer = p.ticket.peer.0;
-    Next::Tun as u16
+    Ok(Next::Tun as u16)
 }

@@ -7,11 +7,9 @@
 
 use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::{Context, WgTunnel};
-use crate::counters::NodeCounters;
-use crate::graph::{FREE, KEEP};
 use crate::nodes::Output;
-use crate::nodes::aead::AeadStage;
-use crate::resume::Resume;
+use crate::nodes::aead::{AeadStage, Skip};
+use crate::resume::WgEncryptResume;
 use crypto::{AeadOp, Algorithm, Direction, OpStatus, Span, TAG_LEN};
 use std::net::IpAddr;
 use std::time::Instant;
@@ -76,6 +74,8 @@ impl SendMemo {
 aead_stage!(WgEncrypt, name: "wg-encrypt", post: "wg-encrypt-post", next: [Output::UDP], errors: EncryptError);
 
 impl AeadStage for WgEncrypt {
+    type Error = EncryptError;
+    type Resume = WgEncryptResume;
     type Scratch = ();
     type Memo = SendMemo;
 
@@ -84,16 +84,14 @@ impl AeadStage for WgEncrypt {
         cx.tunnels.wg.end_frame(cx.now);
     }
 
-    /// Frames one packet in place for its peer and makes its op, or stages it (next
-    /// edge KEEP) or drops it (counted).
+    /// Frames one packet in place for its peer and makes its op, or stages it,
+    /// hands it to the device's owner, or drops it.
     #[inline(always)]
     fn prepare(
         cx: &mut Context,
         memo: &mut SendMemo,
         h: Handle,
-        next: &mut u16,
-        c: &mut NodeCounters,
-    ) -> Option<(AeadOp, Resume)> {
+    ) -> Result<(AeadOp, WgEncryptResume), Skip<EncryptError>> {
         let wg = &mut cx.tunnels.wg;
         let data = cx.arena.data(h);
         // An empty packet is a keepalive the device staged for its peer.
@@ -112,15 +110,11 @@ impl AeadStage for WgEncrypt {
                         peer
                     }
                 },
-                Err(_) => {
-                    c.drop(EncryptError::from(DropReason::BadInnerPacket));
-                    return None;
-                }
+                Err(_) => return Err(Skip::drop(DropReason::BadInnerPacket)),
             }
         };
         let Some(peer) = peer else {
-            c.drop(EncryptError::from(DropReason::NoPeerForDestination));
-            return None;
+            return Err(Skip::drop(DropReason::NoPeerForDestination));
         };
         let ticket = match memo.ticket(wg, peer, cx.now) {
             Ok(t) => t,
@@ -128,46 +122,39 @@ impl AeadStage for WgEncrypt {
                 // Only the device's owner stages: the packet goes there, copied, and
                 // waits in the owner's queue for the session this worker asked for.
                 let Some(f) = wg.follower.as_mut().filter(|f| f.can_hand_over()) else {
-                    c.drop(EncryptError::from(DropReason::StagedOverflow));
-                    return None;
+                    return Err(Skip::drop(DropReason::StagedOverflow));
                 };
                 f.hand_over_waiting(peer, data);
-                c.consumed += 1;
-                return None;
+                return Err(Skip::Consumed);
             }
             Err(SendError::NoSession) => {
                 // The packet waits in its own buffer (KEEP) until the session is
                 // ready and the device hands it back (see WgGraph::run).
                 if wg.staged >= wg.max_staged {
-                    c.drop(EncryptError::from(DropReason::StagedOverflow));
-                    return None;
+                    return Err(Skip::drop(DropReason::StagedOverflow));
                 }
-                match wg.device.stage(peer, h, cx.now) {
-                    None => wg.staged += 1,
+                return match wg.device.stage(peer, h, cx.now) {
+                    None => {
+                        wg.staged += 1;
+                        Err(Skip::Kept)
+                    }
                     Some(evicted) if evicted == h => {
-                        c.drop(EncryptError::from(DropReason::NoPeerForDestination));
-                        return None;
+                        Err(Skip::drop(DropReason::NoPeerForDestination))
                     }
                     Some(evicted) => {
                         cx.arena.free(evicted);
-                        c.drop(EncryptError::from(DropReason::StagedOverflow));
+                        Err(Skip::Replaced(DropReason::StagedOverflow.into()))
                     }
-                }
-                *next = KEEP;
-                return None;
+                };
             }
-            Err(SendError::NoEndpoint) => {
-                c.drop(EncryptError::from(DropReason::NoEndpoint));
-                return None;
-            }
+            Err(SendError::NoEndpoint) => return Err(Skip::drop(DropReason::NoEndpoint)),
         };
         let m = *cx.arena.meta(h);
         let inner_len = m.len as usize;
         let padded = padded_len(inner_len, wg.mtu);
         let start = m.offset as usize;
         if start < TRANSPORT_HEADER_LEN || start + padded + TAG_LEN > FRAME_SIZE {
-            c.drop(EncryptError::TooBig);
-            return None;
+            return Err(EncryptError::TooBig.into());
         }
         let buf = cx.arena.buffer_mut(h);
         if padded > inner_len {
@@ -196,14 +183,14 @@ impl AeadStage for WgEncrypt {
         meta.len = wire_len as u16;
         meta.addr = ticket.endpoint;
         meta.peer = peer.0;
-        let resume = Resume::Encrypt {
+        let resume = WgEncryptResume {
             peer,
             inner_len,
             wire_len,
             serial: ticket.serial,
             counter: ticket.counter,
         };
-        Some((op, resume))
+        Ok((op, resume))
     }
 
     /// After the crypto: count the send and pass the packet on, or drop it.
@@ -212,28 +199,22 @@ impl AeadStage for WgEncrypt {
         cx: &mut Context,
         h: Handle,
         status: OpStatus,
-        resume: Resume,
-        c: &mut NodeCounters,
-    ) -> u16 {
-        let Resume::Encrypt {
+        resume: WgEncryptResume,
+    ) -> Result<u16, Skip<EncryptError>> {
+        let WgEncryptResume {
             peer,
             inner_len,
             wire_len,
             serial,
             counter,
-        } = resume
-        else {
-            c.drop(EncryptError::NotParked);
-            return FREE;
-        };
+        } = resume;
         if status != OpStatus::Ok {
-            c.drop(EncryptError::EngineFailed);
-            return FREE;
+            return Err(EncryptError::EngineFailed.into());
         }
         cx.tunnels.wg.note_sent(peer, inner_len, wire_len, cx.now);
         // Sealed: marked for the late check, the header where `prepare` put it.
         let at = cx.arena.meta(h).offset;
         cx.arena.meta_mut(h).seal = cx.tunnels.wg.mark_sealed(peer, serial, counter, at);
-        Next::Udp as u16
+        Ok(Next::Udp as u16)
     }
 }
