@@ -530,66 +530,30 @@ mod tests {
         }
     }
 
-    /// Four threads check and commit one stream of numbers crossing 2^32, each
-    /// duplicated and the stream reordered, in rounds that keep every thread within
-    /// the window of the others: each number is accepted exactly once, by whichever
-    /// thread came first.
+    /// Threads check and commit one stream of numbers crossing 2^32 (the race of
+    /// `replay_window::race`): each number is accepted exactly once, its high half
+    /// inferred right.
     #[test]
     fn concurrent_commits_accept_each_number_exactly_once() {
-        use rand::seq::SliceRandom;
-        use rand::{Rng, SeedableRng};
-        use std::sync::{Arc, Barrier};
-        const THREADS: usize = 4;
-        const ROUND: u64 = 2048;
-        const ROUNDS: u64 = 200;
+        use replay_window::race::{ROUND, ROUNDS, accepts_each_once};
         const START: u64 = H - ROUND * ROUNDS / 2;
-        let w = Arc::new(ReplayWindow::new(4096, true).expect("a valid size"));
+        let w = ReplayWindow::new(4096, true).expect("a valid size");
         assert_eq!(w.commit(START), Ok(()));
-        let barrier = Arc::new(Barrier::new(THREADS));
-        let threads: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (w, barrier) = (w.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
-                    let mut accepted = Vec::new();
-                    for round in 0..ROUNDS {
-                        // Every thread sees a share of the round's numbers, and a copy
-                        // of a few others' (replays racing the originals).
-                        let first = START + 1 + round * ROUND;
-                        let mut mine: Vec<u64> = (first..first + ROUND)
-                            .filter(|n| *n as usize % THREADS == t || rng.gen_ratio(1, 4))
-                            .collect();
-                        mine.shuffle(&mut rng);
-                        for n in mine {
-                            match w.check(n as u32) {
-                                Ok(seq) => {
-                                    assert_eq!(seq, n, "inferred high half");
-                                    if w.commit(seq).is_ok() {
-                                        accepted.push(seq);
-                                    }
-                                }
-                                Err(e) => assert_eq!(e, Replayed, "{n:#x}"),
-                            }
+        accepts_each_once("number", START + 1, |_, _, mine| {
+            let mut accepted = Vec::new();
+            for &mut n in mine {
+                match w.check(n as u32) {
+                    Ok(seq) => {
+                        assert_eq!(seq, n, "inferred high half");
+                        if w.commit(seq).is_ok() {
+                            accepted.push(seq);
                         }
-                        barrier.wait();
                     }
-                    accepted
-                })
-            })
-            .collect();
-        let mut all: Vec<u64> = threads
-            .into_iter()
-            .flat_map(|t| t.join().expect("a committing thread"))
-            .collect();
-        let total = all.len();
-        all.sort_unstable();
-        all.dedup();
-        assert_eq!(all.len(), total, "a number was accepted twice");
-        assert_eq!(
-            total as u64,
-            ROUND * ROUNDS,
-            "a number inside the window was lost"
-        );
+                    Err(e) => assert_eq!(e, Replayed, "{n:#x}"),
+                }
+            }
+            accepted
+        });
         let last = START + ROUND * ROUNDS;
         assert_eq!(w.newest(), Some(last));
         assert_eq!(w.check(last as u32), Err(Replayed));

@@ -32,6 +32,9 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "race")]
+pub mod race;
+
 use portable_atomic::AtomicU128;
 use std::cmp::Ordering as Cmp;
 use std::sync::atomic::{AtomicU64, Ordering};

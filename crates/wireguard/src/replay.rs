@@ -382,69 +382,27 @@ mod tests {
         }
     }
 
-    /// Four threads commit one stream of counters (two of them in batches), each
-    /// duplicated and the stream reordered, in rounds that keep every thread within the window of the others:
-    /// each counter must be accepted exactly once, by whichever thread came first.
+    /// Threads commit one stream of counters (the race of `replay_window::race`),
+    /// half of them in sorted batches as a worker's frames of one sender mostly
+    /// are: each counter is accepted exactly once.
     #[test]
     fn concurrent_commits_accept_each_counter_exactly_once() {
-        use rand::seq::SliceRandom;
-        use rand::{Rng, SeedableRng};
-        use std::sync::{Arc, Barrier};
-        const THREADS: usize = 4;
-        const ROUND: u64 = 2048;
-        const ROUNDS: u64 = 200;
-        let w = Arc::new(ReplayWindow::new());
-        let barrier = Arc::new(Barrier::new(THREADS));
-        let threads: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (w, barrier) = (w.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
-                    let mut accepted = Vec::new();
-                    for round in 0..ROUNDS {
-                        // Every thread sees a share of the round's counters, and a
-                        // copy of a few others' (replays racing the originals).
-                        let mut mine: Vec<u64> = (round * ROUND..(round + 1) * ROUND)
-                            .filter(|c| *c as usize % THREADS == t || rng.gen_ratio(1, 4))
-                            .collect();
-                        mine.shuffle(&mut rng);
-                        if t % 2 == 0 {
-                            for c in mine {
-                                if w.commit(c) {
-                                    accepted.push(c);
-                                }
-                            }
-                        } else {
-                            // In sorted batches, as a worker's frames of one sender
-                            // mostly are.
-                            for batch in mine.chunks_mut(rng.gen_range(1..200)) {
-                                batch.sort_unstable();
-                                let mut ok = vec![false; batch.len()];
-                                w.commit_all(batch, &mut ok);
-                                accepted.extend(
-                                    batch.iter().zip(ok).filter(|(_, a)| *a).map(|(c, _)| *c),
-                                );
-                            }
-                        }
-                        barrier.wait();
-                    }
-                    accepted
-                })
-            })
-            .collect();
-        let mut all: Vec<u64> = threads
-            .into_iter()
-            .flat_map(|t| t.join().expect("a committing thread"))
-            .collect();
-        let total = all.len();
-        all.sort_unstable();
-        all.dedup();
-        assert_eq!(all.len(), total, "a counter was accepted twice");
-        assert_eq!(
-            total as u64,
-            ROUND * ROUNDS,
-            "a counter inside the window was lost"
-        );
+        use rand::Rng;
+        use replay_window::race::{ROUND, ROUNDS, accepts_each_once};
+        let w = ReplayWindow::new();
+        accepts_each_once("counter", 0, |t, rng, mine| {
+            if t % 2 == 0 {
+                return mine.iter().copied().filter(|&c| w.commit(c)).collect();
+            }
+            let mut accepted = Vec::new();
+            for batch in mine.chunks_mut(rng.gen_range(1..200)) {
+                batch.sort_unstable();
+                let mut ok = vec![false; batch.len()];
+                w.commit_all(batch, &mut ok);
+                accepted.extend(batch.iter().zip(ok).filter(|(_, a)| *a).map(|(c, _)| *c));
+            }
+            accepted
+        });
         assert!(!w.check(ROUND * ROUNDS - 1));
         assert!(w.check(ROUND * ROUNDS));
     }
