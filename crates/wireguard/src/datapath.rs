@@ -293,22 +293,6 @@ impl Follower {
         }
     }
 
-    /// The data path sent a packet to `peer` (`plaintext_len` 0 is a keepalive).
-    pub fn note_sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize) {
-        self.report_sent_run(&SentRun::one(peer, plaintext_len, wire_len));
-    }
-
-    /// Finds the session for a data packet and checks its counter, changing nothing.
-    pub fn recv_ticket(
-        &self,
-        receiver_index: u32,
-        counter: u64,
-        now: Instant,
-    ) -> Result<RecvTicket, DropReason> {
-        let (peer, k) = self.session_by_index(receiver_index)?;
-        crate::session::recv_ticket_on(peer, k, counter, now)
-    }
-
     /// After the tag verified: checks the inner source against the peer's allowed
     /// IPs and commits the counter in the session's shared window; the device learns
     /// the rest from the run's report. Nothing changes when it returns an error.

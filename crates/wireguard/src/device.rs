@@ -236,14 +236,21 @@ pub(crate) mod testing {
     }
 
     impl Pair {
-        /// A full handshake, `a` initiating with a staged packet: both sides end with
-        /// a session (b's is confirmed by the packet `a` then sends).
-        pub fn handshake(&mut self, now: Instant) {
-            self.a.stage(self.b_in_a, 20, now);
+        /// `a` initiates, for the staged packet `packet` (a buffer's handle), and
+        /// `b` takes the initiation: returned, for a test to send again.
+        pub fn initiate(&mut self, packet: u32, now: Instant) -> Vec<u8> {
+            self.a.stage(self.b_in_a, packet, now);
             let init = one_sent(&mut self.a);
             self.b
                 .handle_handshake(parse(&init), addr(A_ADDR), now)
                 .unwrap();
+            init
+        }
+
+        /// A full handshake, `a` initiating with a staged packet: both sides end with
+        /// a session (b's is confirmed by the packet `a` then sends).
+        pub fn handshake(&mut self, now: Instant) {
+            self.initiate(20, now);
             let resp = one_sent(&mut self.b);
             self.a
                 .handle_handshake(parse(&resp), addr(B_ADDR), now)

@@ -154,6 +154,22 @@ pub trait SessionPath {
     /// the endpoint moved (the owner at once; a follower in its run's report).
     fn note_received_run(&mut self, run: &ReceivedRun, now: Instant);
 
+    /// The data path sent a packet to `peer` (`plaintext_len` 0 is a keepalive).
+    fn note_sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize, now: Instant) {
+        self.note_sent_run(&SentRun::one(peer, plaintext_len, wire_len), now);
+    }
+
+    /// Finds the session for a data packet and checks its counter, changing nothing.
+    fn recv_ticket(
+        &self,
+        receiver_index: u32,
+        counter: u64,
+        now: Instant,
+    ) -> Result<RecvTicket, DropReason> {
+        let (peer, k) = self.session_by_index(receiver_index)?;
+        recv_ticket_on(peer, k, counter, now)
+    }
+
     /// The peer whose allowed IPs hold `dst` (longest prefix).
     fn peer_for_destination(&self, dst: IpAddr) -> Option<PeerId> {
         self.allowed_ips().lookup(dst)

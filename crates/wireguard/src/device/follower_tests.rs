@@ -2,29 +2,55 @@
 //! followers of its published view (`crate::datapath`).
 
 use super::testing::*;
+use crate::PeerId;
 use crate::datapath::Follower;
 use crate::drop::DropReason;
-use crate::session::SendError;
+use crate::session::{SendError, SessionPath};
 use std::collections::HashSet;
 use std::time::Instant;
 
+/// Takes `n` counters for `peer` from `path`, each from a new ticket, or with
+/// `advance` from the last ticket moved on while it can be: none seen before.
+fn take_counters(
+    path: &mut impl SessionPath,
+    peer: PeerId,
+    n: usize,
+    advance: bool,
+    seen: &mut HashSet<u64>,
+    now: Instant,
+) {
+    let mut t = path.send_ticket(peer, now).unwrap();
+    assert!(seen.insert(t.counter), "{}", t.counter);
+    for _ in 1..n {
+        if !(advance && path.advance_ticket(&mut t)) {
+            t = path.send_ticket(peer, now).unwrap();
+        }
+        assert!(seen.insert(t.counter), "{}", t.counter);
+    }
+}
+
 #[test]
 fn owner_and_followers_never_share_a_counter() {
-    let now = Instant::now();
-    let mut p = pair(now);
-    p.handshake(now);
-    p.a.publish();
-    let mut followers: Vec<Follower> = (0..3).map(|_| Follower::new(p.a.view_cell())).collect();
-    let mut seen = HashSet::new();
-    for round in 0..50 {
-        let t = p.a.send_ticket(p.b_in_a, now).unwrap();
-        assert!(seen.insert(t.counter), "owner: {}", t.counter);
-        for f in &mut followers {
-            for _ in 0..(round % 7) * 20 {
-                let t = f.send_ticket(p.b_in_a, now).unwrap();
-                assert!(seen.insert(t.counter), "follower: {}", t.counter);
+    for advance in [false, true] {
+        let now = Instant::now();
+        let mut p = pair(now);
+        p.handshake(now);
+        p.a.publish();
+        let mut followers: Vec<Follower> = (0..3).map(|_| Follower::new(p.a.view_cell())).collect();
+        let mut seen = HashSet::new();
+        for round in 0..50 {
+            take_counters(
+                &mut p.a,
+                p.b_in_a,
+                1 + round % 5 * 70,
+                advance,
+                &mut seen,
+                now,
+            );
+            for f in &mut followers {
+                take_counters(f, p.b_in_a, 1 + round % 7 * 60, advance, &mut seen, now);
+                f.end_run();
             }
-            f.end_run();
         }
     }
 }
@@ -39,7 +65,7 @@ fn a_follower_decrypts_on_the_owners_window_and_reports() {
     let mut fa = Follower::new(p.a.view_cell());
     let mut fb = Follower::new(p.b.view_cell());
     let t = fa.send_ticket(p.b_in_a, now).unwrap();
-    fa.note_sent(p.b_in_a, 20, 64);
+    fa.note_sent(p.b_in_a, 20, 64, now);
     let r = fb.recv_ticket(t.receiver_index, t.counter, now).unwrap();
     assert_eq!(r.peer, p.a_in_b);
     // A source outside the peer's allowed IPs changes nothing.

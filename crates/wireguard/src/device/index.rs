@@ -144,10 +144,7 @@ mod tests {
     fn a_refused_initiation_keeps_no_index() {
         let now = Instant::now();
         let mut p = pair(now);
-        p.a.stage(p.b_in_a, 0, now);
-        let init = one_sent(&mut p.a);
-        p.b.handle_handshake(parse(&init), addr(A_ADDR), now)
-            .unwrap();
+        let init = p.initiate(0, now);
         assert_eq!(p.b.index_count(), 1);
         // The same initiation again is a replay: no second index.
         assert_eq!(

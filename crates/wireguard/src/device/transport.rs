@@ -9,8 +9,8 @@
 use super::{Action, Device};
 use crate::drop::DropReason;
 use crate::peer::PeerId;
-use crate::runs::{ReceivedRun, SentRun};
-use crate::session::{RecvTicket, SessionPath, commit_on, recv_ticket_on};
+use crate::runs::ReceivedRun;
+use crate::session::{RecvTicket, SessionPath, commit_on};
 use crate::staged::Staged;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
@@ -61,22 +61,6 @@ impl Device {
         let Some(p) = self.peer_mut(id) else { return };
         p.staged.keepalive_unless_busy();
         self.actions.push_back(Action::Flush(id));
-    }
-
-    /// The data path sent a packet to `id` (`plaintext_len` 0 is a keepalive).
-    pub fn note_sent(&mut self, id: PeerId, plaintext_len: usize, wire_len: usize, now: Instant) {
-        self.note_sent_run(&SentRun::one(id, plaintext_len, wire_len), now);
-    }
-
-    /// Finds the session for a data packet and checks its counter, changing nothing.
-    pub fn recv_ticket(
-        &self,
-        receiver_index: u32,
-        counter: u64,
-        now: Instant,
-    ) -> Result<RecvTicket, DropReason> {
-        let (id, k) = self.session_by_index(receiver_index)?;
-        recv_ticket_on(id, k, counter, now)
     }
 
     /// After the tag verified: checks the inner source against the peer's allowed
@@ -193,10 +177,7 @@ mod tests {
     fn the_responder_sends_once_the_initiator_spoke() {
         let now = Instant::now();
         let mut p = pair(now);
-        p.a.stage(p.b_in_a, 0, now);
-        let init = one_sent(&mut p.a);
-        p.b.handle_handshake(parse(&init), addr(A_ADDR), now)
-            .unwrap();
+        p.initiate(0, now);
         let resp = one_sent(&mut p.b);
         // b has data waiting for a, and no session it may send on yet.
         assert_eq!(
