@@ -48,24 +48,15 @@ mod field {
 
 checked_view! {
     /// A view of an ARP packet for Ethernet and IPv4.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors panic if it is
-    /// shorter than [`PACKET_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds [`PACKET_LEN`] bytes and
-    /// that the hardware type is Ethernet, the protocol type IPv4, and the
-    /// address lengths 6 and 4. The operation is not checked: see
-    /// [`operation`].
-    fn new_checked;
+    pub struct Packet, at least PACKET_LEN;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer holds [`PACKET_LEN`] bytes and that the hardware type is
+    /// Ethernet, the protocol type IPv4, and the address lengths 6 and 4. The operation
+    /// is not checked: see [`operation`].
     pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < PACKET_LEN {
-            return Err(Error::Truncated);
-        }
+        self.check_min_len()?;
         if self.hardware_type() != HARDWARE_ETHERNET
             || self.protocol_type() != ethernet::ethertype::IPV4
             || self.hardware_len() != HARDWARE_LEN

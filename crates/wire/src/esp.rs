@@ -34,21 +34,13 @@ pub const MAX_PAD: usize = 255;
 
 checked_view! {
     /// A view of an ESP packet: header and the bytes after it.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors panic if it is shorter
-    /// than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds a header with an SPI that may
-    /// be sent on the wire.
-    fn new_checked;
+    pub struct Packet, at least HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked).
+    /// Checks that the buffer holds a header with an SPI that may be sent on the wire.
     pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        self.check_min_len()?;
         if self.spi() < MIN_SPI {
             return Err(Error::ReservedSpi);
         }

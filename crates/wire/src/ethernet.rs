@@ -182,26 +182,17 @@ impl FromStr for MacAddr {
 
 checked_view! {
     /// A view of an Ethernet II frame: header, optional VLAN tag and payload.
-    pub struct Frame;
-    /// Wraps `buffer` without looking at it. Accessors of header fields panic
-    /// if it is shorter than [`HEADER_LEN`], or than [`MAX_HEADER_LEN`] for a
-    /// tagged frame.
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds the header and, if the
-    /// EtherType is [`ethertype::VLAN`], the tag and the EtherType after it.
-    /// An 802.1ad tag, or a VLAN tag inside the VLAN tag, is
-    /// [`Error::UnsupportedTag`].
-    fn new_checked;
+    /// The accessors past the untagged header need [`MAX_HEADER_LEN`] bytes
+    /// in a tagged frame, which a checked view has.
+    pub struct Frame, at least HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> Frame<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer holds the header and, if the EtherType is
+    /// [`ethertype::VLAN`], the tag and the EtherType after it. An 802.1ad tag, or a
+    /// VLAN tag inside the VLAN tag, is [`Error::UnsupportedTag`].
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let len = self.check_min_len()?;
         match self.outer_ethertype() {
             ethertype::QINQ => Err(Error::UnsupportedTag(ethertype::QINQ)),
             ethertype::VLAN => {

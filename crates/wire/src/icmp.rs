@@ -13,6 +13,7 @@
 use crate::bytes::{set_u16_be, u16_be};
 use crate::checksum;
 use crate::error::{Error, Result};
+use crate::icmp_header::{echo_rest, write_message};
 use crate::ip_protocol as protocol;
 use crate::ipv4;
 
@@ -111,12 +112,7 @@ pub fn is_icmp_error<T: AsRef<[u8]>>(packet: &ipv4::Packet<T>) -> bool {
 
 checked_view! {
     /// A view of an ICMP message: header and data.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors of header fields panic
-    /// if it is shorter than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds the header.
-    fn new_checked;
+    pub struct Packet, at least HEADER_LEN;
 }
 
 icmp_header_accessors!();
@@ -183,20 +179,15 @@ impl EchoRepr<'_> {
     /// Writes the whole message, checksum included, into the start of `buf`
     /// and returns its length, or [`Error::Truncated`] if `buf` is shorter.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
-        let len = self.message_len();
-        let bytes = buf.get_mut(..len).ok_or(Error::Truncated)?;
-        let mut packet = Packet::new_unchecked(bytes);
-        packet.set_msg_type(if self.reply {
+        let ty = if self.reply {
             msg_type::ECHO_REPLY
         } else {
             msg_type::ECHO_REQUEST
-        });
-        packet.set_code(0);
-        packet.set_identifier(self.identifier);
-        packet.set_sequence(self.sequence);
-        packet.payload_mut().copy_from_slice(self.data);
-        packet.fill_checksum();
-        Ok(len)
+        };
+        let rest = echo_rest(self.identifier, self.sequence);
+        let message = write_message(buf, ty, 0, rest, self.data)?;
+        Packet::new_unchecked(&mut *message).fill_checksum();
+        Ok(message.len())
     }
 }
 
@@ -278,15 +269,15 @@ impl ErrorRepr {
         let quote = offending
             .get(..quote_len(offending)?)
             .ok_or(Error::Truncated)?;
-        let len = HEADER_LEN + quote.len();
-        let bytes = buf.get_mut(..len).ok_or(Error::Truncated)?;
-        let mut packet = Packet::new_unchecked(bytes);
-        packet.set_msg_type(self.msg_type());
-        packet.set_code(self.code());
-        packet.set_rest_of_header(self.rest_of_header());
-        packet.payload_mut().copy_from_slice(quote);
-        packet.fill_checksum();
-        Ok(len)
+        let message = write_message(
+            buf,
+            self.msg_type(),
+            self.code(),
+            self.rest_of_header(),
+            quote,
+        )?;
+        Packet::new_unchecked(&mut *message).fill_checksum();
+        Ok(message.len())
     }
 }
 

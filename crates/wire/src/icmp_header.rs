@@ -4,6 +4,9 @@
 //! accessors are declared once here for both views; each protocol adds what
 //! differs (its checksum, what its types make of the four bytes).
 
+use crate::bytes::{set_u16_be, set_u32_be};
+use crate::error::{Error, Result};
+
 /// The header's fields, the same in both protocols.
 pub(crate) mod field {
     pub const TYPE: usize = 0;
@@ -17,17 +20,41 @@ pub(crate) mod field {
 /// The length of the shared header.
 pub(crate) const HEADER_LEN: usize = 8;
 
+/// Writes a message into the start of `buf`: the header (`rest` is the four
+/// bytes after the checksum, which is left zero) and `body` after it. Returns the
+/// message, for the protocol to fill its checksum, or [`Error::Truncated`] if
+/// `buf` is too short.
+pub(crate) fn write_message<'b>(
+    buf: &'b mut [u8],
+    msg_type: u8,
+    code: u8,
+    rest: u32,
+    body: &[u8],
+) -> Result<&'b mut [u8]> {
+    let message = buf
+        .get_mut(..HEADER_LEN + body.len())
+        .ok_or(Error::Truncated)?;
+    message[field::TYPE] = msg_type;
+    message[field::CODE] = code;
+    set_u16_be(message, field::CHECKSUM, 0);
+    set_u32_be(message, field::REST, rest);
+    message[HEADER_LEN..].copy_from_slice(body);
+    Ok(message)
+}
+
+/// The four bytes after an echo's checksum: its identifier and sequence number.
+pub(crate) const fn echo_rest(identifier: u16, sequence: u16) -> u32 {
+    (identifier as u32) << 16 | sequence as u32
+}
+
 /// Declares the shared header's accessors on `Packet` in the module that calls
 /// it; that module has an `is_error_type(u8) -> bool` of its protocol's types.
 macro_rules! icmp_header_accessors {
     () => {
         impl<T: AsRef<[u8]>> Packet<T> {
-            /// The checks of [`new_checked`](Self::new_checked), for a view made
-            /// with `new_unchecked`.
+            /// Checks that the buffer holds the header.
             pub fn check_len(&self) -> Result<()> {
-                if self.buffer.as_ref().len() < HEADER_LEN {
-                    return Err(Error::Truncated);
-                }
+                self.check_min_len()?;
                 Ok(())
             }
 

@@ -19,6 +19,7 @@ use crate::bytes::{clamped, fixed, fixed_mut, set_u16_be, u16_be};
 use crate::checksum;
 use crate::error::{Error, Result};
 use crate::ethernet::{self, MacAddr};
+use crate::icmp_header::{echo_rest, write_message};
 use crate::ip_protocol as protocol;
 use crate::ipv6;
 
@@ -228,12 +229,7 @@ fn fill(data: &mut [u8], src: &Ipv6Addr, dst: &Ipv6Addr) {
 
 checked_view! {
     /// A view of an ICMPv6 message: header and body.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors of header fields panic
-    /// if it is shorter than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds the header.
-    fn new_checked;
+    pub struct Packet, at least HEADER_LEN;
 }
 
 icmp_header_accessors!();
@@ -289,20 +285,15 @@ impl EchoRepr<'_> {
     /// into the start of `buf` and returns its length, or
     /// [`Error::Truncated`] if `buf` is shorter.
     pub fn emit(&self, buf: &mut [u8], src: &Ipv6Addr, dst: &Ipv6Addr) -> Result<usize> {
-        let len = self.message_len();
-        let bytes = buf.get_mut(..len).ok_or(Error::Truncated)?;
-        let mut packet = Packet::new_unchecked(bytes);
-        packet.set_msg_type(if self.reply {
+        let ty = if self.reply {
             msg_type::ECHO_REPLY
         } else {
             msg_type::ECHO_REQUEST
-        });
-        packet.set_code(0);
-        packet.set_identifier(self.identifier);
-        packet.set_sequence(self.sequence);
-        packet.payload_mut().copy_from_slice(self.data);
-        packet.fill_checksum(src, dst);
-        Ok(len)
+        };
+        let rest = echo_rest(self.identifier, self.sequence);
+        let message = write_message(buf, ty, 0, rest, self.data)?;
+        Packet::new_unchecked(&mut *message).fill_checksum(src, dst);
+        Ok(message.len())
     }
 }
 
@@ -392,15 +383,15 @@ impl ErrorRepr {
         let quote = offending
             .get(..quote_len(offending)?)
             .ok_or(Error::Truncated)?;
-        let len = HEADER_LEN + quote.len();
-        let bytes = buf.get_mut(..len).ok_or(Error::Truncated)?;
-        let mut packet = Packet::new_unchecked(bytes);
-        packet.set_msg_type(self.msg_type());
-        packet.set_code(self.code());
-        packet.set_rest_of_header(self.rest_of_header());
-        packet.payload_mut().copy_from_slice(quote);
-        packet.fill_checksum(src, dst);
-        Ok(len)
+        let message = write_message(
+            buf,
+            self.msg_type(),
+            self.code(),
+            self.rest_of_header(),
+            quote,
+        )?;
+        Packet::new_unchecked(&mut *message).fill_checksum(src, dst);
+        Ok(message.len())
     }
 }
 
@@ -470,24 +461,16 @@ checked_view! {
     /// A view of a neighbor solicitation (RFC 4861 §4.3) or neighbor
     /// advertisement (RFC 4861 §4.4): header, flags, target address and
     /// options.
-    pub struct NeighborMessage;
-    /// Wraps `buffer` without looking at it. Accessors of fixed fields panic
-    /// if it is shorter than [`NEIGHBOR_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after the checks of RFC 4861 §7.1.1 and §7.1.2 that
-    /// the message alone answers: it is at least [`NEIGHBOR_LEN`] bytes
-    /// ([`Error::Truncated`]), a solicitation or an advertisement
-    /// ([`Error::WrongMessageType`]), of code 0 ([`Error::BadCode`]), its
-    /// target is not multicast ([`Error::MulticastTarget`]), and every
-    /// option has a length greater than zero ([`Error::BadOptionLen`]) and
-    /// ends within the message ([`Error::Truncated`]). Unknown options are
-    /// allowed.
-    fn new_checked;
+    pub struct NeighborMessage, at least NEIGHBOR_LEN;
 }
 
 impl<T: AsRef<[u8]>> NeighborMessage<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// The checks of RFC 4861 §7.1.1 and §7.1.2 that the message alone answers: it is
+    /// at least [`NEIGHBOR_LEN`] bytes ([`Error::Truncated`]), a solicitation or an
+    /// advertisement ([`Error::WrongMessageType`]), of code 0 ([`Error::BadCode`]), its
+    /// target is not multicast ([`Error::MulticastTarget`]), and every option has a
+    /// length greater than zero ([`Error::BadOptionLen`]) and ends within the message
+    /// ([`Error::Truncated`]). Unknown options are allowed.
     pub fn check_len(&self) -> Result<()> {
         let data = self.data();
         let ty = *data.first().ok_or(Error::Truncated)?;

@@ -34,25 +34,16 @@ mod field {
 
 checked_view! {
     /// A view of an IPv4 packet: header, options and payload.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors of fixed header fields
-    /// panic if it is shorter than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that the version is 4, that the header
-    /// length is at least 20 and fits in the buffer, and that the total
-    /// length covers the header and fits in the buffer. Bytes past the total
-    /// length (link-layer or WireGuard padding) are allowed and ignored.
-    fn new_checked;
+    pub struct Packet, at least HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the version is 4, that the header length is at least 20 and fits in
+    /// the buffer, and that the total length covers the header and fits in the buffer.
+    /// Bytes past the total length (link-layer or WireGuard padding) are allowed and
+    /// ignored.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let len = self.check_min_len()?;
         if self.version() != VERSION {
             return Err(Error::BadVersion(self.version()));
         }

@@ -27,24 +27,15 @@ mod field {
 
 checked_view! {
     /// A view of an IPv6 packet: fixed header and payload.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors of header fields panic
-    /// if it is shorter than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds the fixed header, that the
-    /// version is 6, and that the payload length fits in the buffer. Bytes
-    /// past the payload length are allowed and ignored.
-    fn new_checked;
+    pub struct Packet, at least HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer holds the fixed header, that the version is 6, and that
+    /// the payload length fits in the buffer. Bytes past the payload length are allowed
+    /// and ignored.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let len = self.check_min_len()?;
         if self.version() != VERSION {
             return Err(Error::BadVersion(self.version()));
         }

@@ -62,23 +62,14 @@ mod field {
 
 checked_view! {
     /// A view of a TCP segment: header, options and payload.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors of fixed header fields
-    /// panic if it is shorter than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds the fixed header and that
-    /// the header length (data offset) is at least 20 and fits in the buffer.
-    fn new_checked;
+    pub struct Packet, at least HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer holds the fixed header and that the header length (data
+    /// offset) is at least 20 and fits in the buffer.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let len = self.check_min_len()?;
         let header_len = self.header_len();
         if header_len < HEADER_LEN {
             return Err(Error::BadHeaderLen);

@@ -20,27 +20,18 @@ mod field {
 
 checked_view! {
     /// A view of a UDP datagram: header and payload.
-    pub struct Packet;
-    /// Wraps `buffer` without looking at it. Accessors of header fields panic
-    /// if it is shorter than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds the header and that the
-    /// length field covers the header and fits in the buffer. Bytes past the
-    /// length field are allowed and ignored.
-    ///
-    /// A length field of zero, which IPv6 jumbograms use (RFC 2675), is
-    /// rejected: nothing here carries jumbograms.
-    fn new_checked;
+    pub struct Packet, at least HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The checks of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer holds the header and that the length field covers the
+    /// header and fits in the buffer. Bytes past the length field are allowed and
+    /// ignored.
+    ///
+    /// A length field of zero, which IPv6 jumbograms use (RFC 2675), is rejected:
+    /// nothing here carries jumbograms.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let len = self.check_min_len()?;
         let claimed = usize::from(self.length());
         if claimed < HEADER_LEN {
             return Err(Error::BadTotalLen);

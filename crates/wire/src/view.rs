@@ -4,16 +4,14 @@
 //! read and written through the private `data` and `data_mut` its accessors use.
 //! Each type writes its own `check_len` and accessors beside its declaration.
 
-/// Declares a checked view (see the module doc). The doc comments written before
-/// `pub struct`, `fn new_unchecked` and `fn new_checked` go on those items.
+/// Declares a checked view (see the module doc): `pub struct Name, at least MIN;`
+/// after the struct's doc comments, where `MIN` is the length below which the
+/// view's fixed accessors would panic. The type's own `check_len` says what a
+/// checked view guarantees; `check_min_len` is the first of its checks.
 macro_rules! checked_view {
     (
         $(#[$struct_doc:meta])*
-        pub struct $name:ident;
-        $(#[$unchecked_doc:meta])*
-        fn new_unchecked;
-        $(#[$checked_doc:meta])*
-        fn new_checked;
+        pub struct $name:ident, at least $min:ident;
     ) => {
         $(#[$struct_doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,12 +20,16 @@ macro_rules! checked_view {
         }
 
         impl<T: AsRef<[u8]>> $name<T> {
-            $(#[$unchecked_doc])*
+            #[doc = concat!(
+                "Wraps `buffer` without looking at it: accessors of fixed fields ",
+                "panic if it is shorter than [`", stringify!($min), "`]."
+            )]
             pub const fn new_unchecked(buffer: T) -> Self {
                 $name { buffer }
             }
 
-            $(#[$checked_doc])*
+            /// Wraps `buffer` after [`check_len`](Self::check_len)'s checks, so
+            /// that no accessor can panic.
             pub fn new_checked(buffer: T) -> $crate::error::Result<Self> {
                 let view = Self::new_unchecked(buffer);
                 view.check_len()?;
@@ -42,6 +44,19 @@ macro_rules! checked_view {
             #[allow(dead_code)]
             fn data(&self) -> &[u8] {
                 self.buffer.as_ref()
+            }
+
+            #[doc = concat!(
+                "The buffer's length, or [`Error::Truncated`](crate::Error::Truncated) ",
+                "when it is shorter than [`", stringify!($min), "`]."
+            )]
+            #[allow(dead_code)]
+            fn check_min_len(&self) -> $crate::error::Result<usize> {
+                let len = self.buffer.as_ref().len();
+                if len < $min {
+                    return Err($crate::error::Error::Truncated);
+                }
+                Ok(len)
             }
         }
 

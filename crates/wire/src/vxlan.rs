@@ -26,22 +26,15 @@ pub const MAX_VNI: u32 = 0x00ff_ffff;
 
 checked_view! {
     /// A view of a VXLAN header and the frame after it.
-    pub struct Header;
-    /// Wraps `buffer` without looking at it. Accessors panic if it is shorter
-    /// than [`HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds a header with the I flag
-    /// set and every reserved bit zero.
-    fn new_checked;
+    pub struct Header, at least HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> Header<T> {
-    /// The checks of [`new_checked`](Self::new_checked).
+    /// Checks that the buffer holds a header with the I flag set and every reserved bit
+    /// zero.
     pub fn check_len(&self) -> Result<()> {
+        self.check_min_len()?;
         let b = self.buffer.as_ref();
-        if b.len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
         if b[0] != FLAGS_I || b[1..4] != [0, 0, 0] || b[7] != 0 {
             return Err(Error::ReservedNotZero);
         }

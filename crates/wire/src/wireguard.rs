@@ -362,21 +362,14 @@ macro_rules! handshake_fields {
 
 checked_view! {
     /// First handshake message, initiator to responder (§5.4.2), 148 bytes.
-    pub struct HandshakeInitiation;
-    /// Wraps `buffer` without looking at it; accessors panic if it is
-    /// shorter than [`HANDSHAKE_INITIATION_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it is exactly
-    /// [`HANDSHAKE_INITIATION_LEN`] bytes long. The type word is not checked:
-    /// that is [`Message::classify`]'s job.
-    fn new_checked;
+    pub struct HandshakeInitiation, at least HANDSHAKE_INITIATION_LEN;
 }
 
 handshake_fields!(HandshakeInitiation, initiation);
 
 impl<T: AsRef<[u8]>> HandshakeInitiation<T> {
-    /// The check of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer is exactly [`HANDSHAKE_INITIATION_LEN`] bytes long. The
+    /// type word is not checked: that is [`Message::classify`]'s job.
     pub fn check_len(&self) -> Result<()> {
         check_exact_len(self.buffer.as_ref(), HANDSHAKE_INITIATION_LEN)
     }
@@ -425,20 +418,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeInitiation<T> {
 
 checked_view! {
     /// Second handshake message, responder to initiator (§5.4.3), 92 bytes.
-    pub struct HandshakeResponse;
-    /// Wraps `buffer` without looking at it; accessors panic if it is
-    /// shorter than [`HANDSHAKE_RESPONSE_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it is exactly
-    /// [`HANDSHAKE_RESPONSE_LEN`] bytes long. The type word is not checked.
-    fn new_checked;
+    pub struct HandshakeResponse, at least HANDSHAKE_RESPONSE_LEN;
 }
 
 handshake_fields!(HandshakeResponse, response);
 
 impl<T: AsRef<[u8]>> HandshakeResponse<T> {
-    /// The check of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer is exactly [`HANDSHAKE_RESPONSE_LEN`] bytes long. The
+    /// type word is not checked.
     pub fn check_len(&self) -> Result<()> {
         check_exact_len(self.buffer.as_ref(), HANDSHAKE_RESPONSE_LEN)
     }
@@ -484,18 +471,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HandshakeResponse<T> {
 checked_view! {
     /// Cookie reply, sent instead of a response while under load (§5.4.7),
     /// 64 bytes.
-    pub struct CookieReply;
-    /// Wraps `buffer` without looking at it; accessors panic if it is
-    /// shorter than [`COOKIE_REPLY_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it is exactly [`COOKIE_REPLY_LEN`]
-    /// bytes long. The type word is not checked.
-    fn new_checked;
+    pub struct CookieReply, at least COOKIE_REPLY_LEN;
 }
 
 impl<T: AsRef<[u8]>> CookieReply<T> {
-    /// The check of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer is exactly [`COOKIE_REPLY_LEN`] bytes long. The type word
+    /// is not checked.
     pub fn check_len(&self) -> Result<()> {
         check_exact_len(self.buffer.as_ref(), COOKIE_REPLY_LEN)
     }
@@ -550,18 +531,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> CookieReply<T> {
 checked_view! {
     /// Transport data message (§5.4.6): header, then an encrypted, padded
     /// packet and its tag. At least [`TRANSPORT_MIN_LEN`] bytes.
-    pub struct TransportData;
-    /// Wraps `buffer` without looking at it; header accessors panic if it is
-    /// shorter than [`TRANSPORT_HEADER_LEN`].
-    fn new_unchecked;
-    /// Wraps `buffer` after checking that it holds at least
-    /// [`TRANSPORT_MIN_LEN`] bytes. The type word is not checked.
-    fn new_checked;
+    pub struct TransportData, at least TRANSPORT_HEADER_LEN;
 }
 
 impl<T: AsRef<[u8]>> TransportData<T> {
-    /// The check of [`new_checked`](Self::new_checked), for a view made with
-    /// `new_unchecked`.
+    /// Checks that the buffer holds at least [`TRANSPORT_MIN_LEN`] bytes. The type word
+    /// is not checked.
     pub fn check_len(&self) -> Result<()> {
         check_transport_len(self.buffer.as_ref())
     }
