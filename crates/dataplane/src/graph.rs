@@ -289,14 +289,31 @@ mod tests {
         }
     }
 
-    struct Sink;
-    impl Node<Cx> for Sink {
-        fn info(&self) -> &NodeInfo {
-            &NodeInfo {
-                name: "sink",
+    /// An exit that keeps what reaches it: `sink` in `Cx::seen`, `other-sink` (for
+    /// rebinding an edge to it) in `Cx::other`.
+    struct Sink {
+        info: NodeInfo,
+        keep: fn(&mut Cx) -> &mut Vec<Handle>,
+    }
+    impl Sink {
+        fn seen() -> Box<Sink> {
+            Sink::named("sink", |cx| &mut cx.seen)
+        }
+        fn other() -> Box<Sink> {
+            Sink::named("other-sink", |cx| &mut cx.other)
+        }
+        fn named(name: &'static str, keep: fn(&mut Cx) -> &mut Vec<Handle>) -> Box<Sink> {
+            let info = NodeInfo {
+                name,
                 next: &[],
                 errors: &[],
-            }
+            };
+            Box::new(Sink { info, keep })
+        }
+    }
+    impl Node<Cx> for Sink {
+        fn info(&self) -> &NodeInfo {
+            &self.info
         }
         fn process(
             &mut self,
@@ -305,7 +322,7 @@ mod tests {
             _next: &mut [u16],
             c: &mut NodeCounters,
         ) {
-            cx.seen.extend_from_slice(packets);
+            (self.keep)(cx).extend_from_slice(packets);
             c.consumed += packets.len() as u64;
         }
     }
@@ -315,7 +332,7 @@ mod tests {
     #[test]
     fn frames_keep_order_and_count() {
         let mut cx = Cx::new(2000);
-        let mut g: Graph<Cx> = Graph::new(vec![Box::new(Split), Box::new(Sink)]);
+        let mut g: Graph<Cx> = Graph::new(vec![Box::new(Split), Sink::seen()]);
         let handles: Vec<Handle> = (0..1000u32)
             .map(|i| cx.arena.alloc_with(&[(i % 256) as u8, 0]).unwrap())
             .collect();
@@ -336,28 +353,6 @@ mod tests {
             cx.arena.available(),
             2000 - 1000 + c[0].1.dropped() as usize + want.len()
         );
-    }
-
-    /// A sink under another name, for rebinding split's edge to it.
-    struct OtherSink;
-    impl Node<Cx> for OtherSink {
-        fn info(&self) -> &NodeInfo {
-            &NodeInfo {
-                name: "other-sink",
-                next: &[],
-                errors: &[],
-            }
-        }
-        fn process(
-            &mut self,
-            cx: &mut Cx,
-            packets: &[Handle],
-            _: &mut [u16],
-            c: &mut NodeCounters,
-        ) {
-            cx.other.extend_from_slice(packets);
-            c.consumed += packets.len() as u64;
-        }
     }
 
     /// Sends a packet by its first byte: 0 to sink, 1 to other-sink, 2 is dropped, 3
@@ -400,8 +395,7 @@ mod tests {
     #[test]
     fn runs_of_one_edge_arrive_whole_and_in_order() {
         let mut cx = Cx::new(4000);
-        let nodes: Vec<Box<dyn Node<Cx>>> =
-            vec![Box::new(Router), Box::new(Sink), Box::new(OtherSink)];
+        let nodes: Vec<Box<dyn Node<Cx>>> = vec![Box::new(Router), Sink::seen(), Sink::other()];
         let mut g = Graph::new(nodes);
         // Runs of 1 to 314 packets (some longer than a frame), the class turning
         // with each run.
@@ -442,8 +436,7 @@ mod tests {
             edge: "sink",
             to: "other-sink",
         };
-        let nodes: Vec<Box<dyn Node<Cx>>> =
-            vec![Box::new(Split), Box::new(Sink), Box::new(OtherSink)];
+        let nodes: Vec<Box<dyn Node<Cx>>> = vec![Box::new(Split), Sink::seen(), Sink::other()];
         let mut g = Graph::with_rebinds(nodes, &[rebind]);
         let h = cx.arena.alloc_with(&[2]).unwrap();
         g.enqueue(0, &[h]);
@@ -461,7 +454,7 @@ mod tests {
             edge: "split",
             to: "split",
         };
-        let nodes: Vec<Box<dyn Node<Cx>>> = vec![Box::new(Split), Box::new(Sink)];
+        let nodes: Vec<Box<dyn Node<Cx>>> = vec![Box::new(Split), Sink::seen()];
         let _ = Graph::with_rebinds(nodes, &[rebind]);
     }
 }

@@ -486,14 +486,7 @@ mod tests {
     #[test]
     fn bursts_round_trip_through_split() {
         let mut big = tcp_v4(4000, PSH | ACK);
-        let hdr = VnetHdr {
-            gso_type: GSO_TCPV4,
-            gso_size: 1000,
-            ..Default::default()
-        };
-        let mut scratch = vec![0u8; 65536];
-        let mut segs = Vec::new();
-        split(&hdr, &mut big, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
+        let segs = segments(&mut big, GSO_TCPV4, 1000);
         let mut other = tcp_v4(10, ACK);
         other[20] = 9; // another flow
         let mut pkts: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
@@ -508,11 +501,7 @@ mod tests {
             (h.gso_type, h.gso_size, h.csum_start, h.csum_offset),
             (GSO_TCPV4, 1000, 20, 16)
         );
-        let mut again = Vec::new();
-        split(&h, &mut out[VNET_HDR_LEN..n], &mut scratch, |s| {
-            again.push(s.to_vec())
-        })
-        .unwrap();
+        let again = segments_by(&h, &mut out[VNET_HDR_LEN..n]);
         assert_eq!(again, segs[2..4].to_vec());
     }
 
@@ -565,6 +554,25 @@ mod tests {
         p
     }
 
+    /// `packet` split in place as the kernel's offload header says (`gso_type`,
+    /// segments of `gso_size` bytes of payload), the segments copied out.
+    fn segments(packet: &mut [u8], gso_type: u8, gso_size: u16) -> Vec<Vec<u8>> {
+        let hdr = VnetHdr {
+            gso_type,
+            gso_size,
+            ..Default::default()
+        };
+        segments_by(&hdr, packet)
+    }
+
+    /// `packet` split in place as `hdr` says, the segments copied out.
+    fn segments_by(hdr: &VnetHdr, packet: &mut [u8]) -> Vec<Vec<u8>> {
+        let mut scratch = vec![0u8; 65536];
+        let mut segs = Vec::new();
+        split(hdr, packet, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
+        segs
+    }
+
     const V6_SRC: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1);
     const V6_DST: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2);
 
@@ -573,14 +581,7 @@ mod tests {
     #[test]
     fn ipv6_burst_round_trip() {
         let mut big = tcp_v6(2500, PSH | ACK);
-        let hdr = VnetHdr {
-            gso_type: GSO_TCPV6,
-            gso_size: 1000,
-            ..Default::default()
-        };
-        let mut scratch = vec![0u8; 65536];
-        let mut segs = Vec::new();
-        split(&hdr, &mut big, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
+        let segs = segments(&mut big, GSO_TCPV6, 1000);
         assert_eq!(
             segs.iter().map(|s| s.len()).collect::<Vec<_>>(),
             vec![1060, 1060, 560]
@@ -614,11 +615,7 @@ mod tests {
         assert!(built[..56] == big[..56] && built[58..] == big[58..]);
         let pseudo = pseudo_header_v6(&V6_SRC, &V6_DST, TCP, 2520);
         assert_eq!(built[56..58], pseudo.to_be_bytes());
-        let mut again = Vec::new();
-        split(&h, &mut out[VNET_HDR_LEN..n], &mut scratch, |s| {
-            again.push(s.to_vec())
-        })
-        .unwrap();
+        let again = segments_by(&h, &mut out[VNET_HDR_LEN..n]);
         assert!(again == segs);
     }
 
@@ -626,14 +623,7 @@ mod tests {
     #[test]
     fn headers_that_differ_break_a_burst() {
         let mut big = tcp_v4(2000, ACK);
-        let hdr = VnetHdr {
-            gso_type: GSO_TCPV4,
-            gso_size: 1000,
-            ..Default::default()
-        };
-        let mut scratch = vec![0u8; 65536];
-        let mut segs = Vec::new();
-        split(&hdr, &mut big, &mut scratch, |s| segs.push(s.to_vec())).unwrap();
+        let segs = segments(&mut big, GSO_TCPV4, 1000);
         // TTL, window, the IP reserved flag: each keeps the second segment out.
         for (at, bit) in [(8, 1u8), (34, 1), (6, 0x80)] {
             let mut second = segs[1].clone();
