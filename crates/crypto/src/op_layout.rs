@@ -117,20 +117,25 @@ impl OpLayout {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ops_lie_one_after_another_without_overlap() {
+    /// An op of `alg` with `aad_len` bytes of AAD and `len` of text, on key 0.
+    fn shape(alg: Algorithm, aad_len: usize, len: usize, in_place: bool) -> OpShape {
         let key = KeyHandle {
             index: 0,
             generation: 0,
         };
-        let shape = |len, in_place| OpShape {
-            alg: Algorithm::ChaCha20Poly1305,
+        OpShape {
+            alg,
             key,
             nonce: [0; 12],
-            aad_len: 3,
+            aad_len,
             len,
             in_place,
-        };
+        }
+    }
+
+    #[test]
+    fn ops_lie_one_after_another_without_overlap() {
+        let shape = |len, in_place| shape(Algorithm::ChaCha20Poly1305, 3, len, in_place);
         let mut l = OpLayout::new();
         l.push(shape(10, true));
         l.push(shape(5, false));
@@ -142,18 +147,7 @@ mod tests {
 
     #[test]
     fn chained_ops_are_laid_out_as_esp_packets() {
-        let key = KeyHandle {
-            index: 0,
-            generation: 0,
-        };
-        let shape = |len, in_place| OpShape {
-            alg: Algorithm::Aes128CbcHmacSha1,
-            key,
-            nonce: [0; 12],
-            aad_len: 8,
-            len,
-            in_place,
-        };
+        let shape = |len, in_place| shape(Algorithm::Aes128CbcHmacSha1, 8, len, in_place);
         let mut l = OpLayout::new();
         l.push(shape(32, true));
         l.push_chained(shape(16, false), 4);
