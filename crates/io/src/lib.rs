@@ -11,6 +11,8 @@
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[macro_use]
+mod fd;
 pub mod affinity;
 pub mod heap;
 pub mod netdev;

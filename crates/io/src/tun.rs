@@ -12,7 +12,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -535,17 +535,7 @@ impl TunDevice {
     }
 }
 
-impl AsRawFd for TunDevice {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-impl AsFd for TunDevice {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
+descriptor_is!(TunDevice, fd);
 
 /// What one read's return value means for a batch holding `have` packets so far.
 enum ReadStep {

@@ -2,7 +2,7 @@
 //! becomes readable when anyone calls [`Waker::wake`].
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::cvt;
 
@@ -76,17 +76,7 @@ impl Waker {
     }
 }
 
-impl AsRawFd for Waker {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-impl AsFd for Waker {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
+descriptor_is!(Waker, fd);
 
 #[cfg(test)]
 mod tests {

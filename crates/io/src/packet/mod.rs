@@ -15,7 +15,7 @@ mod rings;
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
@@ -234,17 +234,7 @@ impl PacketPort {
     }
 }
 
-impl AsRawFd for PacketPort {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-impl AsFd for PacketPort {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
+descriptor_is!(PacketPort, fd);
 
 impl Drop for PacketPort {
     fn drop(&mut self) {

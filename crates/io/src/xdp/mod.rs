@@ -32,7 +32,7 @@ mod socket;
 mod umem;
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use crate::context;
@@ -318,14 +318,4 @@ impl XdpPort {
     }
 }
 
-impl AsRawFd for XdpPort {
-    fn as_raw_fd(&self) -> RawFd {
-        self.xsk.fd()
-    }
-}
-
-impl AsFd for XdpPort {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.xsk.as_fd()
-    }
-}
+descriptor_is!(XdpPort, xsk);
