@@ -34,6 +34,19 @@ struct SaParts<'a> {
     counters: &'a SaCounters,
 }
 
+/// A row's parts from an outbound or an inbound SA, which name them alike.
+macro_rules! sa_parts {
+    ($sa:expr) => {
+        SaParts {
+            spi: $sa.spi,
+            algorithm: $sa.alg().name(),
+            esn: $sa.esn,
+            usage: &$sa.usage,
+            counters: &$sa.counters,
+        }
+    };
+}
+
 fn row(tunnel: &str, direction: &'static str, sa: SaParts<'_>, detail: String) -> SaRow {
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let c = sa.counters;
@@ -57,25 +70,13 @@ fn row(tunnel: &str, direction: &'static str, sa: SaParts<'_>, detail: String) -
 /// An outbound SA's row; `direction` is "out" for the one sealing, "standby" for
 /// one installed beside it.
 fn outbound(tunnel: &str, direction: &'static str, sa: &OutboundSa) -> SaRow {
-    let parts = SaParts {
-        spi: sa.spi,
-        algorithm: sa.alg().name(),
-        esn: sa.esn,
-        usage: &sa.usage,
-        counters: &sa.counters,
-    };
+    let parts = sa_parts!(sa);
     let detail = with_lifetime(format!("next seq {}", sa.next_seq()), &sa.lifetime);
     row(tunnel, direction, parts, detail)
 }
 
 fn inbound(tunnel: &str, sa: &InboundSa) -> SaRow {
-    let parts = SaParts {
-        spi: sa.spi,
-        algorithm: sa.alg().name(),
-        esn: sa.esn,
-        usage: &sa.usage,
-        counters: &sa.counters,
-    };
+    let parts = sa_parts!(sa);
     let window = match sa.replay_window() {
         0 => "replay check off".to_string(),
         n => format!("replay window {n}"),
