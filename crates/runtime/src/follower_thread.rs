@@ -4,6 +4,7 @@
 //! an answer carry a one-slot channel back, waited on for a bounded time.
 
 use io::Waker;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -21,23 +22,39 @@ pub struct FollowerThread<C> {
 }
 
 impl<C: Send + 'static> FollowerThread<C> {
-    /// Starts follower `index` on its own thread, woken by `waker`, running `body`
-    /// on the control channel's receiving end. `body` returns when `stop` is set
-    /// (`None`) or on an error (why), which is reported; either way `stop` is then
-    /// set and the owner (`owner`) woken, so one worker's failure stops them all.
-    pub fn spawn(
+    /// Starts follower `index` on its own thread, woken by `waker`. On the
+    /// thread, `start` makes the follower's loop step (or says why it cannot
+    /// start), and the step runs, on the control channel's receiving end, until
+    /// `stop` is set or the step breaks: quietly (`None`: what it serves went away)
+    /// or with why, which is reported. Either way `stop` is then set and the
+    /// owner (`owner`) woken, so one worker's failure stops them all.
+    pub fn spawn<S>(
         index: usize,
         waker: Arc<Waker>,
         stop: Arc<AtomicBool>,
         owner: Arc<Waker>,
-        body: impl FnOnce(&Receiver<C>, &Waker, &AtomicBool) -> Option<String> + Send + 'static,
-    ) -> Result<FollowerThread<C>, String> {
+        start: impl FnOnce() -> Result<S, String> + Send + 'static,
+    ) -> Result<FollowerThread<C>, String>
+    where
+        S: FnMut(&Receiver<C>, &Waker) -> ControlFlow<Option<String>>,
+    {
         let (tx, rx) = mpsc::channel();
         let thread_waker = waker.clone();
         let thread = std::thread::Builder::new()
             .name(format!("worker-{index}"))
             .spawn(move || {
-                if let Some(why) = body(&rx, &thread_waker, &stop) {
+                let why = match start() {
+                    Ok(mut step) => loop {
+                        if stop.load(Ordering::Relaxed) {
+                            break None;
+                        }
+                        if let ControlFlow::Break(why) = step(&rx, &thread_waker) {
+                            break why;
+                        }
+                    },
+                    Err(why) => Some(why),
+                };
+                if let Some(why) = why {
                     eprintln!("linerate: worker {index}: {why}; stopping");
                 }
                 stop.store(true, Ordering::Relaxed);

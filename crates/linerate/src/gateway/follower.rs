@@ -9,8 +9,9 @@ use super::lane::{Lane, LaneSnapshot, NEIGHBOR_TICK};
 use super::reload::Changes;
 use io::Waker;
 use runtime::follower_thread::FollowerThread;
+use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
@@ -75,42 +76,33 @@ pub fn spawn(
     stop: Arc<AtomicBool>,
     owner: Arc<Waker>,
 ) -> Result<FollowerHandle, String> {
-    FollowerThread::spawn(
-        lane.index,
-        waker,
-        stop,
-        owner,
-        move |rx, waker, stop| match core.map_or(Ok(()), io::affinity::pin_to) {
-            Ok(()) => run(lane, rx, waker, stop),
-            Err(e) => Some(e),
-        },
-    )
+    FollowerThread::spawn(lane.index, waker, stop, owner, move || {
+        core.map_or(Ok(()), io::affinity::pin_to)?;
+        let mut lane = lane;
+        Ok(move |control: &Receiver<LaneControl>, waker: &Waker| step(&mut lane, control, waker))
+    })
 }
 
-/// The follower's loop; returns why it stopped when that is not the stop flag.
-fn run(
-    mut lane: Lane,
+/// One turn of the follower's loop: frames in and out, and the owner's requests
+/// when it woke us; `Break` with why the follower stops.
+fn step(
+    lane: &mut Lane,
     control: &Receiver<LaneControl>,
     waker: &Waker,
-    stop: &AtomicBool,
-) -> Option<String> {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        match lane.receive(waker, NEIGHBOR_TICK) {
-            Ok(true) => {
-                waker.drain();
-                while let Ok(c) = control.try_recv() {
-                    obey(&mut lane, c);
-                }
+) -> ControlFlow<Option<String>> {
+    match lane.receive(waker, NEIGHBOR_TICK) {
+        Ok(true) => {
+            waker.drain();
+            while let Ok(c) = control.try_recv() {
+                obey(lane, c);
             }
-            Ok(false) => {}
-            Err(e) => return Some(e),
         }
-        // Also when idle: the device's new view is picked up and the report sent.
-        lane.finish();
+        Ok(false) => {}
+        Err(e) => return ControlFlow::Break(Some(e)),
     }
+    // Also when idle: the device's new view is picked up and the report sent.
+    lane.finish();
+    ControlFlow::Continue(())
 }
 
 fn obey(lane: &mut Lane, c: LaneControl) {

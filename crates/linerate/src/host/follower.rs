@@ -8,8 +8,9 @@ use super::path::HostPath;
 use crate::control::counter_report::CounterReport;
 use io::{Interest, PollFd, UdpSocket, Waker};
 use runtime::follower_thread::FollowerThread;
+use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, Instant};
 
@@ -74,61 +75,61 @@ pub fn spawn(
         .socket
         .duplicate()
         .map_err(|e| format!("worker {index}: {e}"))?;
-    let thread = FollowerThread::spawn(index, waker, stop, owner, move |rx, waker, stop| {
-        run(path, rx, waker, stop)
+    let thread = FollowerThread::spawn(index, waker, stop, owner, move || {
+        let mut path = path;
+        Ok(move |control: &Receiver<FollowerControl>, waker: &Waker| {
+            step(&mut path, control, waker)
+        })
     })?;
     Ok(FollowerHandle { thread, udp })
 }
 
-/// The follower's loop; returns why it stopped when that is not the stop flag.
-fn run(
-    mut path: HostPath,
+/// One turn of the follower's loop: packets from the TUN and the socket, and
+/// the owner's requests when it woke us; `Break` with why the follower stops
+/// (`None` when its TUN queue went away, which the owner sees too).
+fn step(
+    path: &mut HostPath,
     control: &Receiver<FollowerControl>,
     waker: &Waker,
-    stop: &AtomicBool,
-) -> Option<String> {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return None;
+) -> ControlFlow<Option<String>> {
+    let mut fds = [
+        PollFd::new(path.tun.device.as_raw_fd(), Interest::READABLE),
+        PollFd::new(path.udp.socket.as_raw_fd(), Interest::READABLE),
+        PollFd::new(waker.as_raw_fd(), Interest::READABLE),
+    ];
+    let sleep = path.wg.context_mut().helper_sleep(MAX_SLEEP);
+    if let Err(e) = io::poll(&mut fds, Some(sleep)) {
+        return ControlFlow::Break(Some(format!("poll: {e}")));
+    }
+    if fds[1].readable() {
+        path.read_udp();
+    }
+    if (fds[0].readable() || fds[0].error())
+        && let Err(e) = path.read_tun()
+    {
+        if io::is_gone(&e) {
+            return ControlFlow::Break(None); // the owner sees the interface go too
         }
-        let mut fds = [
-            PollFd::new(path.tun.device.as_raw_fd(), Interest::READABLE),
-            PollFd::new(path.udp.socket.as_raw_fd(), Interest::READABLE),
-            PollFd::new(waker.as_raw_fd(), Interest::READABLE),
-        ];
-        let sleep = path.wg.context_mut().helper_sleep(MAX_SLEEP);
-        if let Err(e) = io::poll(&mut fds, Some(sleep)) {
-            return Some(format!("poll: {e}"));
-        }
-        if fds[1].readable() {
-            path.read_udp();
-        }
-        if (fds[0].readable() || fds[0].error())
-            && let Err(e) = path.read_tun()
-        {
-            if io::is_gone(&e) {
-                return None; // the owner sees the interface go too
-            }
-            return Some(format!("reading the TUN: {e}"));
-        }
-        if fds[2].readable() {
-            waker.drain();
-            while let Ok(c) = control.try_recv() {
-                match c {
-                    FollowerControl::Socket(udp) => path.udp.socket = udp,
-                    FollowerControl::Mtu(mtu) => path.wg.set_mtu(mtu),
-                    FollowerControl::Counters(reply) => {
-                        let _ = reply.send(path.counter_report());
-                    }
-                    FollowerControl::Report(reply) => {
-                        path.run(Instant::now());
-                        let _ = reply.send(());
-                    }
+        return ControlFlow::Break(Some(format!("reading the TUN: {e}")));
+    }
+    if fds[2].readable() {
+        waker.drain();
+        while let Ok(c) = control.try_recv() {
+            match c {
+                FollowerControl::Socket(udp) => path.udp.socket = udp,
+                FollowerControl::Mtu(mtu) => path.wg.set_mtu(mtu),
+                FollowerControl::Counters(reply) => {
+                    let _ = reply.send(path.counter_report());
+                }
+                FollowerControl::Report(reply) => {
+                    path.run(Instant::now());
+                    let _ = reply.send(());
                 }
             }
         }
-        // Also when idle: the device's new view is picked up and the report sent.
-        path.run(Instant::now());
-        path.wg.context_mut().help_others();
     }
+    // Also when idle: the device's new view is picked up and the report sent.
+    path.run(Instant::now());
+    path.wg.context_mut().help_others();
+    ControlFlow::Continue(())
 }
