@@ -14,6 +14,7 @@
 use super::authenticate::KeyExchangeInput;
 use super::responder::narrow;
 use super::*;
+use crate::wire::Proposal;
 
 /// A refused rekey is tried again after this long (TEMPORARY_FAILURE: soon), and
 /// up to as long again at random, so that two ends that collided do not again.
@@ -148,19 +149,8 @@ impl IkeSa {
         r: &ChildRekey,
         inner: &[Payload],
     ) -> Result<(ChildSa, ChildSpis), Duration> {
-        if let Some(e) = error_notify(inner) {
-            return Err(if e == notify::TEMPORARY_FAILURE {
-                RETRY_SOON
-            } else {
-                RETRY_LATER
-            });
-        }
-        let sa = inner.sa().ok_or(RETRY_LATER)?;
-        let nr = inner.nonce().ok_or(RETRY_LATER)?;
+        let (p, nr) = answer_proposal(inner)?;
         let (tsi, tsr) = traffic_selectors(inner).ok_or(RETRY_LATER)?;
-        let [p] = sa.as_slice() else {
-            return Err(RETRY_LATER);
-        };
         let chosen = self
             .conn
             .esp
@@ -366,19 +356,8 @@ impl IkeSa {
         now: Instant,
     ) -> Output {
         let answer = (|| {
-            if let Some(e) = error_notify(inner) {
-                return Err(if e == notify::TEMPORARY_FAILURE {
-                    RETRY_SOON
-                } else {
-                    RETRY_LATER
-                });
-            }
-            let sa = inner.sa().ok_or(RETRY_LATER)?;
-            let nr = inner.nonce().ok_or(RETRY_LATER)?;
+            let (p, nr) = answer_proposal(inner)?;
             let ke = inner.ke().ok_or(RETRY_LATER)?;
-            let [p] = sa.as_slice() else {
-                return Err(RETRY_LATER);
-            };
             let chosen = self
                 .conn
                 .ike
@@ -525,4 +504,23 @@ impl IkeSa {
         });
         self.successor = Some(Box::new(sa));
     }
+}
+
+/// What either rekey's answer gives first: its one proposal and the peer's
+/// nonce; or, when it holds an error notify or lacks them, when to try again
+/// (soon after TEMPORARY_FAILURE, RFC 7296 section 2.25).
+fn answer_proposal(inner: &[Payload]) -> Result<(&Proposal, &Vec<u8>), Duration> {
+    if let Some(e) = error_notify(inner) {
+        return Err(if e == notify::TEMPORARY_FAILURE {
+            RETRY_SOON
+        } else {
+            RETRY_LATER
+        });
+    }
+    let sa = inner.sa().ok_or(RETRY_LATER)?;
+    let nr = inner.nonce().ok_or(RETRY_LATER)?;
+    let [p] = sa.as_slice() else {
+        return Err(RETRY_LATER);
+    };
+    Ok((p, nr))
 }
