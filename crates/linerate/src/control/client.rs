@@ -2,7 +2,7 @@
 //! for `linerate show` and `linerate esp`.
 
 use super::esp_request::PREFIX;
-use super::options::EspAction;
+use super::options::{EspAction, EspSide};
 use super::socket::socket_path;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -30,6 +30,17 @@ pub fn ask_at(path: &Path, request: &str) -> Result<String, String> {
     }
 }
 
+impl EspSide {
+    /// The start of an `esp` request to the gateway: `verb`, the tunnel and the
+    /// direction.
+    fn request(&self, verb: &str) -> String {
+        format!(
+            "{PREFIX}{verb}\ntunnel={}\ndirection={}\n",
+            self.tunnel, self.direction
+        )
+    }
+}
+
 /// `linerate esp add|remove`: the request to the gateway's socket, and its answer
 /// printed.
 pub fn send_esp(action: &EspAction) -> Result<(), String> {
@@ -37,9 +48,8 @@ pub fn send_esp(action: &EspAction) -> Result<(), String> {
         EspAction::Add(a) => {
             let keymat = crate::keyfile::read_hex_key_file(&a.key_file, None)?;
             let mut t = Zeroizing::new(format!(
-                "{PREFIX}add\ntunnel={}\ndirection={}\nspi={}\nalgorithm={}\nkey={}\nesn={}\n",
-                a.tunnel,
-                a.direction,
+                "{}spi={}\nalgorithm={}\nkey={}\nesn={}\n",
+                a.side.request("add"),
                 a.spi,
                 a.algorithm,
                 hex::encode(&*keymat),
@@ -57,10 +67,7 @@ pub fn send_esp(action: &EspAction) -> Result<(), String> {
             (&a.gateway.socket, t)
         }
         EspAction::Remove(r) => {
-            let mut t = format!(
-                "{PREFIX}remove\ntunnel={}\ndirection={}\n",
-                r.tunnel, r.direction
-            );
+            let mut t = r.side.request("remove");
             if let Some(spi) = &r.spi {
                 t.push_str(&format!("spi={spi}\n"));
             }

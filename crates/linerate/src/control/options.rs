@@ -22,16 +22,23 @@ pub enum EspAction {
     Remove(EspRemove),
 }
 
+/// Which of a tunnel's SAs an `esp` command is about: its tunnel and direction.
 #[derive(Args, Debug)]
-pub struct EspAdd {
-    #[command(flatten)]
-    pub gateway: GatewaySocket,
+pub struct EspSide {
     /// The tunnel (its `name` in the file)
     #[arg(long)]
     pub tunnel: String,
     /// in or out
     #[arg(long, value_parser = ["in", "out"])]
     pub direction: String,
+}
+
+#[derive(Args, Debug)]
+pub struct EspAdd {
+    #[command(flatten)]
+    pub gateway: GatewaySocket,
+    #[command(flatten)]
+    pub side: EspSide,
     /// The SPI, decimal or 0x hex (256 and up)
     #[arg(long)]
     pub spi: String,
@@ -59,11 +66,8 @@ pub struct EspAdd {
 pub struct EspRemove {
     #[command(flatten)]
     pub gateway: GatewaySocket,
-    #[arg(long)]
-    pub tunnel: String,
-    /// in or out
-    #[arg(long, value_parser = ["in", "out"])]
-    pub direction: String,
+    #[command(flatten)]
+    pub side: EspSide,
     /// Inbound: the SPI of the SA to remove
     #[arg(long)]
     pub spi: Option<String>,
