@@ -32,6 +32,11 @@ impl TrafficSelector {
                 IpAddr::V4(Ipv4Addr::BROADCAST),
             )
         };
+        TrafficSelector::any_port(start, end)
+    }
+
+    /// The addresses from `start` to `end`, any protocol and port.
+    pub fn any_port(start: IpAddr, end: IpAddr) -> TrafficSelector {
         TrafficSelector {
             ip_protocol: 0,
             start_port: 0,
@@ -61,13 +66,7 @@ impl TrafficSelector {
                 )
             }
         };
-        TrafficSelector {
-            ip_protocol: 0,
-            start_port: 0,
-            end_port: u16::MAX,
-            start,
-            end,
-        }
+        TrafficSelector::any_port(start, end)
     }
 
     pub fn is_v6(&self) -> bool {

@@ -207,14 +207,9 @@ impl XdpPort {
 
     /// The kernel's counters for the socket; all zero if it will not say.
     fn stats(&self) -> libc::xdp_statistics {
-        self.xsk.statistics().unwrap_or(libc::xdp_statistics {
-            rx_dropped: 0,
-            rx_invalid_descs: 0,
-            tx_invalid_descs: 0,
-            rx_ring_full: 0,
-            rx_fill_ring_empty_descs: 0,
-            tx_ring_empty_descs: 0,
-        })
+        self.xsk
+            .statistics()
+            .unwrap_or(super::socket::no_statistics())
     }
 
     /// Frames for this socket the kernel dropped since open: longer than a buffer

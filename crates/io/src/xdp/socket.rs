@@ -205,14 +205,7 @@ impl Xsk {
 
     /// The kernel's counters for this socket (`XDP_STATISTICS`).
     pub(super) fn statistics(&self) -> io::Result<libc::xdp_statistics> {
-        let mut stats = libc::xdp_statistics {
-            rx_dropped: 0,
-            rx_invalid_descs: 0,
-            tx_invalid_descs: 0,
-            rx_ring_full: 0,
-            rx_fill_ring_empty_descs: 0,
-            tx_ring_empty_descs: 0,
-        };
+        let mut stats = no_statistics();
         self.getsockopt(libc::XDP_STATISTICS, &mut stats)?;
         Ok(stats)
     }
@@ -253,5 +246,18 @@ impl Drop for Xsk {
             }
             ffi::lr_xsk_rings_free(self.rings.as_ptr());
         }
+    }
+}
+
+/// The kernel's counters for a socket, all zero: where they are read into, and
+/// what a socket whose kernel will not say reports.
+pub(super) const fn no_statistics() -> libc::xdp_statistics {
+    libc::xdp_statistics {
+        rx_dropped: 0,
+        rx_invalid_descs: 0,
+        tx_invalid_descs: 0,
+        rx_ring_full: 0,
+        rx_fill_ring_empty_descs: 0,
+        tx_ring_empty_descs: 0,
     }
 }
