@@ -13,7 +13,7 @@ use dataplane::fib::{PortId, RouteTarget};
 use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
 use dataplane::neighbor::RETRANS_TIMER;
-use ports::ether;
+use ports::{UnderTest, ether};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 use wire::{arp, icmp, icmpv6, ipv4, ipv6};
@@ -102,20 +102,13 @@ fn udp6(src: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
     p
 }
 
+impl UnderTest for Box2 {
+    fn graph(&mut self) -> (&mut GatewayGraph, Instant) {
+        (&mut self.gw, self.now)
+    }
+}
+
 impl Box2 {
-    fn send(&mut self, port: PortId, frame: &[u8]) {
-        ports::send(&mut self.gw, port, frame, self.now);
-    }
-
-    /// Frames the port's driver would send now, taken out.
-    fn sent(&mut self, port: PortId) -> Vec<Vec<u8>> {
-        ports::sent(&mut self.gw, port)
-    }
-
-    fn drops(&self, node: &str, reason: &str) -> u64 {
-        ports::drops(&self.gw, node, reason)
-    }
-
     fn available(&self) -> usize {
         self.gw.context().arena().available()
     }

@@ -14,7 +14,7 @@ use dataplane::gateway::GatewayGraph;
 use dataplane::interfaces::Interface;
 use dataplane::l2::L2Interface;
 use dataplane::vxlan::{VxlanTunnel, max_frame_to};
-use ports::ether;
+use ports::{UnderTest, ether};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 use wire::{arp, ipv4, udp, vxlan};
@@ -76,20 +76,13 @@ fn site() -> Site {
     Site { gw, l2, wan, now }
 }
 
+impl UnderTest for Site {
+    fn graph(&mut self) -> (&mut GatewayGraph, Instant) {
+        (&mut self.gw, self.now)
+    }
+}
+
 impl Site {
-    fn send(&mut self, port: PortId, frame: &[u8]) {
-        ports::send(&mut self.gw, port, frame, self.now);
-    }
-
-    /// Frames the port's driver would send now, taken out.
-    fn sent(&mut self, port: PortId) -> Vec<Vec<u8>> {
-        ports::sent(&mut self.gw, port)
-    }
-
-    fn drops(&self, node: &str, reason: &str) -> u64 {
-        ports::drops(&self.gw, node, reason)
-    }
-
     /// The far end answers the gateway's ARP request for the remote.
     fn remote_answers_arp(&mut self) {
         let mut reply = [0u8; arp::PACKET_LEN];

@@ -30,6 +30,28 @@ pub fn drops(gw: &GatewayGraph, node: &str, reason: &str) -> u64 {
         .map_or(0, |(_, c)| c.drops_named(reason))
 }
 
+/// A test's gateway and its clock, which the helpers above take as methods.
+pub trait UnderTest {
+    /// The graph, and the time the test runs it at.
+    fn graph(&mut self) -> (&mut GatewayGraph, Instant);
+
+    /// `frame` received on `port`, and the graph run.
+    fn send(&mut self, port: PortId, frame: &[u8]) {
+        let (gw, now) = self.graph();
+        send(gw, port, frame, now);
+    }
+
+    /// Frames the port's driver would send now, taken out.
+    fn sent(&mut self, port: PortId) -> Vec<Vec<u8>> {
+        sent(self.graph().0, port)
+    }
+
+    /// What `node` dropped for `reason`.
+    fn drops(&mut self, node: &str, reason: &str) -> u64 {
+        drops(self.graph().0, node, reason)
+    }
+}
+
 /// An Ethernet frame.
 pub fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
     let mut f = dst.to_vec();
