@@ -81,14 +81,8 @@ pub fn wycheproof_vectors(make: MakeEngine, alg: Algorithm) -> Result<(), String
             mem.extend_from_slice(&t.aad);
             mem.extend_from_slice(&t.pt);
             mem.extend_from_slice(&[0; TAG_LEN]);
-            let mut op = AeadOp::in_place(
-                alg,
-                h,
-                Direction::Encrypt,
-                nonce,
-                Span::new(0, a),
-                Span::new(a, n),
-            );
+            let make = |d| AeadOp::in_place(alg, h, d, nonce, Span::new(0, a), Span::new(a, n));
+            let mut op = make(Direction::Encrypt);
             engine.process(&keys, &mut mem, std::slice::from_mut(&mut op));
             let sealed_ok = op.status == OpStatus::Ok
                 && mem[a as usize..(a + n) as usize] == t.ct[..]
@@ -102,14 +96,7 @@ pub fn wycheproof_vectors(make: MakeEngine, alg: Algorithm) -> Result<(), String
             // decrypt the vector's ciphertext and tag
             mem[a as usize..(a + n) as usize].copy_from_slice(&t.ct);
             mem[(a + n) as usize..].copy_from_slice(&t.tag);
-            let mut op = AeadOp::in_place(
-                alg,
-                h,
-                Direction::Decrypt,
-                nonce,
-                Span::new(0, a),
-                Span::new(a, n),
-            );
+            let mut op = make(Direction::Decrypt);
             engine.process(&keys, &mut mem, std::slice::from_mut(&mut op));
             let opened_ok =
                 op.status == OpStatus::Ok && mem[a as usize..(a + n) as usize] == t.pt[..];

@@ -21,13 +21,7 @@ fn handshake_then_data_both_ways() {
         assert!(net.ping_a_to_b(i));
         assert!(net.ping_b_to_a(i));
     }
-    let info = net
-        .a
-        .graph
-        .context()
-        .wg_device()
-        .peer_info(net.a.peer)
-        .unwrap();
+    let info = net.a.peer_info();
     assert!(info.last_handshake.is_some());
     assert!(info.tx_bytes > 0 && info.rx_bytes > 0);
 }

@@ -27,6 +27,14 @@ pub struct Site {
     pub delivered: Vec<Vec<u8>>,
 }
 
+impl Site {
+    /// What the site's device says of its peer.
+    pub fn peer_info(&self) -> wireguard::PeerInfo {
+        let device = self.graph.context().wg_device();
+        device.peer_info(self.peer).expect("the site's peer")
+    }
+}
+
 /// Decides whether a datagram (to B?, bytes) is lost.
 pub type LossFn = Box<dyn FnMut(bool, &[u8]) -> bool>;
 
