@@ -233,11 +233,7 @@ pub fn random_batches(
         ));
     }
     // Decrypt: ciphertext now sits at dst; decrypt back to src (out of place) or in place.
-    for op in ops.iter_mut() {
-        op.direction = Direction::Decrypt;
-        op.status = OpStatus::Pending;
-        core::mem::swap(&mut op.src, &mut op.dst);
-    }
+    turn_around(&mut ops);
     engine.process(&reg, &mut ours, &mut ops);
     for (i, o) in ops.iter().enumerate() {
         if o.status != OpStatus::Ok {
@@ -393,11 +389,7 @@ pub fn mixed_batches(make: MakeEngine, algs: &[Algorithm], seed: u64) -> Result<
             });
         return Err(format!("mixed seed {seed}: {i} differs from the reference"));
     }
-    for op in ops.iter_mut() {
-        op.direction = Direction::Decrypt;
-        op.status = OpStatus::Pending;
-        core::mem::swap(&mut op.src, &mut op.dst);
-    }
+    turn_around(&mut ops);
     engine.process(&reg, &mut ours, &mut ops);
     for (i, o) in ops.iter().enumerate() {
         if o.status != OpStatus::Ok || ours[o.dst_span().range()] != plain[o.dst_span().range()] {
@@ -408,4 +400,14 @@ pub fn mixed_batches(make: MakeEngine, algs: &[Algorithm], seed: u64) -> Result<
         }
     }
     Ok(())
+}
+
+/// Makes sealing ops into the ops that open what they sealed: the ciphertext
+/// they wrote (at `dst`) is read, and the text goes back to `src`.
+fn turn_around(ops: &mut [AeadOp]) {
+    for op in ops {
+        op.direction = Direction::Decrypt;
+        op.status = OpStatus::Pending;
+        core::mem::swap(&mut op.src, &mut op.dst);
+    }
 }

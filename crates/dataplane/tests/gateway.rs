@@ -8,10 +8,8 @@ mod ports;
 
 use crypto::EngineSet;
 use dataplane::Arena;
-use dataplane::context::OutputId;
 use dataplane::fib::{PortId, RouteTarget};
 use dataplane::gateway::GatewayGraph;
-use dataplane::interfaces::Interface;
 use dataplane::neighbor::RETRANS_TIMER;
 use ports::{UnderTest, ether};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -45,13 +43,7 @@ fn gateway() -> Box2 {
         no_tunnel(now),
         now,
     );
-    let port = |name: &str, mac, addrs: &[&str], mtu| Interface {
-        name: name.into(),
-        mac,
-        mtu,
-        addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
-        output: OutputId(0),
-    };
+    let port = ports::interface::<&str>;
     let lan = gw
         .add_port(port(
             "lan",

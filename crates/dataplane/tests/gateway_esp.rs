@@ -8,11 +8,10 @@
 
 use crypto::{EngineSet, KeyRegistry};
 use dataplane::Arena;
-use dataplane::context::{OutputId, esp_tunnel};
+use dataplane::context::esp_tunnel;
 use dataplane::esp::{Encapsulation, EspTunnel, InboundSa, OutboundSa, SaSpec};
 use dataplane::fib::{PortId, RouteTarget};
 use dataplane::gateway::GatewayGraph;
-use dataplane::interfaces::Interface;
 use ipsec::{EspAlgorithm, Lifetime};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -203,13 +202,7 @@ fn gateway_with(v: &Vector, outer: Outer, side: Side, remote_ts: Vec<lpm::Prefix
     let device = Device::new(keys.clone(), now, SystemTime::now());
     let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
     let mut gw = GatewayGraph::new(Arena::new(64), engines, device, now);
-    let port = |name: &str, mac, addrs: [&str; 2]| Interface {
-        name: name.into(),
-        mac,
-        mtu: 1500,
-        addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
-        output: OutputId(0),
-    };
+    let port = |name, mac, addrs: [&str; 2]| ports::interface(name, mac, &addrs, 1500);
     let (here, there) = match side {
         Side::Sender => (1, 3),
         Side::Receiver => (3, 1),

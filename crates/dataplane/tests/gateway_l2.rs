@@ -8,10 +8,8 @@ mod ports;
 
 use crypto::EngineSet;
 use dataplane::Arena;
-use dataplane::context::OutputId;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
-use dataplane::interfaces::Interface;
 use dataplane::l2::L2Interface;
 use dataplane::vxlan::{VxlanTunnel, max_frame_to};
 use ports::{UnderTest, ether};
@@ -39,13 +37,7 @@ fn site() -> Site {
     let keys = std::sync::Arc::new(crypto::KeyRegistry::new(1));
     let device = wireguard::Device::new(keys, now, std::time::SystemTime::now());
     let mut gw = GatewayGraph::new(Arena::new(BUFFERS), EngineSet::new(vec![]), device, now);
-    let port = |name: &str, mac, addrs: &[&str]| Interface {
-        name: name.into(),
-        mac,
-        mtu: 1500,
-        addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
-        output: OutputId(0),
-    };
+    let port = |name, mac, addrs: &[&str]| ports::interface(name, mac, addrs, 1500);
     let l2 = gw.add_port(port("lan2", L2_MAC, &[])).unwrap();
     let wan = gw
         .add_port(port("wan", WAN_MAC, &["198.18.0.1/24"]))

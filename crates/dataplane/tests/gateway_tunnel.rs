@@ -8,10 +8,8 @@
 use crypto::x25519::PrivateKey;
 use crypto::{EngineSet, KeyRegistry};
 use dataplane::Arena;
-use dataplane::context::OutputId;
 use dataplane::fib::{PortId, RouteTarget, TunnelId};
 use dataplane::gateway::GatewayGraph;
-use dataplane::interfaces::Interface;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -71,13 +69,7 @@ fn gateway(side: Side<'_>, now: Instant) -> Gw {
     let mut gw = GatewayGraph::new(Arena::new(BUFFERS), engines, device, now);
     gw.set_wireguard(51820, TUNNEL_MTU);
     let lan_mac = [0x02, 0, 0, 0, side.id, 1];
-    let port = |name: &str, mac, addrs: Vec<String>| Interface {
-        name: name.into(),
-        mac,
-        mtu: 1500,
-        addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
-        output: OutputId(0),
-    };
+    let port = |name, mac, addrs: Vec<String>| ports::interface(name, mac, &addrs, 1500);
     let lan = gw
         .add_port(port(
             "lan",

@@ -3,8 +3,10 @@
 
 #![allow(dead_code)]
 
+use dataplane::OutputId;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
+use dataplane::interfaces::Interface;
 use std::time::Instant;
 use wire::{arp, icmpv6, ipv6};
 
@@ -49,6 +51,18 @@ pub trait UnderTest {
     /// What `node` dropped for `reason`.
     fn drops(&mut self, node: &str, reason: &str) -> u64 {
         drops(self.graph().0, node, reason)
+    }
+}
+
+/// A port's interface: its name, MAC address, addresses (prefixes, as the
+/// configuration writes them) and MTU, on output queue 0.
+pub fn interface<S: AsRef<str>>(name: &str, mac: [u8; 6], addrs: &[S], mtu: u16) -> Interface {
+    Interface {
+        name: name.into(),
+        mac,
+        mtu,
+        addrs: addrs.iter().map(|a| a.as_ref().parse().unwrap()).collect(),
+        output: OutputId(0),
     }
 }
 
