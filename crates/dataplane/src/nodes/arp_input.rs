@@ -8,7 +8,7 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, NodeInfo};
+use crate::graph::FREE;
 use crate::neighbor::Heard;
 use crate::nodes::PerPacket;
 use crate::nodes::ip_rewrite::push_ethernet;
@@ -39,12 +39,7 @@ impl ArpInput {
 }
 
 impl PerPacket for ArpInput {
-    type Error = ArpInputError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[crate::nodes::PortOutput::NAME],
-        errors: ArpInputError::TABLE,
-    };
+    per_packet_node!(errors: ArpInputError, next: [crate::nodes::PortOutput::NAME]);
 
     fn one(
         &mut self,

@@ -8,7 +8,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::NodeInfo;
 use crate::nodes::PerPacket;
 use wire::ethernet::{self, MacAddr, ethertype};
 
@@ -40,17 +39,15 @@ impl EthernetInput {
 }
 
 impl PerPacket for EthernetInput {
-    type Error = EthernetInputError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[
+    per_packet_node!(
+        errors: EthernetInputError,
+        next: [
             Self::ARP,
             crate::nodes::Ip4Input::NAME,
             crate::nodes::Ip6Input::NAME,
             crate::nodes::L2Xconnect::NAME,
-        ],
-        errors: EthernetInputError::TABLE,
-    };
+        ]
+    );
 
     fn one(
         &mut self,

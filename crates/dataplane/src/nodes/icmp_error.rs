@@ -14,7 +14,6 @@ use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::NodeInfo;
 use crate::nodes::PerPacket;
 use std::net::IpAddr;
 use std::time::Instant;
@@ -176,12 +175,7 @@ fn build(
 }
 
 impl PerPacket for IcmpError {
-    type Error = IcmpErrorError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[crate::nodes::IpLookup::NAME],
-        errors: IcmpErrorError::TABLE,
-    };
+    per_packet_node!(errors: IcmpErrorError, next: [crate::nodes::IpLookup::NAME]);
 
     fn one(
         &mut self,

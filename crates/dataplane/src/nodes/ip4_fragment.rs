@@ -13,7 +13,6 @@
 use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::NodeInfo;
 use crate::nodes::{IpLookup, IpRewrite, NO_PORT, PerPacket};
 use wire::ipv4;
 
@@ -106,12 +105,7 @@ fn set_fragment(pkt: &mut [u8], offset: usize, more: bool) {
 }
 
 impl PerPacket for Ip4Fragment {
-    type Error = Ip4FragmentError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[IpRewrite::NAME, IpLookup::NAME],
-        errors: Ip4FragmentError::TABLE,
-    };
+    per_packet_node!(errors: Ip4FragmentError, next: [IpRewrite::NAME, IpLookup::NAME]);
 
     fn one(
         &mut self,

@@ -8,7 +8,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::NodeInfo;
 use crate::nodes::PerPacket;
 use std::net::Ipv4Addr;
 use wire::ipv4;
@@ -40,12 +39,7 @@ impl Ip4Input {
 }
 
 impl PerPacket for Ip4Input {
-    type Error = Ip4InputError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[Self::LOOKUP],
-        errors: Ip4InputError::TABLE,
-    };
+    per_packet_node!(errors: Ip4InputError, next: [Self::LOOKUP]);
 
     fn one(
         &mut self,

@@ -8,7 +8,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::NodeInfo;
 use crate::nodes::PerPacket;
 use wire::ipv6;
 
@@ -40,12 +39,7 @@ impl Ip6Input {
 }
 
 impl PerPacket for Ip6Input {
-    type Error = Ip6InputError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[Self::LOOKUP, Self::LOCAL],
-        errors: Ip6InputError::TABLE,
-    };
+    per_packet_node!(errors: Ip6InputError, next: [Self::LOOKUP, Self::LOCAL]);
 
     fn one(
         &mut self,

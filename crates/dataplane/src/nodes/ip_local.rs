@@ -18,7 +18,7 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, NodeInfo};
+use crate::graph::FREE;
 use crate::neighbor::Heard;
 use crate::nodes::PerPacket;
 use crate::nodes::ip_rewrite::push_ethernet;
@@ -79,18 +79,16 @@ fn echo4(pkt: &mut [u8]) -> Result<(), IpLocalError> {
 }
 
 impl PerPacket for IpLocal {
-    type Error = IpLocalError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[
+    per_packet_node!(
+        errors: IpLocalError,
+        next: [
             crate::nodes::IpLookup::NAME,
             crate::nodes::PortOutput::NAME,
             crate::nodes::WgInput::NAME,
             crate::nodes::VxlanDecap::NAME,
             crate::nodes::EspDecrypt::NAME,
-        ],
-        errors: IpLocalError::TABLE,
-    };
+        ]
+    );
 
     fn one(
         &mut self,

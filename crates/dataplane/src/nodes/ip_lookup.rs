@@ -13,7 +13,6 @@ use crate::arena::{Handle, IcmpReason};
 use crate::context::{Context, TunnelEntry};
 use crate::counters::NodeCounters;
 use crate::fib::{PortId, RouteTarget, TunnelId};
-use crate::graph::NodeInfo;
 use crate::nodes::ip_rewrite::decrement_ttl;
 use crate::nodes::{NO_PORT, PerPacket};
 use std::net::{IpAddr, SocketAddr};
@@ -113,19 +112,17 @@ fn into_tunnel(
 }
 
 impl PerPacket for IpLookup {
-    type Error = IpLookupError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[
+    per_packet_node!(
+        errors: IpLookupError,
+        next: [
             Self::REWRITE,
             Self::LOCAL,
             crate::nodes::IcmpError::NAME,
             crate::nodes::WgEncrypt::NAME,
             crate::nodes::Ip4Fragment::NAME,
             crate::nodes::EspEncrypt::NAME,
-        ],
-        errors: IpLookupError::TABLE,
-    };
+        ]
+    );
 
     fn one(
         &mut self,

@@ -10,7 +10,7 @@ use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{KEEP, NodeInfo};
+use crate::graph::KEEP;
 use crate::neighbor::{Mac, Resolved};
 use crate::nodes::PerPacket;
 use wire::ethernet::{self, ethertype};
@@ -81,16 +81,10 @@ pub(crate) fn push_ethernet(cx: &mut Context, h: Handle, dst: Mac, src: Mac, kin
 }
 
 impl PerPacket for IpRewrite {
-    type Error = IpRewriteError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[
-            Self::OUTPUT,
-            crate::nodes::IcmpError::NAME,
-            crate::nodes::Ip4Fragment::NAME,
-        ],
-        errors: IpRewriteError::TABLE,
-    };
+    per_packet_node!(
+        errors: IpRewriteError,
+        next: [Self::OUTPUT, crate::nodes::IcmpError::NAME, crate::nodes::Ip4Fragment::NAME]
+    );
 
     fn one(
         &mut self,

@@ -8,7 +8,6 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::NodeInfo;
 use crate::l2::L2Interface;
 use crate::nodes::{NO_PORT, PerPacket, PortOutput, VxlanEncap};
 use crate::vxlan::VxlanId;
@@ -48,12 +47,7 @@ impl L2Xconnect {
 }
 
 impl PerPacket for L2Xconnect {
-    type Error = L2XconnectError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[PortOutput::NAME, VxlanEncap::NAME],
-        errors: L2XconnectError::TABLE,
-    };
+    per_packet_node!(errors: L2XconnectError, next: [PortOutput::NAME, VxlanEncap::NAME]);
 
     fn one(
         &mut self,

@@ -3,6 +3,8 @@
 
 #[macro_use]
 mod aead;
+#[macro_use]
+mod per_packet;
 mod arp_input;
 mod esp_decrypt;
 mod esp_encrypt;
@@ -17,7 +19,6 @@ pub(crate) mod ip_rewrite;
 mod l2_xconnect;
 mod output;
 pub(crate) mod parked;
-mod per_packet;
 mod port_output;
 mod tunnel_input;
 pub(crate) mod udp_encap;

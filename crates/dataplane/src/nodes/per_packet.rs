@@ -8,6 +8,20 @@ use crate::context::Context;
 use crate::counters::{ErrorSlot, NodeCounters};
 use crate::graph::{FREE, Node, NodeInfo};
 
+/// Declares, inside a node's `impl PerPacket`, its drop reasons (its
+/// `node_errors!` enum) and the nodes its edges lead to, in edge order; its name
+/// is its `NAME`.
+macro_rules! per_packet_node {
+    (errors: $errors:ident, next: [$($next:expr),* $(,)?]) => {
+        type Error = $errors;
+        const INFO: $crate::graph::NodeInfo = $crate::graph::NodeInfo {
+            name: Self::NAME,
+            next: &[$($next),*],
+            errors: $errors::TABLE,
+        };
+    };
+}
+
 pub trait PerPacket: Send + 'static {
     /// One of the node's declared reasons.
     type Error: Into<ErrorSlot>;

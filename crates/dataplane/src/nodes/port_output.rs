@@ -5,7 +5,7 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::graph::{KEEP, NodeInfo};
+use crate::graph::KEEP;
 use crate::nodes::PerPacket;
 
 crate::node_errors! {
@@ -22,12 +22,7 @@ impl PortOutput {
 }
 
 impl PerPacket for PortOutput {
-    type Error = PortOutputError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[],
-        errors: PortOutputError::TABLE,
-    };
+    per_packet_node!(errors: PortOutputError, next: []);
 
     fn one(
         &mut self,

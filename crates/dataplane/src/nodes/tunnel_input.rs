@@ -6,7 +6,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::NodeInfo;
 use crate::nodes::{Ip4Input, Ip6Input, PerPacket};
 
 crate::node_errors! {
@@ -32,12 +31,7 @@ impl TunnelInput {
 }
 
 impl PerPacket for TunnelInput {
-    type Error = TunnelInputError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[Ip4Input::NAME, Ip6Input::NAME],
-        errors: TunnelInputError::TABLE,
-    };
+    per_packet_node!(errors: TunnelInputError, next: [Ip4Input::NAME, Ip6Input::NAME]);
 
     fn one(
         &mut self,

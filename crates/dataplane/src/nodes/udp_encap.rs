@@ -18,7 +18,6 @@ use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::fib::RouteTarget;
-use crate::graph::NodeInfo;
 use crate::nodes::{IpRewrite, PerPacket};
 use crate::outer_header::write_headers;
 use std::net::SocketAddr;
@@ -64,12 +63,7 @@ impl Default for UdpEncap {
 }
 
 impl PerPacket for UdpEncap {
-    type Error = UdpEncapError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[IpRewrite::NAME],
-        errors: UdpEncapError::TABLE,
-    };
+    per_packet_node!(errors: UdpEncapError, next: [IpRewrite::NAME]);
 
     fn one(
         &mut self,

@@ -7,7 +7,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::NodeInfo;
 use crate::nodes::{L2Xconnect, NO_PORT, PerPacket};
 use wire::{ethernet, vxlan};
 
@@ -33,12 +32,7 @@ impl VxlanDecap {
 }
 
 impl PerPacket for VxlanDecap {
-    type Error = VxlanDecapError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[L2Xconnect::NAME],
-        errors: VxlanDecapError::TABLE,
-    };
+    per_packet_node!(errors: VxlanDecapError, next: [L2Xconnect::NAME]);
 
     fn one(
         &mut self,

@@ -14,7 +14,6 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::NodeInfo;
 use crate::nodes::{IpLookup, NO_PORT, PerPacket};
 use crate::vxlan::VxlanId;
 use wire::{ethernet, ip, ipv4, ipv6, vxlan};
@@ -40,12 +39,7 @@ impl VxlanEncap {
 }
 
 impl PerPacket for VxlanEncap {
-    type Error = VxlanEncapError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[IpLookup::NAME],
-        errors: VxlanEncapError::TABLE,
-    };
+    per_packet_node!(errors: VxlanEncapError, next: [IpLookup::NAME]);
 
     fn one(
         &mut self,

@@ -7,7 +7,7 @@
 use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::graph::{FREE, NodeInfo};
+use crate::graph::FREE;
 use crate::nodes::PerPacket;
 use crate::nodes::WgDecrypt;
 use wire::wireguard::Message;
@@ -34,12 +34,7 @@ impl WgInput {
 }
 
 impl PerPacket for WgInput {
-    type Error = InputError;
-    const INFO: NodeInfo = NodeInfo {
-        name: Self::NAME,
-        next: &[WgDecrypt::NAME],
-        errors: InputError::TABLE,
-    };
+    per_packet_node!(errors: InputError, next: [WgDecrypt::NAME]);
 
     /// Data is nearly every datagram: once its type word and length check out it
     /// goes on, decided here; anything else is classified (and a handshake
