@@ -9,6 +9,7 @@
 //! 2.1) and a full one over IPv6, which requires it.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use wire::ip::IpRepr;
 use wire::{checksum, ip, ipv4, ipv6, udp};
 
 /// The TTL (hop limit) of the outer header, before the rewrite takes one off.
@@ -38,38 +39,21 @@ impl OuterHeader {
         } else {
             protocol
         };
-        let (ip_len, v6) = match (from, to) {
-            (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                let _ = ipv6::Ipv6Repr {
-                    src_addr: src,
-                    dst_addr: dst,
-                    next_header: protocol,
-                    payload_len: 0,
-                    hop_limit: OUTER_TTL,
-                    traffic_class: 0,
-                    flow_label: 0,
-                }
-                .emit(&mut bytes[..ipv6::HEADER_LEN]);
-                (ipv6::HEADER_LEN, ports.map(|_| (src, dst)))
-            }
-            (from, to) => {
-                let (IpAddr::V4(src), IpAddr::V4(dst)) = (from, to) else {
-                    unreachable!("a tunnel's addresses are of one family")
-                };
-                let _ = ipv4::Ipv4Repr {
-                    src_addr: src,
-                    dst_addr: dst,
-                    protocol,
-                    payload_len: 0,
-                    ttl: OUTER_TTL,
-                    dscp: 0,
-                    ecn: 0,
-                    ident: 0,
-                    dont_frag: true,
-                }
-                .emit(&mut bytes[..ipv4::HEADER_LEN]);
-                (ipv4::HEADER_LEN, None)
-            }
+        let header = IpRepr {
+            src: from,
+            dst: to,
+            protocol,
+            payload_len: 0,
+            hop_limit: OUTER_TTL,
+            dont_frag: true,
+        };
+        let ip_len = header.header_len();
+        header
+            .emit(&mut bytes[..ip_len])
+            .expect("a tunnel's addresses are of one family");
+        let v6 = match (from, to) {
+            (IpAddr::V6(src), IpAddr::V6(dst)) => ports.map(|_| (src, dst)),
+            _ => None,
         };
         if let Some((ours, theirs)) = ports {
             let u = &mut bytes[ip_len..ip_len + udp::HEADER_LEN];
@@ -220,36 +204,15 @@ mod tests {
                 None,
             ),
             None => {
-                let total = p.len();
-                match (from, to) {
-                    (IpAddr::V4(s), IpAddr::V4(d)) => ipv4::Ipv4Repr {
-                        src_addr: s,
-                        dst_addr: d,
-                        protocol: ip::protocol::ESP,
-                        payload_len: (total - 20) as u16,
-                        ttl: OUTER_TTL,
-                        dscp: 0,
-                        ecn: 0,
-                        ident: 0,
-                        dont_frag: true,
-                    }
-                    .emit(&mut p[..20])
-                    .map(drop)
-                    .unwrap(),
-                    (IpAddr::V6(s), IpAddr::V6(d)) => ipv6::Ipv6Repr {
-                        src_addr: s,
-                        dst_addr: d,
-                        next_header: ip::protocol::ESP,
-                        payload_len: (total - 40) as u16,
-                        hop_limit: OUTER_TTL,
-                        traffic_class: 0,
-                        flow_label: 0,
-                    }
-                    .emit(&mut p[..40])
-                    .map(drop)
-                    .unwrap(),
-                    _ => unreachable!(),
-                }
+                let header = IpRepr {
+                    src: from,
+                    dst: to,
+                    protocol: ip::protocol::ESP,
+                    payload_len: (p.len() - ip_len) as u16,
+                    hop_limit: OUTER_TTL,
+                    dont_frag: true,
+                };
+                header.emit(&mut p).unwrap();
             }
         }
         p

@@ -120,39 +120,16 @@ impl Outer {
             }
         }
         let payload_len = (pkt.len() - ip_len) as u16;
-        let kind = match (theirs, ours) {
-            (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                wire::ipv4::Ipv4Repr {
-                    src_addr: src,
-                    dst_addr: dst,
-                    protocol: proto,
-                    payload_len,
-                    ttl: 64,
-                    dscp: 0,
-                    ecn: 0,
-                    ident: 0,
-                    dont_frag: true,
-                }
-                .emit(&mut pkt[..ip_len])
-                .unwrap();
-                0x0800
-            }
-            (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                wire::ipv6::Ipv6Repr {
-                    src_addr: src,
-                    dst_addr: dst,
-                    next_header: proto,
-                    payload_len,
-                    hop_limit: 64,
-                    traffic_class: 0,
-                    flow_label: 0,
-                }
-                .emit(&mut pkt[..ip_len])
-                .unwrap();
-                0x86dd
-            }
-            _ => unreachable!(),
+        let header = wire::ip::IpRepr {
+            src: theirs,
+            dst: ours,
+            protocol: proto,
+            payload_len,
+            hop_limit: 64,
+            dont_frag: true,
         };
+        header.emit(&mut pkt[..ip_len]).unwrap();
+        let kind = if theirs.is_ipv4() { 0x0800 } else { 0x86dd };
         ether(WAN_MAC, PEER, kind, &pkt)
     }
 }

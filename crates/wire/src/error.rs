@@ -55,6 +55,8 @@ pub enum Error {
     /// An ESP trailer whose padding is longer than the text it ends, or whose
     /// bytes are not the 1, 2, 3, ... RFC 4303 section 2.4 fills it with.
     BadPadding,
+    /// An IP header asked for between addresses of two versions.
+    MixedFamilies,
 }
 
 /// `Result` with this crate's [`Error`].
@@ -80,6 +82,7 @@ impl fmt::Display for Error {
             Error::MulticastTarget => f.write_str("multicast target address"),
             Error::ReservedSpi => f.write_str("reserved SPI"),
             Error::BadPadding => f.write_str("bad ESP padding"),
+            Error::MixedFamilies => f.write_str("an IPv4 and an IPv6 address in one header"),
         }
     }
 }

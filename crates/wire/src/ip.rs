@@ -121,6 +121,67 @@ pub fn claimed_len(buf: &[u8]) -> Result<usize> {
     IpPacket::parse(buf).map(|p| p.total_len())
 }
 
+/// An IP header of either version as this project's own packets have it: the
+/// addresses, the protocol (next header), the payload's length and the hop
+/// limit; for IPv4, whether routers may fragment it (DF clear), identification
+/// 0; no DSCP, ECN or flow label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpRepr {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address, of the source's version.
+    pub dst: IpAddr,
+    /// Protocol (IPv4) or next header (IPv6).
+    pub protocol: u8,
+    /// Length of what follows the header.
+    pub payload_len: u16,
+    /// TTL (IPv4) or hop limit (IPv6).
+    pub hop_limit: u8,
+    /// IPv4: DF set. IPv6 packets are never fragmented on the way.
+    pub dont_frag: bool,
+}
+
+impl IpRepr {
+    /// The header's length: 20 for IPv4, 40 for IPv6.
+    pub const fn header_len(&self) -> usize {
+        match self.src {
+            IpAddr::V4(_) => ipv4::HEADER_LEN,
+            IpAddr::V6(_) => ipv6::HEADER_LEN,
+        }
+    }
+
+    /// Writes the header into the start of `buf` (the IPv4 checksum filled) and
+    /// returns its length: [`Error::MixedFamilies`] for addresses of two
+    /// versions, or as the version's own `emit` fails.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        match (self.src, self.dst) {
+            (IpAddr::V4(src_addr), IpAddr::V4(dst_addr)) => ipv4::Ipv4Repr {
+                src_addr,
+                dst_addr,
+                protocol: self.protocol,
+                payload_len: self.payload_len,
+                ttl: self.hop_limit,
+                dscp: 0,
+                ecn: 0,
+                ident: 0,
+                dont_frag: self.dont_frag,
+            }
+            .emit(buf),
+            (IpAddr::V6(src_addr), IpAddr::V6(dst_addr)) => ipv6::Ipv6Repr {
+                src_addr,
+                dst_addr,
+                next_header: self.protocol,
+                payload_len: self.payload_len,
+                hop_limit: self.hop_limit,
+                traffic_class: 0,
+                flow_label: 0,
+            }
+            .emit(buf),
+            _ => Err(Error::MixedFamilies),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,5 +295,32 @@ mod tests {
         let p = ipv4::Packet::new_checked(&v4[..]).unwrap();
         assert_eq!(p.ttl(), 63);
         assert!(p.verify_checksum());
+    }
+
+    #[test]
+    fn a_header_of_either_version_reads_back_and_mixed_ones_are_refused() {
+        let v4 = |a: [u8; 4]| IpAddr::from(a);
+        let v6 = |last: u16| IpAddr::from([0x2001, 2, 0, 0, 0, 0, 0, last]);
+        let repr = |src, dst| IpRepr {
+            src,
+            dst,
+            protocol: protocol::UDP,
+            payload_len: 8,
+            hop_limit: 7,
+            dont_frag: true,
+        };
+        for (src, dst) in [(v4([198, 18, 0, 1]), v4([198, 18, 0, 2])), (v6(1), v6(2))] {
+            let r = repr(src, dst);
+            let mut buf = [0u8; 48];
+            let n = r.emit(&mut buf).unwrap();
+            assert_eq!(n, r.header_len());
+            let p = IpPacket::parse(&buf[..n + 8]).unwrap();
+            assert_eq!((p.src_addr(), p.dst_addr()), (src, dst));
+            assert_eq!(p.total_len(), n + 8);
+        }
+        let mut buf = [0u8; 48];
+        let mixed = repr(v4([198, 18, 0, 1]), v6(2));
+        assert_eq!(mixed.emit(&mut buf), Err(Error::MixedFamilies));
+        assert_eq!(buf, [0; 48], "nothing written");
     }
 }

@@ -17,6 +17,7 @@ use crate::fib::PortId;
 use crate::nodes::PerPacket;
 use std::net::IpAddr;
 use std::time::Instant;
+use wire::ip::IpRepr;
 use wire::{icmp, icmpv6, ip, ipv4, ipv6};
 
 /// Errors a worker may send in a burst.
@@ -114,35 +115,14 @@ fn build(
     } + icmp::HEADER_LEN;
     let start = at.checked_sub(header).ok_or(IcmpErrorError::NoRoom)?;
     let body = &mut buf[start..];
+    // The ICMP message first, after where the IP header goes; then that header.
+    let (protocol, ip_len) = match (source, dst) {
+        (IpAddr::V4(_), IpAddr::V4(_)) => (ip::protocol::ICMP, ipv4::HEADER_LEN),
+        (IpAddr::V6(_), IpAddr::V6(_)) => (ip::protocol::ICMPV6, ipv6::HEADER_LEN),
+        _ => return Err(IcmpErrorError::NoSource),
+    };
+    let message = &mut body[ip_len..];
     let n = match (source, dst) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => {
-            let e = match reason {
-                IcmpReason::TimeExceeded => icmp::ErrorRepr::TimeExceeded {
-                    code: icmp::time_exceeded::TTL,
-                },
-                IcmpReason::NoRoute => icmp::ErrorRepr::DestUnreachable {
-                    code: icmp::unreachable::NET,
-                },
-                IcmpReason::TooBig { mtu } => icmp::ErrorRepr::FragNeeded { next_hop_mtu: mtu },
-            };
-            let n = e
-                .emit(&mut body[ipv4::HEADER_LEN..], quote)
-                .map_err(|_| IcmpErrorError::NoRoom)?;
-            ipv4::Ipv4Repr {
-                src_addr: src,
-                dst_addr: dst,
-                protocol: ip::protocol::ICMP,
-                payload_len: n as u16,
-                ttl: ERROR_TTL,
-                dscp: 0,
-                ecn: 0,
-                ident: 0,
-                dont_frag: false,
-            }
-            .emit(body)
-            .map_err(|_| IcmpErrorError::NoRoom)?;
-            ipv4::HEADER_LEN + n
-        }
         (IpAddr::V6(src), IpAddr::V6(dst)) => {
             let e = match reason {
                 IcmpReason::TimeExceeded => icmpv6::ErrorRepr::TimeExceeded {
@@ -153,24 +133,33 @@ fn build(
                 },
                 IcmpReason::TooBig { mtu } => icmpv6::ErrorRepr::PacketTooBig { mtu: mtu.into() },
             };
-            let n = e
-                .emit(&mut body[ipv6::HEADER_LEN..], &src, &dst, quote)
-                .map_err(|_| IcmpErrorError::NoRoom)?;
-            ipv6::Ipv6Repr {
-                src_addr: src,
-                dst_addr: dst,
-                next_header: ip::protocol::ICMPV6,
-                payload_len: n as u16,
-                hop_limit: ERROR_TTL,
-                traffic_class: 0,
-                flow_label: 0,
-            }
-            .emit(body)
-            .map_err(|_| IcmpErrorError::NoRoom)?;
-            ipv6::HEADER_LEN + n
+            e.emit(message, &src, &dst, quote)
         }
-        _ => return Err(IcmpErrorError::NoSource),
+        _ => {
+            let e = match reason {
+                IcmpReason::TimeExceeded => icmp::ErrorRepr::TimeExceeded {
+                    code: icmp::time_exceeded::TTL,
+                },
+                IcmpReason::NoRoute => icmp::ErrorRepr::DestUnreachable {
+                    code: icmp::unreachable::NET,
+                },
+                IcmpReason::TooBig { mtu } => icmp::ErrorRepr::FragNeeded { next_hop_mtu: mtu },
+            };
+            e.emit(message, quote)
+        }
+    }
+    .map_err(|_| IcmpErrorError::NoRoom)?;
+    // An IPv4 error may be fragmented on its way (DF clear), as routers send them.
+    let ip_header = IpRepr {
+        src: source,
+        dst,
+        protocol,
+        payload_len: n as u16,
+        hop_limit: ERROR_TTL,
+        dont_frag: false,
     };
+    ip_header.emit(body).map_err(|_| IcmpErrorError::NoRoom)?;
+    let n = ip_len + n;
     Ok((start, n))
 }
 
