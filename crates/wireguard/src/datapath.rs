@@ -26,7 +26,7 @@ use crate::keypair::Keypair;
 use crate::peer_id::PeerId;
 use crate::runs::{ReceivedRun, SentRun};
 use crate::session::{RecvTicket, SendError, SendTicket, SessionPath, advance};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -291,22 +291,6 @@ impl Follower {
         if !a.received_on.contains(&run.local_index) {
             a.received_on.push(run.local_index);
         }
-    }
-
-    /// After the tag verified: checks the inner source against the peer's allowed
-    /// IPs and commits the counter in the session's shared window; the device learns
-    /// the rest from the run's report. Nothing changes when it returns an error.
-    pub fn recv_commit(
-        &mut self,
-        t: &RecvTicket,
-        counter: u64,
-        inner_src: Option<IpAddr>,
-        wire_len: usize,
-        src: SocketAddr,
-    ) -> Result<(), DropReason> {
-        crate::session::commit_on(&self.allowed_ips, t, self.session(t)?, counter, inner_src)?;
-        self.report_received_run(&ReceivedRun::one(t, inner_src.is_some(), wire_len, src));
-        Ok(())
     }
 
     /// This worker's blocks of send counters.

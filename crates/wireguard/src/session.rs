@@ -15,7 +15,7 @@ use crate::keypair::Keypair;
 use crate::peer_id::PeerId;
 use crate::runs::{ReceivedRun, SentRun};
 pub use crate::tickets::{RecvTicket, SendError, SendTicket};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -157,6 +157,29 @@ pub trait SessionPath {
     /// The data path sent a packet to `peer` (`plaintext_len` 0 is a keepalive).
     fn note_sent(&mut self, peer: PeerId, plaintext_len: usize, wire_len: usize, now: Instant) {
         self.note_sent_run(&SentRun::one(peer, plaintext_len, wire_len), now);
+    }
+
+    /// After the tag verified: checks the inner source against the peer's allowed
+    /// IPs and commits the counter in the session's window, then notes the packet
+    /// as a run of one (`note_received_run`: the owner confirms a responder's
+    /// session, runs the timers and moves the endpoint; a follower reports it).
+    /// `inner_src` is `None` for a keepalive. Nothing changes when it returns an
+    /// error.
+    fn recv_commit(
+        &mut self,
+        t: &RecvTicket,
+        counter: u64,
+        inner_src: Option<IpAddr>,
+        wire_len: usize,
+        src: SocketAddr,
+        now: Instant,
+    ) -> Result<(), DropReason> {
+        commit_on(self.allowed_ips(), t, self.session(t)?, counter, inner_src)?;
+        self.note_received_run(
+            &ReceivedRun::one(t, inner_src.is_some(), wire_len, src),
+            now,
+        );
+        Ok(())
     }
 
     /// Finds the session for a data packet and checks its counter, changing nothing.

@@ -75,20 +75,28 @@ fn a_follower_decrypts_on_the_owners_window_and_reports() {
             t.counter,
             Some("10.9.9.9".parse().unwrap()),
             64,
-            addr(A_ADDR)
+            addr(A_ADDR),
+            now
         ),
         Err(DropReason::SourceNotAllowed)
     );
     let moved = addr("198.18.0.9:4000");
-    fb.recv_commit(&r, t.counter, Some("10.0.0.1".parse().unwrap()), 64, moved)
-        .unwrap();
+    fb.recv_commit(
+        &r,
+        t.counter,
+        Some("10.0.0.1".parse().unwrap()),
+        64,
+        moved,
+        now,
+    )
+    .unwrap();
     // The owner's own path sees the counter taken, and so does the follower.
     assert_eq!(
         p.b.recv_ticket(t.receiver_index, t.counter, now).err(),
         Some(DropReason::Replay)
     );
     assert_eq!(
-        fb.recv_commit(&r, t.counter, None, 64, moved),
+        fb.recv_commit(&r, t.counter, None, 64, moved, now),
         Err(DropReason::Replay)
     );
     let tx = p.a.peer_info(p.b_in_a).unwrap().tx_bytes;

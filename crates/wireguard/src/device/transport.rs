@@ -9,10 +9,7 @@
 use super::{Action, Device};
 use crate::drop::DropReason;
 use crate::peer::PeerId;
-use crate::runs::ReceivedRun;
-use crate::session::{RecvTicket, SessionPath, commit_on};
 use crate::staged::Staged;
-use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 impl Device {
@@ -61,25 +58,6 @@ impl Device {
         let Some(p) = self.peer_mut(id) else { return };
         p.staged.keepalive_unless_busy();
         self.actions.push_back(Action::Flush(id));
-    }
-
-    /// After the tag verified: checks the inner source against the peer's allowed
-    /// IPs, commits the counter, confirms a responder's new session, runs the timers,
-    /// and moves the endpoint to where the packet came from. `inner_src` is `None`
-    /// for a keepalive. Nothing changes when it returns an error.
-    pub fn recv_commit(
-        &mut self,
-        t: &RecvTicket,
-        counter: u64,
-        inner_src: Option<IpAddr>,
-        wire_len: usize,
-        src: SocketAddr,
-        now: Instant,
-    ) -> Result<(), DropReason> {
-        commit_on(&self.allowed_ips, t, self.session(t)?, counter, inner_src)?;
-        let run = ReceivedRun::one(t, inner_src.is_some(), wire_len, src);
-        self.note_received_run(&run, now);
-        Ok(())
     }
 }
 
