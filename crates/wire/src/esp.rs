@@ -20,6 +20,20 @@ use crate::error::{Error, Result};
 
 /// SPI and sequence number.
 pub const HEADER_LEN: usize = 8;
+
+/// The AAD of an AEAD with extended sequence numbers: the SPI, then the whole
+/// 64-bit sequence number, high half first (RFC 4106 section 5, RFC 7634
+/// section 2.1).
+pub const ESN_AAD_LEN: usize = 12;
+
+/// The AAD of packet `seq` (the full 64-bit number) on SA `spi` with extended
+/// sequence numbers.
+pub fn esn_aad(spi: u32, seq: u64) -> [u8; ESN_AAD_LEN] {
+    let mut aad = [0u8; ESN_AAD_LEN];
+    aad[..4].copy_from_slice(&spi.to_be_bytes());
+    aad[4..].copy_from_slice(&seq.to_be_bytes());
+    aad
+}
 /// Pad length and next header.
 pub const TRAILER_LEN: usize = 2;
 /// The UDP port of ESP in UDP and of IKE after NAT detection (RFC 3948 section 2).

@@ -15,7 +15,8 @@ use crate::nodes::aead::{AeadStage, Skip};
 use crate::resume::EspDecryptResume;
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use ipsec::ReplayError;
-use wire::{esp, ip};
+use wire::esp::{self, ESN_AAD_LEN};
+use wire::ip;
 
 crate::node_errors! {
     /// Why esp-decrypt drops a packet.
@@ -41,9 +42,6 @@ crate::node_errors! {
 enum Next {
     Tunnel = 0,
 }
-
-/// SPI and both halves of an extended sequence number: the AEADs' AAD with ESN.
-const ESN_AAD_LEN: usize = 12;
 
 pub struct EspDecrypt;
 
@@ -156,8 +154,7 @@ fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, EspDecryptResume), EspDe
         let aad = if esn {
             let a = scratch(ESN_AAD_LEN)?;
             let buf = cx.arena.buffer_mut(h);
-            buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
-            buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
+            buf[a..a + ESN_AAD_LEN].copy_from_slice(&esp::esn_aad(spi, seq));
             Span::new(at(a), ESN_AAD_LEN as u32)
         } else {
             Span::new(at(header), esp::HEADER_LEN as u32)

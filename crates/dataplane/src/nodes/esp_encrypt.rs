@@ -24,7 +24,8 @@ use crate::nodes::aead::{AeadStage, Skip};
 use crate::nodes::{IpLookup, NO_PORT};
 use crate::resume::{EspEncryptResume, MovedIcv};
 use crypto::{AeadOp, Direction, OpStatus, Span};
-use wire::{esp, ip};
+use wire::esp::{self, ESN_AAD_LEN};
+use wire::ip;
 
 crate::node_errors! {
     /// Why esp-encrypt drops a packet.
@@ -46,8 +47,6 @@ enum Next {
     Lookup = 0,
 }
 
-/// SPI and both halves of an extended sequence number: the AAD with ESN.
-const ESN_AAD_LEN: usize = 12;
 /// What an op may use in front of the ESP header while it runs: the ESN AAD, or a
 /// chained op's ICV (at most 16 bytes) while the ESN bytes sit where it goes.
 const SCRATCH: usize = 16;
@@ -224,8 +223,7 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, EspEncryptResume), EspE
         buf[header + esp::HEADER_LEN..start].copy_from_slice(&seq.to_be_bytes());
         let aad = if esn {
             let a = header - ESN_AAD_LEN;
-            buf[a..a + 4].copy_from_slice(&spi.to_be_bytes());
-            buf[a + 4..a + 12].copy_from_slice(&seq.to_be_bytes());
+            buf[a..a + ESN_AAD_LEN].copy_from_slice(&esp::esn_aad(spi, seq));
             Span::new(at(a), ESN_AAD_LEN as u32)
         } else {
             Span::new(at(header), esp::HEADER_LEN as u32)
