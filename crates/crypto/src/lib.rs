@@ -10,7 +10,8 @@
 //!   for handshake fields, XChaCha20-Poly1305 for cookies).
 //!
 //! Engine crates (`crypto-awslc`, later `crypto-ipsecmb`, `crypto-mb`) implement
-//! [`Engine`] and run the shared [`conformance`] suite in their tests.
+//! [`Engine`] and run the shared `conformance` suite (the feature of that name) in
+//! their tests.
 // One reviewed exception: the `AsyncOps::submit` contract (engine.rs).
 #![deny(unsafe_code)]
 

@@ -70,7 +70,8 @@ impl Device {
 
     /// Handles one handshake-class message (initiation, response, cookie reply) from
     /// `src`, as the caller classified it ([`Message::parse`]). Transport data goes to
-    /// [`Device::recv_ticket`] instead, and is refused here.
+    /// [`SessionPath::recv_ticket`](crate::SessionPath::recv_ticket) instead, and is
+    /// refused here.
     pub fn handle_handshake(
         &mut self,
         message: Message<&[u8]>,
