@@ -20,15 +20,16 @@ pub(crate) mod field {
 /// The length of the shared header.
 pub(crate) const HEADER_LEN: usize = 8;
 
-/// Writes a message into the start of `buf`: the header (`rest` is the four
-/// bytes after the checksum, which is left zero) and `body` after it. Returns the
-/// message, for the protocol to fill its checksum, or [`Error::Truncated`] if
-/// `buf` is too short.
+/// A message's header as it is written: type, code, and the four bytes after
+/// the checksum.
+pub(crate) type HeaderFields = (u8, u8, u32);
+
+/// Writes a message into the start of `buf`: its header (the checksum left zero)
+/// and `body` after it. Returns the message, for the protocol to fill its
+/// checksum, or [`Error::Truncated`] if `buf` is too short.
 pub(crate) fn write_message<'b>(
     buf: &'b mut [u8],
-    msg_type: u8,
-    code: u8,
-    rest: u32,
+    (msg_type, code, rest): HeaderFields,
     body: &[u8],
 ) -> Result<&'b mut [u8]> {
     let message = buf

@@ -291,7 +291,7 @@ impl EchoRepr<'_> {
             msg_type::ECHO_REQUEST
         };
         let rest = echo_rest(self.identifier, self.sequence);
-        let message = write_message(buf, ty, 0, rest, self.data)?;
+        let message = write_message(buf, (ty, 0, rest), self.data)?;
         Packet::new_unchecked(&mut *message).fill_checksum(src, dst);
         Ok(message.len())
     }
@@ -383,13 +383,8 @@ impl ErrorRepr {
         let quote = offending
             .get(..quote_len(offending)?)
             .ok_or(Error::Truncated)?;
-        let message = write_message(
-            buf,
-            self.msg_type(),
-            self.code(),
-            self.rest_of_header(),
-            quote,
-        )?;
+        let header = (self.msg_type(), self.code(), self.rest_of_header());
+        let message = write_message(buf, header, quote)?;
         Packet::new_unchecked(&mut *message).fill_checksum(src, dst);
         Ok(message.len())
     }
