@@ -76,7 +76,7 @@ fn seal_with<C: AeadInPlace>(
     plaintext: &[u8],
     out: &mut [u8],
 ) {
-    assert_eq!(out.len(), plaintext.len() + TAG_LEN, "seal output size");
+    assert_eq!(out.len(), plaintext.len() + TAG_LEN, "sealed output size");
     let (ct, tag_out) = out.split_at_mut(plaintext.len());
     ct.copy_from_slice(plaintext);
     let tag = cipher

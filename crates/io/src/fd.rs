@@ -2,7 +2,7 @@
 //! one, and says which once.
 
 /// Implements `AsFd` and `AsRawFd` for `$ty`, whose descriptor is its field
-/// `$field` (anything that is `AsFd`).
+/// `$field` (anything with an `as_fd` method).
 macro_rules! descriptor_is {
     ($ty:ty, $field:ident) => {
         impl std::os::fd::AsFd for $ty {

@@ -7,7 +7,7 @@
 /// Declares a checked view (see the module doc): `pub struct Name, at least MIN;`
 /// after the struct's doc comments, where `MIN` is the length below which the
 /// view's fixed accessors would panic. The type's own `check_len` says what a
-/// checked view guarantees; `check_min_len` is the first of its checks.
+/// checked view guarantees; most begin with `check_min_len`, the length check.
 macro_rules! checked_view {
     (
         $(#[$struct_doc:meta])*

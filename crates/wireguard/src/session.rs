@@ -100,7 +100,7 @@ impl RecvRun {
     }
 
     /// The ticket for a packet of the run with `counter`, or why it may not be
-    /// decrypted now (see [`Device::recv_ticket`](crate::Device::recv_ticket)).
+    /// decrypted now (see [`SessionPath::recv_ticket`]).
     /// Changes nothing.
     pub fn ticket(&self, counter: u64, now: Instant) -> Result<RecvTicket, DropReason> {
         recv_ticket_on(self.peer, &self.keypair, counter, now)

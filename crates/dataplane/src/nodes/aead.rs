@@ -25,7 +25,8 @@ pub trait AeadStageNodes {
     const INFO: NodeInfo;
     /// The node that finishes packets back from an asynchronous engine.
     const POST_INFO: NodeInfo;
-    /// Counted at the post node for a packet no returned frame holds (a wiring bug).
+    /// Counted at the post node for a packet no returned frame holds, or one
+    /// whose record is another stage's (a wiring bug).
     fn not_parked() -> ErrorSlot;
 }
 
@@ -187,7 +188,9 @@ pub struct AeadNode<S: AeadStage> {
     /// Per op: the packet's place in the frame and how to finish it, written when
     /// the op is made; the op's status is copied in once the batch has run, so a
     /// frame's records are built once and not copied again. Slots, as `ops`, made
-    /// by the first frames that need them.
+    /// by the first record of the first frame that needs them (a stage's record
+    /// has no empty value to make them with earlier), so making a record costs a
+    /// compare with their number besides the store.
     done: Vec<Done<S::Resume>>,
     scratch: S::Scratch,
 }

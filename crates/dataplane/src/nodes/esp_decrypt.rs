@@ -34,7 +34,7 @@ crate::node_errors! {
         Policy => "policy", "The inner source or destination is outside the tunnel's selectors.";
         Expired => "expired", "The inbound SA's byte or packet lifetime ran out.";
         EngineFailed => "engine-failed", "The crypto engine did not process the op.";
-        NotParked => "not-parked", "At the post node without a returned frame (a bug).";
+        NotParked => "not-parked", "At the post node without a returned frame, or with another stage's record (a bug).";
     }
 }
 

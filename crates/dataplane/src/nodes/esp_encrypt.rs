@@ -38,7 +38,7 @@ crate::node_errors! {
         SeqExhausted => "seq-exhausted", "The outbound SA used its last sequence number: it needs a new key.";
         TooBig => "too-big", "No room in the buffer for the ESP header, trailer and ICV.";
         EngineFailed => "engine-failed", "The crypto engine did not process the op.";
-        NotParked => "not-parked", "At the post node without a returned frame (a bug).";
+        NotParked => "not-parked", "At the post node without a returned frame, or with another stage's record (a bug).";
     }
 }
 

@@ -23,7 +23,7 @@ crate::node_errors! {
     /// reasons.
     pub enum DecryptError {
         EngineFailed => "engine-failed", "The crypto engine did not process the op.";
-        NotParked => "not-parked", "At the post node without a returned frame (a bug).";
+        NotParked => "not-parked", "At the post node without a returned frame, or with another stage's record (a bug).";
     }
     protocol DropReason;
 }
@@ -101,17 +101,22 @@ impl AeadStage for WgDecrypt {
             status,
             resume,
         };
-        let (p, counter) = verify(cx, &mut SourceMemo::default(), h, &done)?;
-        let mut accepted = [false];
-        let committed = cx
-            .tunnels
-            .wg
-            .commit_counters(&p.ticket, &[counter], &mut accepted);
-        let verdict = match committed {
-            Err(reason) => Err(Skip::drop(reason)),
-            Ok(()) if !accepted[0] => Err(Skip::drop(DropReason::Replay)),
-            Ok(()) => deliver(cx, h, &p),
+        let verdict = match verify(cx, &mut SourceMemo::default(), h, &done) {
+            Err(e) => Err(Skip::Drop(e)),
+            Ok((p, counter)) => {
+                let mut accepted = [false];
+                let committed = cx
+                    .tunnels
+                    .wg
+                    .commit_counters(&p.ticket, &[counter], &mut accepted);
+                match committed {
+                    Err(reason) => Err(Skip::drop(reason)),
+                    Ok(()) if !accepted[0] => Err(Skip::drop(DropReason::Replay)),
+                    Ok(()) => deliver(cx, h, &p),
+                }
+            }
         };
+        // As after a frame: the device hears of its runs.
         cx.tunnels.wg.end_frame(cx.now);
         verdict
     }

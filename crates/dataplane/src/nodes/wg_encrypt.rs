@@ -23,7 +23,7 @@ crate::node_errors! {
         TooBig => "too-big", "Too large for its buffer once framed and padded.";
         EngineFailed => "engine-failed", "The crypto engine did not process the op.";
         NoBuffer => "no-buffer", "No free buffer for a keepalive or handshake message the device made.";
-        NotParked => "not-parked", "At the post node without a returned frame (a bug).";
+        NotParked => "not-parked", "At the post node without a returned frame, or with another stage's record (a bug).";
     }
     protocol DropReason;
 }

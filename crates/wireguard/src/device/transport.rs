@@ -53,7 +53,8 @@ impl Device {
     }
 
     /// Stages an empty packet (unless data is already waiting) and asks for a flush.
-    /// The timers run when the data path reports it sent ([`Device::note_sent`]).
+    /// The timers run when the data path reports it sent
+    /// ([`SessionPath::note_sent`](crate::SessionPath::note_sent)).
     pub(super) fn send_keepalive(&mut self, id: PeerId, _now: Instant) {
         let Some(p) = self.peer_mut(id) else { return };
         p.staged.keepalive_unless_busy();
