@@ -62,8 +62,10 @@ pub struct KeyMethod2 {
 }
 
 impl KeyMethod2 {
-    /// Parses the message a client sent (`from_client`) or a server sent.
-    pub fn parse(bytes: &[u8], from_client: bool) -> Result<KeyMethod2, Refusal> {
+    /// Parses the message a client sent (`from_client`) or a server sent at
+    /// the start of `bytes`; returns it and how many bytes it took (control
+    /// messages may follow it in the same TLS data).
+    pub fn parse(bytes: &[u8], from_client: bool) -> Result<(KeyMethod2, usize), Refusal> {
         let mut r = Reader(bytes);
         r.take(4)?; // Always zero: a leftover of key-method 1's framing.
         if r.take(1)?[0] & 0x0f != KEY_METHOD_2 {
@@ -76,19 +78,30 @@ impl KeyMethod2 {
         source.random1.copy_from_slice(r.take(32)?);
         source.random2.copy_from_slice(r.take(32)?);
         let options = r.string(OPTIONS_MAX)?.ok_or(Refusal::BadKeyMethod)?;
-        // A server sends none of the rest; OpenVPN 2.6 servers send empty
-        // user name and password fields and no peer-info, older ones stop here.
-        let username = Zeroizing::new(r.optional_string(USER_PASS_MAX)?.unwrap_or_default());
-        let password = Zeroizing::new(r.optional_string(USER_PASS_MAX)?.unwrap_or_default());
-        let peer_info = r.optional_string(u16::MAX as usize)?;
-        // What follows the fields OpenVPN reads, it ignores; so does this.
-        Ok(KeyMethod2 {
+        // A client always sends a user name, a password and its peer-info,
+        // each possibly empty. A 2.6 server sends empty user name and password
+        // fields and may end there; older servers end after the options.
+        let (username, password, peer_info) = if from_client {
+            let user = r.string(USER_PASS_MAX)?.unwrap_or_default();
+            let pass = r.string(USER_PASS_MAX)?.unwrap_or_default();
+            (
+                user,
+                pass,
+                Some(r.string(u16::MAX as usize)?.unwrap_or_default()),
+            )
+        } else {
+            let user = r.optional_string(USER_PASS_MAX)?.unwrap_or_default();
+            let pass = r.optional_string(USER_PASS_MAX)?.unwrap_or_default();
+            (user, pass, r.optional_string(u16::MAX as usize)?)
+        };
+        let message = KeyMethod2 {
             source,
             options,
-            username,
-            password,
+            username: Zeroizing::new(username),
+            password: Zeroizing::new(password),
             peer_info,
-        })
+        };
+        Ok((message, bytes.len() - r.0.len()))
     }
 
     /// The message as a server (`!from_client`) or client sends it.
@@ -185,7 +198,9 @@ mod tests {
     #[test]
     fn messages_round_trip() {
         let m = client_message();
-        let parsed = KeyMethod2::parse(&m.emit(true), true).unwrap();
+        let bytes = [m.emit(true), b"PUSH_REQUEST\0".to_vec()].concat();
+        let (parsed, used) = KeyMethod2::parse(&bytes, true).unwrap();
+        assert_eq!(&bytes[used..], b"PUSH_REQUEST\0");
         assert_eq!(parsed.source.pre_master, m.source.pre_master);
         assert_eq!(parsed.source.random2, m.source.random2);
         assert_eq!(parsed.options, m.options);
@@ -196,7 +211,7 @@ mod tests {
             peer_info: None,
             ..client_message()
         };
-        let parsed = KeyMethod2::parse(&server.emit(false), false).unwrap();
+        let (parsed, _) = KeyMethod2::parse(&server.emit(false), false).unwrap();
         assert_eq!(parsed.source.random1, server.source.random1);
         assert_eq!(parsed.source.pre_master, [0; 48]);
         assert_eq!(parsed.peer_info, None);

@@ -150,14 +150,8 @@ impl ReceiveWindow {
         ReceiveWindow::default()
     }
 
-    /// Takes a reliable packet. One too far ahead is refused and must not be
-    /// acknowledged, so that its sender tries it again later.
-    pub fn receive(
-        &mut self,
-        id: u32,
-        opcode: Opcode,
-        payload: &[u8],
-    ) -> Result<Received, Refusal> {
+    /// What [`ReceiveWindow::receive`] would do with `id`, without doing it.
+    pub fn check(&self, id: u32) -> Result<Received, Refusal> {
         let ahead = id.wrapping_sub(self.next);
         // Ids behind `next` (up to half the id space) are old duplicates.
         if ahead > u32::MAX / 2 || self.held.contains_key(&id) {
@@ -166,8 +160,22 @@ impl ReceiveWindow {
         if ahead >= RECEIVE_WINDOW {
             return Err(Refusal::OutOfWindow);
         }
-        self.held.insert(id, (opcode, payload.to_vec()));
         Ok(Received::New)
+    }
+
+    /// Takes a reliable packet. One too far ahead is refused and must not be
+    /// acknowledged, so that its sender tries it again later.
+    pub fn receive(
+        &mut self,
+        id: u32,
+        opcode: Opcode,
+        payload: &[u8],
+    ) -> Result<Received, Refusal> {
+        let verdict = self.check(id)?;
+        if verdict == Received::New {
+            self.held.insert(id, (opcode, payload.to_vec()));
+        }
+        Ok(verdict)
     }
 
     /// The next packet in order, if it has arrived.
