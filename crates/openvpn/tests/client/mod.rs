@@ -1,7 +1,9 @@
 //! A client for the server session's tests, made of the crate's own pieces and a
 //! rustls client, behaving as an OpenVPN 2.6 client does: a hard reset, TLS once
 //! the server's reset arrived, its key-method message with peer-info, a push
-//! request, and soft resets of its own or in answer to the server's.
+//! request, and soft resets of its own or in answer to the server's. Each test
+//! binary uses part of it.
+#![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -28,6 +30,8 @@ pub struct Pki {
     pub server_key_pem: String,
     pub client_cert: CertificateDer<'static>,
     pub client_key_der: Vec<u8>,
+    client_cert_pem: String,
+    client_key_pem: String,
     pub ca_der: CertificateDer<'static>,
     ca_params: rcgen::CertificateParams,
     ca_key: rcgen::KeyPair,
@@ -92,10 +96,17 @@ impl Pki {
             server_key_pem: server_key.serialize_pem(),
             client_cert: client.der().clone(),
             client_key_der: client_key.serialize_der(),
+            client_cert_pem: client.pem(),
+            client_key_pem: client_key.serialize_pem(),
             ca_der: ca_cert.der().clone(),
             ca_params,
             ca_key,
         }
+    }
+
+    /// The client's certificate and key as PEM files hold them.
+    pub fn client_files(&self) -> (String, String) {
+        (self.client_cert_pem.clone(), self.client_key_pem.clone())
     }
 
     /// A CRL from the CA revoking the given serials.
