@@ -10,6 +10,10 @@ use crate::{Opcode, Refusal};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SessionId(pub [u8; 8]);
 
+/// Bytes before the body that every control packet has: the first byte and the
+/// sender's session id.
+pub const OP_SID_LEN: usize = 1 + 8;
+
 /// The most acknowledgements one packet carries.
 pub const MAX_ACKS: usize = 8;
 

@@ -7,9 +7,9 @@ use aws_lc_rs::hmac;
 use zeroize::Zeroizing;
 
 use crate::Refusal;
+use crate::control::OP_SID_LEN;
 use crate::packet_id::{PACKET_ID_LEN, PacketId};
 use crate::static_key::{Direction, Key2};
-use crate::wrap::OP_SID_LEN;
 
 /// The digest of `tls-auth`'s HMAC (OpenVPN's `auth` option; SHA1 when unset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,9 +13,9 @@ use aws_lc_rs::cipher::{
 use aws_lc_rs::hmac;
 use aws_lc_rs::iv::FixedLength;
 
+use crate::control::OP_SID_LEN;
 use crate::packet_id::{PACKET_ID_LEN, PacketId};
 use crate::static_key::{Direction, Key2};
-use crate::wrap::OP_SID_LEN;
 use crate::{Refusal, Role};
 
 /// Bytes of the tag.

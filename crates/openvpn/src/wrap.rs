@@ -5,13 +5,9 @@
 //! a packet that does not verify is refused before anything reads its body, which
 //! is what makes a protected port cheap to flood.
 
-use crate::control::SessionId;
+use crate::control::{OP_SID_LEN, SessionId};
 use crate::packet_id::{PACKET_ID_LEN, PacketId};
 use crate::{KeyId, Opcode, Refusal, TlsAuth, TlsCrypt};
-
-/// Bytes before the body that every control packet has: the first byte and the
-/// sender's session id.
-pub const OP_SID_LEN: usize = 1 + 8;
 
 /// A control packet with its protection removed.
 #[derive(Clone, Debug, PartialEq, Eq)]
