@@ -277,6 +277,22 @@ impl AeadOp {
         }
     }
 
+    /// An in-place AEAD op with the tag at `tag`, away from the text (OpenVPN's
+    /// layout: the tag between the header and the ciphertext).
+    pub const fn in_place_tag_at(
+        alg: Algorithm,
+        key: crate::KeyHandle,
+        direction: Direction,
+        nonce: [u8; NONCE_LEN],
+        aad: Span,
+        text: Span,
+        tag: u32,
+    ) -> AeadOp {
+        let mut op = AeadOp::in_place(alg, key, direction, nonce, aad, text);
+        op.tag = tag;
+        op
+    }
+
     /// An in-place chained op: the IV right in front of `text`, the MAC over `mac`
     /// (which holds the text, and in ESP also the header and IV before it and the
     /// ESN bytes after it), the tag at `tag` (right behind `mac` when nothing follows

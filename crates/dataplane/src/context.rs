@@ -214,6 +214,10 @@ pub(crate) enum TunnelEntry {
         id: crate::esp::EspTunnelId,
         mtu: usize,
     },
+    OpenVpn {
+        id: crate::ovpn::OvpnServerId,
+        mtu: usize,
+    },
 }
 
 /// The tunnel number a route names for the WireGuard device.
@@ -224,9 +228,23 @@ pub fn esp_tunnel(id: crate::esp::EspTunnelId) -> TunnelId {
     TunnelId(id.0 + 1)
 }
 
+/// Where OpenVPN servers' tunnel numbers begin: above any ESP tunnel's.
+const OVPN_TUNNELS: u16 = 0x8000;
+
+/// The tunnel number a route names for OpenVPN server `id`: its clients'
+/// addresses (the pool, and routes behind clients) route into it.
+pub fn ovpn_tunnel(id: crate::ovpn::OvpnServerId) -> TunnelId {
+    TunnelId(OVPN_TUNNELS + id.0)
+}
+
 impl Tunnels {
     /// Where a route into `t` leads; `None` for a number no tunnel has.
     pub(crate) fn entry(&self, t: TunnelId) -> Option<TunnelEntry> {
+        if let Some(i) = t.0.checked_sub(OVPN_TUNNELS) {
+            let id = crate::ovpn::OvpnServerId(i);
+            let mtu = self.ovpn.get(id)?.mtu;
+            return Some(TunnelEntry::OpenVpn { id, mtu });
+        }
         match t.0.checked_sub(1) {
             None => Some(TunnelEntry::WireGuard { mtu: self.wg.mtu }),
             Some(i) => {
@@ -245,6 +263,7 @@ pub(crate) struct Tunnels {
     pub(crate) esp: crate::esp::EspTunnels,
     /// The key exchange's inbox, when the gateway runs IKE.
     pub(crate) ike: Option<crate::ike::IkeInbox>,
+    pub(crate) ovpn: crate::ovpn::OvpnServers,
 }
 
 pub struct Context {
@@ -306,6 +325,7 @@ impl Context {
                 vxlan: Default::default(),
                 esp: Default::default(),
                 ike: None,
+                ovpn: crate::ovpn::OvpnServers::default(),
             },
             inflight: InFlight::new(buffers),
             ip: IpLayer::default(),
@@ -384,7 +404,9 @@ impl Context {
     pub fn tunnel_mtu(&self, t: TunnelId) -> Option<usize> {
         match self.tunnels.entry(t)? {
             TunnelEntry::WireGuard { mtu: 0 } => Some(crate::wg_limits::MAX_MTU),
-            TunnelEntry::WireGuard { mtu } | TunnelEntry::Esp { mtu, .. } => Some(mtu),
+            TunnelEntry::WireGuard { mtu }
+            | TunnelEntry::Esp { mtu, .. }
+            | TunnelEntry::OpenVpn { mtu, .. } => Some(mtu),
         }
     }
 

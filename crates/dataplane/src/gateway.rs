@@ -21,6 +21,15 @@
 //!   ip-local (ESP) ─▶ esp-decrypt ─▶ tunnel-input
 //! ```
 //!
+//! So are OpenVPN servers, one tunnel each whose clients are found by inner
+//! destination; their data packets come back through `ip-local` (UDP to the
+//! server's port), and their control packets go to the control thread:
+//!
+//! ```text
+//!   ip-lookup ─▶ ovpn-encrypt ─▶ udp-encap ─▶ ip-rewrite
+//!   ip-local (P_DATA_V2) ─▶ ovpn-decrypt ─▶ tunnel-input
+//! ```
+//!
 //! Layer 2: a cross-connected port's frames, whole, and VXLAN's (the outer packets
 //! are routed as above, into the WireGuard tunnel or out of a port):
 //!
@@ -49,9 +58,10 @@ use crate::neighbor::{NeighborDrop, NeighborEvent};
 use crate::nodes::ip_rewrite::{ip_ethertype, push_ethernet};
 use crate::nodes::{
     ArpInput, EspDecrypt, EspEncrypt, EthernetInput, IcmpError, Ip4Fragment, Ip4Input, Ip6Input,
-    IpLocal, IpLookup, IpRewrite, IpRewriteError, L2Xconnect, Output, PortOutput, TunnelInput,
-    UdpEncap, VxlanDecap, VxlanEncap, WgDecrypt, WgEncrypt, WgInput,
+    IpLocal, IpLookup, IpRewrite, IpRewriteError, L2Xconnect, Output, OvpnDecrypt, OvpnEncrypt,
+    PortOutput, TunnelInput, UdpEncap, VxlanDecap, VxlanEncap, WgDecrypt, WgEncrypt, WgInput,
 };
+use crate::ovpn::{OvpnError, OvpnServer, OvpnServerId, OvpnServers};
 use crate::vxlan::{VxlanError, VxlanId, VxlanTunnel};
 use crate::wg_actions::{ControlTo, WgActions, WgNodes};
 use crypto::EngineSet;
@@ -70,7 +80,7 @@ pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
 
 /// Every node of the gateway graph that drops packets, with its reasons: what `show
 /// errors` explains a gateway's counters with. (A test checks it against the graph.)
-pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 22] = [
+pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 24] = [
     (EthernetInput::NAME, crate::nodes::EthernetInputError::TABLE),
     (ArpInput::NAME, crate::nodes::ArpInputError::TABLE),
     (TunnelInput::NAME, crate::nodes::TunnelInputError::TABLE),
@@ -85,6 +95,8 @@ pub const NODE_ERRORS: [(&str, &[crate::counters::ErrorInfo]); 22] = [
     (WgEncrypt::POST, crate::nodes::EncryptError::TABLE),
     (EspEncrypt::NAME, crate::nodes::EspEncryptError::TABLE),
     (EspDecrypt::NAME, crate::nodes::EspDecryptError::TABLE),
+    (OvpnEncrypt::NAME, crate::nodes::OvpnEncryptError::TABLE),
+    (OvpnDecrypt::NAME, crate::nodes::OvpnDecryptError::TABLE),
     (UdpEncap::NAME, crate::nodes::UdpEncapError::TABLE),
     (Ip4Fragment::NAME, crate::nodes::Ip4FragmentError::TABLE),
     (IpRewrite::NAME, crate::nodes::IpRewriteError::TABLE),
@@ -158,11 +170,13 @@ impl GatewayGraph {
                 Box::new(WgInput),
                 Box::new(VxlanDecap),
                 Box::new(EspDecrypt::node()),
+                Box::new(OvpnDecrypt::node()),
                 Box::new(WgDecrypt::node()),
                 Box::new(WgDecrypt::post()),
                 Box::new(WgEncrypt::node()),
                 Box::new(WgEncrypt::post()),
                 Box::new(EspEncrypt::node()),
+                Box::new(OvpnEncrypt::node()),
                 Box::new(UdpEncap::new()),
                 Box::new(Ip4Fragment),
                 Box::new(IpRewrite),
@@ -298,6 +312,23 @@ impl GatewayGraph {
     /// The ESP tunnels, to install and remove SAs (between runs).
     pub fn esp_mut(&mut self) -> &mut EspTunnels {
         &mut self.cx.tunnels.esp
+    }
+
+    /// Adds an OpenVPN server (with no clients yet: the control thread adds
+    /// them with [`GatewayGraph::ovpn_mut`]); routes name it as
+    /// `context::ovpn_tunnel(id)`.
+    pub fn add_ovpn(&mut self, server: OvpnServer) -> Result<OvpnServerId, OvpnError> {
+        self.cx.tunnels.ovpn.add(server)
+    }
+
+    /// The OpenVPN servers, to change their clients (between runs).
+    pub fn ovpn_mut(&mut self) -> &mut OvpnServers {
+        &mut self.cx.tunnels.ovpn
+    }
+
+    /// Control packets to the OpenVPN servers' ports go to `inbox`.
+    pub fn set_ovpn_inbox(&mut self, inbox: crate::ovpn::OvpnInbox) {
+        self.cx.tunnels.ovpn.inbox = Some(inbox);
     }
 
     /// Frames received on `rx` leave by `tx` from now on, as they are.

@@ -6,7 +6,6 @@
 //! as datagrams the graph sends like its own (`GatewayGraph::send_udp`).
 
 use std::net::SocketAddr;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 pub const IKE_PORT: u16 = 500;
 pub const NAT_T_PORT: u16 = 4500;
@@ -88,21 +87,6 @@ pub fn datagram_in(packet: &[u8]) -> Result<IkeDatagram, &'static str> {
     })
 }
 
-/// A worker's way into the key exchange's inbox.
-#[derive(Clone)]
-pub struct IkeInbox {
-    tx: SyncSender<IkeInput>,
-}
-
-impl IkeInbox {
-    /// The inbox, and the key exchange's end of it.
-    pub fn new() -> (IkeInbox, Receiver<IkeInput>) {
-        let (tx, rx) = sync_channel(INBOX_LEN);
-        (IkeInbox { tx }, rx)
-    }
-
-    /// Hands a datagram over; false when the inbox is full or its reader gone.
-    pub(crate) fn hand_over(&self, d: IkeInput) -> bool {
-        self.tx.try_send(d).is_ok()
-    }
-}
+/// A worker's way into the key exchange's inbox, which holds [`INBOX_LEN`]
+/// messages (`IkeInbox::bounded(INBOX_LEN)`).
+pub type IkeInbox = crate::inbox::Inbox<IkeInput>;

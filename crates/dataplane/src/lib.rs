@@ -11,7 +11,8 @@
 //! - each plane's state, with no node or context in sight: IP (`fib`,
 //!   `interfaces`, `neighbor`, `neighbor_share`, `ip_layer`, `reassembly`), L2
 //!   (`l2`, `vxlan`), ESP (`esp`, `esp_handoff`), WireGuard (`wg_follow`,
-//!   `wg_limits`, `seal_ledger`), the key exchange's inbox (`ike`), the outer
+//!   `wg_limits`, `seal_ledger`), OpenVPN (`ovpn`), the control threads' inboxes
+//!   (`inbox`; the key exchange's is `ike`), the outer
 //!   headers tunnels share (`outer_header`), a keyed hash for the tables
 //!   (`keyed_hash`), and `resume` (how each crypto stage finishes a packet an
 //!   engine gives back);
@@ -35,6 +36,7 @@ pub mod fib;
 pub mod gateway;
 pub mod graph;
 pub mod ike;
+pub mod inbox;
 pub mod inflight;
 pub mod interfaces;
 pub mod ip_layer;
@@ -47,6 +49,7 @@ pub mod neighbor_share;
 pub mod nodes;
 mod outer_header;
 pub mod outputs;
+pub mod ovpn;
 pub mod reassembly;
 pub mod resume;
 pub use arena::rx_starts;

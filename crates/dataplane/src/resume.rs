@@ -4,6 +4,7 @@
 //! table keeps them as one enum, a variant per stage.
 
 use crate::esp::{EspTunnelId, InboundSlot};
+use crate::ovpn::OvpnServerId;
 use wireguard::{PeerId, RecvTicket};
 
 /// An ICV an op wrote away from its place in the packet (ESP with ESN and a chained
@@ -50,6 +51,23 @@ pub struct EspDecryptResume {
     pub seq: u64,
 }
 
+/// What ovpn-encrypt needs to finish a packet it sealed.
+#[derive(Clone, Copy, Debug)]
+pub struct OvpnEncryptResume {
+    pub server: OvpnServerId,
+    pub peer_id: u32,
+    pub key_id: u8,
+}
+
+/// What ovpn-decrypt needs to finish a packet it opened.
+#[derive(Clone, Copy, Debug)]
+pub struct OvpnDecryptResume {
+    pub server: OvpnServerId,
+    pub peer_id: u32,
+    pub key_id: u8,
+    pub packet_id: u32,
+}
+
 /// Declares the record the in-flight table keeps, one variant per stage's own
 /// record, and the conversions a stage's generic node makes: into the record when
 /// it parks a packet, and back when the post node takes it (refused for another
@@ -90,4 +108,6 @@ resume_records! {
     WgDecrypt(WgDecryptResume),
     EspEncrypt(EspEncryptResume),
     EspDecrypt(EspDecryptResume),
+    OvpnEncrypt(OvpnEncryptResume),
+    OvpnDecrypt(OvpnDecryptResume),
 }

@@ -66,9 +66,13 @@ impl WgActions {
             let post = match resume {
                 Resume::WgEncrypt(_) => n.encrypt_post,
                 Resume::WgDecrypt(_) => n.decrypt_post,
-                // ESP's frames never park (its stages say so): one here would be a
-                // bug, which the post node counts (not-parked) as it frees it.
-                Resume::EspEncrypt(_) | Resume::EspDecrypt(_) => n.encrypt_post,
+                // ESP's and OpenVPN's frames never park (their stages say so):
+                // one here would be a bug, which the post node counts
+                // (not-parked) as it frees it.
+                Resume::EspEncrypt(_)
+                | Resume::EspDecrypt(_)
+                | Resume::OvpnEncrypt(_)
+                | Resume::OvpnDecrypt(_) => n.encrypt_post,
             };
             graph.enqueue(post, &[h]);
         });

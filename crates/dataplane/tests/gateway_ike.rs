@@ -74,19 +74,16 @@ fn fragment_frames(packet: &[u8], each: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A datagram from the peer to the gateway, identification 0x1234 (its
+/// fragments share it).
 fn udp4_packet(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
-    let total = 28 + payload.len();
-    let mut p = vec![0u8; total];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    p[8] = 64;
-    p[9] = 17;
-    p[12..16].copy_from_slice(&[198, 18, 2, 2]);
-    p[16..20].copy_from_slice(&[198, 18, 2, 1]);
-    p[20..22].copy_from_slice(&src_port.to_be_bytes());
-    p[22..24].copy_from_slice(&dst_port.to_be_bytes());
-    p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    p[28..].copy_from_slice(payload);
+    let mut p = ports::udp4_packet(
+        [198, 18, 2, 2],
+        [198, 18, 2, 1],
+        src_port,
+        dst_port,
+        payload,
+    );
     p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
     ipv4::Packet::new_unchecked(&mut p[..]).fill_checksum();
     p
@@ -100,7 +97,7 @@ fn ike_ports_reach_the_inbox() {
     send(&mut gw, wan, &udp4_frame(500, 500, b"ike"), now);
     assert_eq!(drops(&gw, "ip-local", "unserved"), 1);
 
-    let (inbox, rx) = IkeInbox::new();
+    let (inbox, rx) = IkeInbox::bounded(INBOX_LEN);
     gw.set_ike(inbox);
     send(&mut gw, wan, &udp4_frame(500, 500, b"to port 500"), now);
     let mut marked = vec![0u8; 4];
@@ -152,7 +149,7 @@ fn ike_ports_reach_the_inbox() {
 fn a_full_inbox_drops_and_counts() {
     let now = Instant::now();
     let (mut gw, wan) = gateway(now);
-    let (inbox, rx) = IkeInbox::new();
+    let (inbox, rx) = IkeInbox::bounded(INBOX_LEN);
     gw.set_ike(inbox);
     let frame = udp4_frame(500, 500, b"flood");
     for _ in 0..INBOX_LEN + 5 {
@@ -205,7 +202,7 @@ fn fragments_for_the_gateway_go_to_the_key_exchange_which_makes_them_whole() {
         send(&mut gw, wan, f, now);
     }
     assert_eq!(drops(&gw, "ip-local", "fragment"), 3);
-    let (inbox, rx) = IkeInbox::new();
+    let (inbox, rx) = IkeInbox::bounded(INBOX_LEN);
     gw.set_ike(inbox);
     // Out of order, as a network may deliver them.
     for f in frames.iter().rev() {

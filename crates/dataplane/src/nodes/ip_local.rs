@@ -12,8 +12,10 @@
 //! are found by SPI and destination); NAT keepalives on that port are taken in
 //! silence. With IKE on, UDP to port 500, and to 4500 behind the non-ESP marker,
 //! goes to the key exchange (`crate::ike`), and ESP on 4500 is taken whatever the
-//! tunnels' encapsulation now (NAT detection may switch it). Anything else for the
-//! gateway is dropped and counted.
+//! tunnels' encapsulation now (NAT detection may switch it). UDP to an OpenVPN
+//! server's port goes to `ovpn-decrypt` when it is a data packet, and to the
+//! OpenVPN control thread's inbox otherwise. Anything else for the gateway is
+//! dropped and counted.
 
 use crate::arena::Handle;
 use crate::context::Context;
@@ -37,6 +39,7 @@ crate::node_errors! {
         BadUdp => "bad-udp", "A UDP datagram whose length field does not fit its packet.";
         BadUdpChecksum => "bad-udp-checksum", "A UDP checksum that does not verify (or is zero over IPv6).";
         IkeBacklog => "ike-backlog", "An IKE message the key exchange had no room for (its inbox is full).";
+        OvpnBacklog => "ovpn-backlog", "An OpenVPN control packet the control thread had no room for (its inbox is full).";
     }
 }
 
@@ -47,6 +50,7 @@ enum Next {
     Tunnel = 2,
     Vxlan = 3,
     Esp = 4,
+    OpenVpn = 5,
 }
 
 /// The hop limit (TTL) of the gateway's own packets.
@@ -87,6 +91,7 @@ impl PerPacket for IpLocal {
             crate::nodes::WgInput::NAME,
             crate::nodes::VxlanDecap::NAME,
             crate::nodes::EspDecrypt::NAME,
+            crate::nodes::OvpnDecrypt::NAME,
         ]
     );
 
@@ -219,6 +224,26 @@ fn udp(
             Ok(wire::esp::UdpPayload::Ike) => Err(IpLocalError::Unserved),
             Err(_) => Err(IpLocalError::BadUdp),
         };
+    } else if let Some(server) = cx.tunnels.ovpn.listening_on(dst_port) {
+        let payload = u.payload();
+        let remote = SocketAddr::new(src, u.src_port());
+        if payload.first().map(|b| b >> 3) != Some(openvpn::Opcode::DataV2 as u8) {
+            // Control packets (and anything else) go to the control thread,
+            // which verifies them: the packet path only carries data.
+            let input = crate::ovpn::OvpnInput::Control {
+                server,
+                local: SocketAddr::new(dst, dst_port),
+                remote,
+                payload: payload.to_vec(),
+            };
+            if !cx.tunnels.ovpn.tell(input) {
+                return Err(IpLocalError::OvpnBacklog);
+            }
+            c.consumed += 1;
+            return Ok(FREE);
+        }
+        cx.arena.meta_mut(h).peer = u32::from(server.0);
+        (Next::OpenVpn, remote)
     } else if cx.tunnels.vxlan.listens_on(u.dst_port()) {
         // VXLAN's source port is a flow hash: what tells tunnels apart is the
         // port the datagram was sent to.

@@ -37,6 +37,7 @@ enum Next {
     Tunnel = 3,
     Fragment = 4,
     Esp = 5,
+    OpenVpn = 6,
 }
 
 pub struct IpLookup;
@@ -90,6 +91,11 @@ fn into_tunnel(
             cx.arena.meta_mut(h).peer = u32::from(id.0);
             (Next::Esp, mtu)
         }
+        Some(TunnelEntry::OpenVpn { id, mtu }) => {
+            // ovpn-encrypt finds the server here, and the client by destination.
+            cx.arena.meta_mut(h).peer = u32::from(id.0);
+            (Next::OpenVpn, mtu)
+        }
         None => return Err(IpLookupError::NoTunnel),
     };
     let data = cx.arena.data(h);
@@ -121,6 +127,7 @@ impl PerPacket for IpLookup {
             crate::nodes::WgEncrypt::NAME,
             crate::nodes::Ip4Fragment::NAME,
             crate::nodes::EspEncrypt::NAME,
+            crate::nodes::OvpnEncrypt::NAME,
         ]
     );
 

@@ -1,5 +1,6 @@
 //! `udp-encap`: a tunnel's datagrams (WireGuard messages: data, handshakes, cookie
-//! replies) and the gateway's own (IKE messages) get their outer UDP and IP headers
+//! replies; OpenVPN data packets) and the gateway's own (IKE messages) get their
+//! outer UDP and IP headers
 //! in the headroom, from the gateway's address on the port the route to the peer's
 //! endpoint leaves by (from the UDP port in the metadata, or the WireGuard listen
 //! port), and go on to
@@ -10,9 +11,11 @@
 //! set on IPv4 (path MTU discovery, the Linux default) with identification 0
 //! (RFC 6864: an atomic datagram), no UDP checksum over IPv4 (RFC 768 allows it; the
 //! AEAD tag protects the payload), the checksum IPv6 requires (RFC 8200 section 8.1).
-//! The gateway's own IKE messages over IPv4 go without DF and with an
-//! identification of their own: one larger than the path (a certificate, to a
-//! peer that takes no IKE fragments) is cut by `ip4-fragment`, as a kernel would.
+//! Datagrams from a port of their own (the metadata's source port: IKE's, an
+//! OpenVPN server's) go over IPv4 without DF and with an identification of
+//! their own: one larger than the path (a certificate, to a peer that takes no
+//! IKE fragments; a full-sized OpenVPN packet, which OpenVPN's own socket lets
+//! the kernel cut) is cut by `ip4-fragment`, as a kernel would.
 
 use crate::arena::Handle;
 use crate::context::Context;
@@ -86,7 +89,7 @@ impl PerPacket for UdpEncap {
             .ok_or(UdpEncapError::NoSource)?;
         let (src_port, ident) = match m.src_port {
             0 => (cx.tunnels.wg.listen_port, None),
-            // The gateway's own: IKE.
+            // From a port of its own: IKE's, an OpenVPN server's.
             p => {
                 self.next_ident = self.next_ident.wrapping_add(1);
                 (p, Some(self.next_ident))

@@ -66,6 +66,31 @@ pub fn interface<S: AsRef<str>>(name: &str, mac: [u8; 6], addrs: &[S], mtu: u16)
     }
 }
 
+/// An IPv4 packet (no options, identification 0) carrying `payload` in UDP
+/// (checksum 0, which IPv4 allows), its header checksum filled.
+pub fn udp4_packet(
+    src: [u8; 4],
+    dst: [u8; 4],
+    src_port: u16,
+    dst_port: u16,
+    payload: &[u8],
+) -> Vec<u8> {
+    let total = 28 + payload.len();
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&src);
+    p[16..20].copy_from_slice(&dst);
+    p[20..22].copy_from_slice(&src_port.to_be_bytes());
+    p[22..24].copy_from_slice(&dst_port.to_be_bytes());
+    p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    p[28..].copy_from_slice(payload);
+    wire::ipv4::Packet::new_unchecked(&mut p[..]).fill_checksum();
+    p
+}
+
 /// An Ethernet frame.
 pub fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
     let mut f = dst.to_vec();

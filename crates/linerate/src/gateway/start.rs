@@ -588,7 +588,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     fit_tunnel_to_ports(&config, &mut graphs);
     let ike_conns = super::ike::connections(&config)?;
     let ike_inbox = (!ike_conns.is_empty()).then(|| {
-        let (inbox, rx) = dataplane::ike::IkeInbox::new();
+        let (inbox, rx) = dataplane::ike::IkeInbox::bounded(dataplane::ike::INBOX_LEN);
         for g in &mut graphs {
             g.set_ike(inbox.clone());
         }
