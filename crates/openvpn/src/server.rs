@@ -591,12 +591,16 @@ impl ServerSession {
         ks.key_method_done = true;
         ks.phase = Phase::Active { since: now };
         let key_id = ks.id;
+        // One lame duck at most, as OpenVPN keeps: the one before it is due
+        // to retire now (the next tick retires it).
         for other in &mut self.keys[..at] {
-            if let Phase::Active { .. } = other.phase {
-                other.phase = Phase::LameDuck {
+            other.phase = match other.phase {
+                Phase::Active { .. } => Phase::LameDuck {
                     until: now + self.config.transition_window,
-                };
-            }
+                },
+                Phase::LameDuck { .. } => Phase::LameDuck { until: now },
+                Phase::Handshake => Phase::Handshake,
+            };
         }
         out.events.push(Event::Keys {
             key_id,

@@ -11,6 +11,9 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
 use x509_cert::der::Decode;
 
+/// A server's TLS configuration, as [`server_config`] makes it.
+pub type ServerTls = ServerConfig;
+
 /// The TLS versions a server takes (OpenVPN's `tls-version-min` and
 /// `tls-version-max`); OpenVPN 2.6 clients speak both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
