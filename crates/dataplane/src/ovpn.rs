@@ -143,8 +143,10 @@ impl OvpnKey {
 
     /// The next packet id to send with; `None` once they ran out (the key then
     /// sends nothing more). The second value says the ids passed the point
-    /// where a renegotiation is due, the first time they do.
-    pub(crate) fn take_packet_id(&self) -> Option<(u32, bool)> {
+    /// where a renegotiation is due, the first time they do. The control
+    /// thread takes its keepalive pings' ids here too, so that no id is sent
+    /// twice.
+    pub fn take_packet_id(&self) -> Option<(u32, bool)> {
         let id = self
             .next_send
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))

@@ -137,6 +137,10 @@ pub enum Show {
     /// A running gateway's IKE SAs: state, peer, algorithms, age and child SA, the
     /// messages dropped by reason, and the key exchange's recent log
     Ike(GatewaySocket),
+    /// A running gateway's OpenVPN servers: each client's name, address, tunnel
+    /// addresses, cipher, keys and their ages, and bytes; the control packets
+    /// refused by reason, and the recent log
+    Openvpn(GatewaySocket),
     /// Measure every engine on every algorithm it serves at the size of every size
     /// class (64, 256, 570, 1024, 1518 bytes; batches of 256) and show which engine
     /// each algorithm would get for each class: the one with the most packets per

@@ -41,6 +41,9 @@ fn main() -> ExitCode {
         Some(Command::Show { what: Show::Esp(g) }) => control::show::gateway(&g.socket, "esp"),
         Some(Command::Show { what: Show::Ike(g) }) => control::show::gateway(&g.socket, "ike"),
         Some(Command::Show {
+            what: Show::Openvpn(g),
+        }) => control::show::gateway(&g.socket, "openvpn"),
+        Some(Command::Show {
             what: Show::Crypto { seconds },
         }) => control::show::crypto(seconds),
         Some(Command::Bench(b)) => match b.crypto {

@@ -30,6 +30,8 @@ pub enum LaneControl {
         dataplane::esp::EspChange,
         SyncSender<Result<String, String>>,
     ),
+    /// An OpenVPN client or key added or removed (the owner applied it already).
+    Ovpn(dataplane::ovpn::OvpnChange, SyncSender<Result<(), String>>),
 }
 
 /// The owner's hold on a follower.
@@ -46,6 +48,8 @@ pub trait LaneRequests {
     fn esp(&self, change: dataplane::esp::EspChange) -> Option<Result<String, String>>;
     /// Applies a reload's changes there; what was done, or `None` if no answer came.
     fn reload(&self, changes: Changes) -> Option<String>;
+    /// Applies an OpenVPN change there; its result, or `None` if no answer came.
+    fn ovpn(&self, change: dataplane::ovpn::OvpnChange) -> Option<Result<(), String>>;
 }
 
 impl LaneRequests for FollowerHandle {
@@ -63,6 +67,10 @@ impl LaneRequests for FollowerHandle {
 
     fn reload(&self, changes: Changes) -> Option<String> {
         self.ask(|tx| LaneControl::Reload(changes, tx))
+    }
+
+    fn ovpn(&self, change: dataplane::ovpn::OvpnChange) -> Option<Result<(), String>> {
+        self.ask(|tx| LaneControl::Ovpn(change, tx))
     }
 }
 
@@ -122,6 +130,9 @@ fn obey(lane: &mut Lane, c: LaneControl) {
         LaneControl::Tunnel { listen_port, mtu } => lane.gw.set_wireguard(listen_port, mtu),
         LaneControl::Esp(change, reply) => {
             let _ = reply.send(change.apply(lane.gw.esp_mut()).map_err(|e| e.to_string()));
+        }
+        LaneControl::Ovpn(change, reply) => {
+            let _ = reply.send(lane.gw.ovpn_mut().apply(&change).map_err(|e| e.to_string()));
         }
     }
 }

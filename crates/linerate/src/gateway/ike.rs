@@ -19,7 +19,7 @@ use ikev2::{Connection, Endpoint, Event, Output, SaSummary, Timers};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
@@ -34,10 +34,6 @@ const MAX_SLEEP: Duration = Duration::from_secs(1);
 const MIN_TICK_GAP: Duration = Duration::from_millis(10);
 /// Datagrams taken in one step before its output is carried out.
 const BATCH: usize = 64;
-/// The log lines `show ike` keeps.
-const RECENT: usize = 32;
-/// How long a step waits for the owner worker to carry out its work.
-const WORKER_ANSWER: Duration = Duration::from_secs(5);
 
 /// One step's output for the owner worker, carried out in order: the ESP changes,
 /// then the datagrams (from the IKE port, to the peer).
@@ -177,7 +173,7 @@ fn seconds(n: u32) -> Option<Duration> {
 
 /// How the key exchange hands a step of work to the owner worker: queued with the
 /// channel its answer comes back on, the worker woken; false when the worker is gone.
-pub type ToWorker = Box<dyn Fn(IkeWork, SyncSender<String>) -> bool + Send>;
+pub type ToWorker = super::owner_step::ToWorker<IkeWork>;
 
 /// Starts the key exchange thread; its status for `show ike`.
 pub fn spawn(
@@ -276,12 +272,8 @@ impl KeyExchange {
     }
 
     fn log(&self, line: String) {
-        eprintln!("linerate: ike: {line}");
         let mut s = self.status.lock().expect("status lock");
-        if s.recent.len() == RECENT {
-            s.recent.pop_front();
-        }
-        s.recent.push_back(line);
+        super::owner_step::remember(&mut s.recent, "ike", line);
     }
 
     /// Hands one step's output to the owner worker; false when it is gone.
@@ -326,23 +318,7 @@ impl KeyExchange {
         if work.esp.is_empty() && work.datagrams.is_empty() {
             return true;
         }
-        let (tx, rx) = sync_channel(1);
-        if !(self.to_worker)(work, tx) {
-            return false;
-        }
-        match rx.recv_timeout(WORKER_ANSWER) {
-            Ok(text) => {
-                for line in text.lines().filter(|l| !l.is_empty()) {
-                    self.log(line.to_string());
-                }
-                true
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                self.log("the owner worker did not answer in time".into());
-                true
-            }
-            Err(RecvTimeoutError::Disconnected) => false,
-        }
+        super::owner_step::hand_over(&self.to_worker, work, &mut |line| self.log(line))
     }
 
     /// Installs a child SA: its inbound SA at once, its outbound SA standing by,

@@ -13,6 +13,8 @@ mod follower;
 mod ike;
 mod lane;
 mod metrics;
+mod ovpn;
+mod owner_step;
 mod reload;
 mod report;
 mod settings;

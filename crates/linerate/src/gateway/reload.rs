@@ -53,6 +53,13 @@ impl Changes {
         if !super::config::same_esps(&old.esps, &new.esps) {
             return Err("ESP tunnels or their SAs changed: they change only with a restart".into());
         }
+        let servers =
+            |c: &GatewayConfig| c.openvpns.iter().map(|o| o.fingerprint).collect::<Vec<_>>();
+        if servers(old) != servers(new) {
+            return Err(
+                "OpenVPN servers, or the files they name, changed: they change only with a restart (connected clients would lose their keys)".into(),
+            );
+        }
         if old.vxlans != new.vxlans || old.xconnects != new.xconnects {
             return Err(
                 "VXLAN tunnels or cross-connects changed: they change only with a restart".into(),

@@ -110,8 +110,38 @@ fn build_graph(
             .map_err(|e| format!("route {}: {e}", r.prefix))?;
     }
     add_esp(config, sas, &mut gw)?;
+    add_openvpn(config, &mut gw)?;
     add_l2(config, &mut gw)?;
     Ok(gw)
+}
+
+/// The OpenVPN servers: each its port and tunnel, its pools routed into it, and
+/// its own address in each pool local (clients ping it).
+fn add_openvpn(config: &GatewayConfig, gw: &mut GatewayGraph) -> Result<(), String> {
+    use dataplane::fib::RouteTarget as Fib;
+    for o in &config.openvpns {
+        let id = gw
+            .add_ovpn(dataplane::ovpn::OvpnServer::new(
+                &o.name,
+                o.listen_port,
+                o.mtu.into(),
+            ))
+            .map_err(|e| format!("openvpn {}: {e}", o.name))?;
+        for pool in [o.pool, o.pool6].into_iter().flatten() {
+            let own = config::OvpnConfig::server_addr(pool);
+            let host = lpm::Prefix {
+                addr: own,
+                len: if own.is_ipv4() { 32 } else { 128 },
+            };
+            gw.add_route(
+                pool.network(),
+                Fib::Tunnel(dataplane::context::ovpn_tunnel(id)),
+            )
+            .and_then(|()| gw.add_route(host, Fib::Local))
+            .map_err(|e| format!("openvpn {}: pool {pool}: {e}", o.name))?;
+        }
+    }
+    Ok(())
 }
 
 /// An ESP tunnel's SAs, made once and shared by every worker.
@@ -594,6 +624,14 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         }
         rx
     });
+    let ovpn_inbox = (!config.openvpns.is_empty()).then(|| {
+        let (inbox, rx) = dataplane::ovpn::OvpnInbox::bounded(dataplane::ovpn::INBOX_LEN);
+        for g in &mut graphs {
+            g.set_ovpn_inbox(inbox.clone());
+        }
+        rx
+    });
+    let keys = graphs[0].context().keys().clone();
     let mut ports = open_ports(&config, &mut graphs)?;
     let cores = config.workers.clone();
 
@@ -638,6 +676,24 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
                 sent
             });
             Some(super::ike::spawn(ike_conns, rx, to_worker, stop.clone())?)
+        }
+        None => None,
+    };
+    let ovpn_status = match ovpn_inbox {
+        Some(rx) => {
+            let (gw_tx, waker) = (gw_tx.clone(), waker.clone());
+            let to_worker: super::ovpn::ToWorker = Box::new(move |work, answer| {
+                let sent = gw_tx.send((GatewayControl::Ovpn(work), answer)).is_ok();
+                let _ = waker.wake();
+                sent
+            });
+            Some(super::ovpn::spawn(
+                &config,
+                keys,
+                rx,
+                to_worker,
+                stop.clone(),
+            )?)
         }
         None => None,
     };
@@ -695,6 +751,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         stop.clone(),
     );
     worker.ike = ike_status;
+    worker.ovpn = ovpn_status;
     eprintln!(
         "linerate: gateway up ({ports} ports, {workers} worker{})",
         if workers == 1 { "" } else { "s" }

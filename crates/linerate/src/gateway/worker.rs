@@ -62,6 +62,9 @@ pub enum GatewayControl {
     /// Carry out a step of the key exchange: install or remove its SAs, send its
     /// datagrams; the reply says what was done or refused.
     Ike(super::ike::IkeWork),
+    /// Carry out a step of the OpenVPN servers' control: add or remove clients
+    /// and keys, send its datagrams; the reply says what was refused.
+    Ovpn(super::ovpn::OvpnWork),
 }
 
 pub struct Worker {
@@ -79,6 +82,8 @@ pub struct Worker {
     socket: TunnelSocket,
     /// The key exchange's state, when the gateway runs one.
     pub ike: Option<Arc<std::sync::Mutex<super::ike::IkeStatus>>>,
+    /// The OpenVPN servers' state, when the gateway has any.
+    pub ovpn: Option<Arc<std::sync::Mutex<super::ovpn::OvpnStatus>>>,
 }
 
 impl Worker {
@@ -104,6 +109,7 @@ impl Worker {
             jobs: VecDeque::new(),
             socket: TunnelSocket { port, fwmark: 0 },
             ike: None,
+            ovpn: None,
         }
     }
 
@@ -156,6 +162,14 @@ impl Worker {
                     }
                     None => "no [esp.ike] in this gateway's file\nerrno=0\n\n".to_string(),
                 },
+                Control::Show(what) if what == "openvpn" => match &self.ovpn {
+                    Some(status) => {
+                        let text =
+                            super::ovpn::show(&status.lock().expect("status lock"), Instant::now());
+                        format!("{text}errno=0\n\n")
+                    }
+                    None => "no [[openvpn]] in this gateway's file\nerrno=0\n\n".to_string(),
+                },
                 Control::Show(what) => match report::show(&self.shown(), &what) {
                     Some(text) => format!("{text}errno=0\n\n"),
                     None => uapi::errno(EINVAL),
@@ -176,6 +190,7 @@ impl Worker {
             let text = match what {
                 GatewayControl::Reload(changes) => self.reload(*changes),
                 GatewayControl::Ike(work) => self.ike_work(work),
+                GatewayControl::Ovpn(work) => self.ovpn_work(work),
             };
             let _ = reply.send(text);
         }
@@ -293,13 +308,21 @@ impl Worker {
                 text.push_str(&format!("refused: {e}\n"));
             }
         }
+        text.push_str(&self.send_datagrams(&work.datagrams));
+        text
+    }
+
+    /// A control thread's datagrams, each from its port, through the graph; what
+    /// could not be sent, said.
+    fn send_datagrams(&mut self, datagrams: &[(u16, std::net::SocketAddr, Vec<u8>)]) -> String {
+        let mut text = String::new();
         let mut unsent = 0;
-        for (src_port, to, payload) in &work.datagrams {
+        for (src_port, to, payload) in datagrams {
             if payload.len() > dataplane::arena::MAX_DATA {
-                // Only a peer that takes no IKE fragments (RFC 7383) is sent
-                // one message this large.
+                // Only an IKE peer that takes no IKE fragments (RFC 7383) is
+                // sent one message this large.
                 text.push_str(&format!(
-                    "an IKE message of {} bytes to {to} not sent: more than a buffer holds ({}), and the peer takes no IKE fragments\n",
+                    "a message of {} bytes to {to} not sent: more than a buffer holds ({}), and the peer takes no IKE fragments\n",
                     payload.len(),
                     dataplane::arena::MAX_DATA
                 ));
@@ -314,7 +337,28 @@ impl Worker {
                 "{unsent} datagram(s) not sent: no buffer (udp-encap no-buffer)\n"
             ));
         }
-        self.lane.gw.run(Instant::now());
+        self.lane.gw.run(std::time::Instant::now());
+        text
+    }
+
+    /// One step of the OpenVPN control: its changes in order on every worker
+    /// (each refusal a line of the reply), then its datagrams through the graph.
+    fn ovpn_work(&mut self, work: super::ovpn::OvpnWork) -> String {
+        let mut text = String::new();
+        for change in work.changes {
+            if let Err(e) = self.lane.gw.ovpn_mut().apply(&change) {
+                text.push_str(&format!("refused: {e}\n"));
+                continue;
+            }
+            for f in &self.followers {
+                match f.ovpn(change.clone()) {
+                    Some(Ok(())) => {}
+                    Some(Err(e)) => text.push_str(&format!("worker {}: refused: {e}\n", f.index)),
+                    None => text.push_str(&format!("worker {} did not answer\n", f.index)),
+                }
+            }
+        }
+        text.push_str(&self.send_datagrams(&work.datagrams));
         text
     }
 

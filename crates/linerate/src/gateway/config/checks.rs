@@ -63,6 +63,33 @@ impl Ctx<'_, '_> {
 }
 
 impl Ctx<'_, '_> {
+    /// The contents of a file the file names (a certificate, a key), resolved
+    /// against the file's directory.
+    pub(super) fn read_file(
+        &mut self,
+        v: &Spanned<String>,
+        key: &str,
+    ) -> Option<(PathBuf, Vec<u8>)> {
+        if v.get_ref().is_empty() {
+            self.err(v.span(), key, "empty path");
+            return None;
+        }
+        let file = self.base.join(v.get_ref());
+        match std::fs::read(&file) {
+            Ok(b) => Some((file, b)),
+            Err(e) => {
+                self.err(
+                    v.span(),
+                    key,
+                    format!("{}: cannot read: {e}", file.display()),
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Ctx<'_, '_> {
     /// The addresses (each with its network's prefix length) a table lists under
     /// `path.addresses`, or none; each reported where it does not parse, where the
     /// list has it already, or where `taken` names another holder of it.

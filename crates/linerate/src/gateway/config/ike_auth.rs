@@ -162,22 +162,8 @@ fn read(
         cx.err(0..0, key, format!("missing: {why}"));
         return None;
     };
-    if v.get_ref().is_empty() {
-        cx.err(v.span(), key, "empty path");
-        return None;
-    }
-    let file = cx.base.join(v.get_ref());
-    match std::fs::read(&file) {
-        Ok(b) => Some((file, b, v.span())),
-        Err(e) => {
-            cx.err(
-                v.span(),
-                key,
-                format!("{}: cannot read: {e}", file.display()),
-            );
-            None
-        }
-    }
+    let (file, bytes) = cx.read_file(v, key)?;
+    Some((file, bytes, v.span()))
 }
 
 pub(super) fn auth(

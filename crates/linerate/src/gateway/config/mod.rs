@@ -23,6 +23,7 @@ mod ike;
 mod ike_auth;
 pub use ike_auth::IkeAuth;
 mod l2;
+pub mod ovpn;
 mod raw;
 mod routes;
 mod summary;
@@ -63,6 +64,73 @@ pub struct GatewayConfig {
     /// Each RX interface once.
     pub xconnects: Vec<XconnectConfig>,
     pub esps: Vec<EspConfig>,
+    pub openvpns: Vec<OvpnConfig>,
+}
+
+/// An OpenVPN server of the gateway.
+pub struct OvpnConfig {
+    pub name: String,
+    pub listen_port: u16,
+    /// Its certificate and key, and the CA (and CRL) clients are checked
+    /// against.
+    pub tls: std::sync::Arc<::openvpn::tls::ServerTls>,
+    pub protection: OvpnProtection,
+    /// The IPv4 pool: the server takes its first address, clients the rest.
+    pub pool: Option<Prefix>,
+    pub pool6: Option<Prefix>,
+    /// Routes pushed to clients, besides the pools.
+    pub push_routes: Vec<Prefix>,
+    /// In the order offered.
+    pub ciphers: Vec<::openvpn::DataCipher>,
+    /// Seconds after which the server renegotiates a key (0: never; clients may).
+    pub reneg_sec: u32,
+    /// Seconds between keepalive pings, and without a packet from a client
+    /// before it is let go.
+    pub ping: u32,
+    pub ping_restart: u32,
+    /// The inner MTU (OpenVPN's tun-mtu).
+    pub mtu: u16,
+    /// A digest of the table and the files it names: equal for an unchanged
+    /// server.
+    pub fingerprint: [u8; 32],
+}
+
+/// How an OpenVPN server protects its control channel.
+pub enum OvpnProtection {
+    None,
+    Auth {
+        key: ::openvpn::static_key::Key2,
+        direction: ::openvpn::static_key::Direction,
+        digest: ::openvpn::tls_auth::AuthDigest,
+    },
+    Crypt {
+        key: ::openvpn::static_key::Key2,
+    },
+}
+
+impl OvpnProtection {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            OvpnProtection::None => "none",
+            OvpnProtection::Auth { .. } => "tls-auth",
+            OvpnProtection::Crypt { .. } => "tls-crypt",
+        }
+    }
+}
+
+impl fmt::Debug for OvpnConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OvpnConfig")
+            .field("name", &self.name)
+            .field("listen_port", &self.listen_port)
+            .field("protection", &self.protection.describe())
+            .field("pool", &self.pool)
+            .field("pool6", &self.pool6)
+            .field("push_routes", &self.push_routes)
+            .field("ciphers", &self.ciphers)
+            .field("reneg_sec", &self.reneg_sec)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An ESP tunnel of the gateway, with its manual SAs.
@@ -422,3 +490,5 @@ mod tests;
 mod tests_esp;
 #[cfg(test)]
 mod tests_ike;
+#[cfg(test)]
+mod tests_openvpn;

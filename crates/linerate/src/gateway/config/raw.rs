@@ -4,7 +4,7 @@
 //! with its own message, instead of serde's.
 //!
 //! Each `[gateway]`, `[[port]]`, `[[wireguard]]`, `[[wireguard.peer]]`, `[[route]]`,
-//! `[[vxlan]]`, `[[xconnect]]` and `[[esp]]` table is deserialized on its own (see `split`), so that a structural error in one
+//! `[[vxlan]]`, `[[xconnect]]`, `[[esp]]` and `[[openvpn]]` table is deserialized on its own (see `split`), so that a structural error in one
 //! (an unknown key, a missing one, a wrong type) does not hide the errors of the others.
 
 use super::error::{MISSING, Sink, join, unknown_key};
@@ -203,6 +203,53 @@ pub(crate) struct RawSa {
     pub lifetime_packets: Option<S<i64>>,
 }
 
+/// An `[[openvpn]]` server.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOpenvpn {
+    pub name: S<String>,
+    pub listen_port: Option<S<i64>>,
+    pub certificate: S<String>,
+    pub private_key: S<String>,
+    pub ca: S<String>,
+    pub crl: Option<S<String>>,
+    pub tls_auth: Option<S<String>>,
+    pub key_direction: Option<S<i64>>,
+    pub auth: Option<S<String>>,
+    pub tls_crypt: Option<S<String>>,
+    pub pool: Option<S<String>>,
+    pub pool6: Option<S<String>>,
+    pub push_routes: Option<S<Vec<S<String>>>>,
+    pub data_ciphers: Option<S<String>>,
+    pub reneg_sec: Option<S<i64>>,
+    pub keepalive: Option<S<Vec<S<i64>>>>,
+    pub tls_version_min: Option<S<String>>,
+    pub mtu: Option<S<i64>>,
+}
+const OPENVPN: Keys = Keys {
+    allowed: &[
+        "name",
+        "listen_port",
+        "certificate",
+        "private_key",
+        "ca",
+        "crl",
+        "tls_auth",
+        "key_direction",
+        "auth",
+        "tls_crypt",
+        "pool",
+        "pool6",
+        "push_routes",
+        "data_ciphers",
+        "reneg_sec",
+        "keepalive",
+        "tls_version_min",
+        "mtu",
+    ],
+    required: &["name", "certificate", "private_key", "ca"],
+};
+
 const TOP_KEYS: &[&str] = &[
     "gateway",
     "port",
@@ -211,6 +258,7 @@ const TOP_KEYS: &[&str] = &[
     "vxlan",
     "xconnect",
     "esp",
+    "openvpn",
 ];
 
 /// The keys a table may hold and those it must: checked before serde sees the table,
@@ -250,6 +298,7 @@ pub(crate) struct RawFile {
     pub vxlans: Vec<Item<RawVxlan>>,
     pub xconnects: Vec<Item<RawXconnect>>,
     pub esps: Vec<Item<RawEsp>>,
+    pub openvpns: Vec<Item<RawOpenvpn>>,
     /// Whether the file has a `port` key at all (even one that is not `[[port]]`).
     pub port_given: bool,
 }
@@ -327,6 +376,12 @@ pub(crate) fn split(text: &str, sink: &mut Sink<'_>) -> Option<RawFile> {
                 for (i, v) in tables(value, "esp", sink) {
                     let path = format!("esp[{i}]");
                     file.esps.push(wrap(v, &path, &ESP, sink, |v| v));
+                }
+            }
+            "openvpn" => {
+                for (i, v) in tables(value, "openvpn", sink) {
+                    let path = format!("openvpn[{i}]");
+                    file.openvpns.push(wrap(v, &path, &OPENVPN, sink, |v| v));
                 }
             }
             other => sink.at(key.span(), other, unknown_key(TOP_KEYS)),
@@ -462,5 +517,6 @@ mod tests {
         check(&VXLAN, fields::<RawVxlan>(), &[]);
         check(&XCONNECT, fields::<RawXconnect>(), &[]);
         check(&ESP, fields::<RawEsp>(), &[]);
+        check(&OPENVPN, fields::<RawOpenvpn>(), &[]);
     }
 }

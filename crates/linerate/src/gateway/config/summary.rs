@@ -158,6 +158,39 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
             );
         }
     }
+    for o in &c.openvpns {
+        let pools: Vec<String> = [o.pool, o.pool6]
+            .into_iter()
+            .flatten()
+            .map(|p| p.to_string())
+            .collect();
+        let _ = writeln!(
+            out,
+            "openvpn {}: udp port {}, {}, pools {}, pushes {}, ciphers {}, reneg {}, keepalive {}s/{}s, mtu {}",
+            o.name,
+            o.listen_port,
+            o.protection.describe(),
+            pools.join(" "),
+            if o.push_routes.is_empty() {
+                "no routes".to_string()
+            } else {
+                o.push_routes
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+            o.ciphers
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(":"),
+            seconds_or_off(o.reneg_sec),
+            o.ping,
+            o.ping_restart,
+            o.mtu
+        );
+    }
     let name = |e: L2Endpoint| match e {
         L2Endpoint::Port(i) => format!("port {}", c.ports[i].name),
         L2Endpoint::Vxlan(i) => format!("vxlan {}", c.vxlans[i].name),

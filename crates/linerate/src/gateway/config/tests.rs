@@ -101,7 +101,7 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         true,
         "[routes]\nprefix = \"0.0.0.0/0\"\n",
         &[
-            "gw.toml:5: routes: unknown key (allowed: gateway, port, wireguard, route, vxlan, xconnect, esp)",
+            "gw.toml:5: routes: unknown key (allowed: gateway, port, wireguard, route, vxlan, xconnect, esp, openvpn)",
         ],
     ),
     (

@@ -129,6 +129,29 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
     }
     ok &= l2_ports_connected(&mut cx, &raw.ports, &ports, &xconnects);
 
+    let mut openvpns = Vec::new();
+    // UDP ports the gateway answers on: WireGuard's, ESP's in UDP, OpenVPN's.
+    let mut udp_ports: HashMap<u16, String> = HashMap::new();
+    for (i, w) in wireguard.iter().enumerate() {
+        udp_ports.insert(w.listen_port, format!("wireguard[{i}]"));
+    }
+    for (i, e) in esps.iter().enumerate() {
+        if let Some(p) = e.udp_port {
+            udp_ports.entry(p).or_insert_with(|| format!("esp[{i}]"));
+        }
+    }
+    for (i, o) in raw.openvpns.iter().enumerate() {
+        match o {
+            Item::Ok { value, .. } => {
+                match super::ovpn::server(&mut cx, value, i, &mut udp_ports) {
+                    Some(o) => openvpns.push(o),
+                    None => ok = false,
+                }
+            }
+            Item::Broken(_) => ok = false,
+        }
+    }
+
     let (workers, control, metrics, buffers) = gateway?;
     // The metrics listen on a kernel socket: a port's address is the gateway's own,
     // which the kernel never sees (it has no address on a port).
@@ -159,6 +182,7 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         vxlans,
         xconnects,
         esps,
+        openvpns,
     })
 }
 
@@ -262,6 +286,12 @@ fn names(cx: &mut Ctx<'_, '_>, raw: &RawFile) {
         if let Item::Ok { value, .. } = e {
             let n = &value.name;
             all.push((n.span(), format!("esp[{i}]"), n.get_ref().clone()));
+        }
+    }
+    for (i, o) in raw.openvpns.iter().enumerate() {
+        if let Item::Ok { value, .. } = o {
+            let n = &value.name;
+            all.push((n.span(), format!("openvpn[{i}]"), n.get_ref().clone()));
         }
     }
     all.sort_by_key(|(span, ..)| span.start);

@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# OpenVPN on the gateway against stock OpenVPN 2.6 clients (userspace data
+# channel, --disable-dco), in network namespaces:
+#
+#   client-N ──┐
+#   198.18.60.10+N   [switch] ── wan [gw] lan ── host
+#                        198.18.60.1   198.19.61.1   198.19.61.10
+#                                                    2001:2:0:61::10
+#
+# The gateway serves two OpenVPN servers: "crypt" (UDP 1194, tls-crypt, pool
+# 198.19.62.0/24 and 2001:2:0:62::/64) and "auth" (UDP 1195, tls-auth with
+# SHA256, pool 198.19.63.0/24); both push the LAN. Each client is `openvpn`
+# with an ordinary client file.
+#
+#   tests/net/openvpn.sh                 every scenario
+#   tests/net/openvpn.sh ciphers roam    only those
+#   tests/net/openvpn.sh -l              list the scenarios
+#
+#   LINERATE           the binary (default target/release/linerate)
+#   GW_DRIVER          the ports' driver (default af_xdp; af_packet)
+#   GW_WORKERS         the gateway's workers (default 1), one per core from 0
+#   SCENARIO_TIMEOUT   seconds one scenario may take (default 240)
+#
+# Prints a table and, last, "N passed, M failed"; exits non-zero if any failed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=tests/net/lib.sh
+. tests/net/lib.sh
+
+LINERATE=${LINERATE:-target/release/linerate}
+GW_DRIVER=${GW_DRIVER:-af_xdp}
+GW_WORKERS=${GW_WORKERS:-1}
+SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
+
+SCENARIOS=(ciphers rekey many roam refusals)
+
+# shellcheck source=tests/net/gateway_lib.sh
+. tests/net/gateway_lib.sh
+
+GW_WAN=198.18.60.1 GW_LAN=198.19.61.1 HOST4=198.19.61.10 HOST6=2001:2:0:61::10
+
+# ---------------------------------------------------------------------------
+# Topology
+
+# pki: a CA, the server's certificate and N clients' ($LR_TMP/cN.crt), and a
+# client of another CA ($LR_TMP/stranger.crt); static keys for both servers.
+pki() {
+  local n=$1 i
+  (
+    cd "$LR_TMP"
+    umask 077
+    for ca in ca other; do
+      openssl ecparam -name prime256v1 -genkey -noout -out $ca.key
+      openssl req -x509 -new -key $ca.key -subj "/CN=$ca" -days 30 -out $ca.crt 2>/dev/null
+    done
+    leaf() { # leaf NAME CA USAGE
+      openssl ecparam -name prime256v1 -genkey -noout -out "$1.key"
+      openssl req -new -key "$1.key" -subj "/CN=$1" -out "$1.csr" 2>/dev/null
+      openssl x509 -req -in "$1.csr" -CA "$2.crt" -CAkey "$2.key" -CAcreateserial -days 30 \
+        -extfile <(echo "extendedKeyUsage=$3") -out "$1.crt" 2>/dev/null
+    }
+    leaf server ca serverAuth
+    for ((i = 1; i <= n; i++)); do leaf "c$i" ca clientAuth; done
+    leaf stranger other clientAuth
+    openvpn --genkey secret crypt.key
+    openvpn --genkey secret auth.key
+    openvpn --genkey secret wrong.key
+  )
+}
+
+# ovpn_topology CLIENTS: the namespaces, the switch, the PKI, and the gateway's
+# file ($LR_TMP/gw-a.toml).
+ovpn_topology() {
+  local n=$1 id=$BASHPID i
+  NS_SW="lr-ovsw-$id" NS_GA="lr-ovgw-$id" NS_H="lr-ovh-$id" WG_A="ov$id"
+  trap net_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  LR_TMP=$(mktemp -d /tmp/linerate-ovpn.XXXXXX)
+  for ns in "$NS_SW" "$NS_GA" "$NS_H"; do ns_add "$ns"; done
+  ip -n "$NS_SW" link add br0 type bridge
+  ip -n "$NS_SW" link set br0 up
+  local q=(numtxqueues "$GW_WORKERS" numrxqueues "$GW_WORKERS")
+  ip link add wan netns "$NS_GA" "${q[@]}" type veth peer name gw netns "$NS_SW" "${q[@]}"
+  ip -n "$NS_SW" link set gw master br0 up
+  ip link add lan netns "$NS_GA" "${q[@]}" type veth peer name eth0 netns "$NS_H" "${q[@]}"
+  gateway_side "$NS_GA" lan wan
+  ip -n "$NS_H" addr add "$HOST4/24" dev eth0
+  ip -n "$NS_H" addr add "$HOST6/64" dev eth0 nodad
+  ip -n "$NS_H" link set eth0 up
+  in_ns "$NS_H" ethtool -K eth0 tx off >/dev/null
+  ip -n "$NS_H" route add default via "$GW_LAN"
+  ip -n "$NS_H" -6 route add default via 2001:2:0:61::1
+  for ((i = 1; i <= n; i++)); do client_ns "$i"; done
+  pki "$n"
+  {
+    gw_head a "$GW_LAN" 2001:2:0:61::1 "$GW_WAN/24"
+    cat <<EOF
+[[openvpn]]
+name = "crypt"
+listen_port = 1194
+certificate = "server.crt"
+private_key = "server.key"
+ca = "ca.crt"
+tls_crypt = "crypt.key"
+pool = "198.19.62.0/24"
+pool6 = "2001:2:0:62::/64"
+push_routes = ["198.19.61.0/24", "2001:2:0:61::/64"]
+reneg_sec = ${SERVER_RENEG:-3600}
+keepalive = [2, 10]
+
+[[openvpn]]
+name = "auth"
+listen_port = 1195
+certificate = "server.crt"
+private_key = "server.key"
+ca = "ca.crt"
+tls_auth = "auth.key"
+key_direction = 0
+auth = "SHA256"
+pool = "198.19.63.0/24"
+push_routes = ["198.19.61.0/24"]
+EOF
+  } >"$LR_TMP/gw-a.toml"
+}
+
+# client_ns N: client N's namespace ($NS_C<N>), on the switch at 198.18.60.(10+N).
+client_ns() {
+  local i=$1 ns="lr-ovc$1-$BASHPID"
+  printf -v "NS_C$i" '%s' "$ns"
+  ns_add "$ns"
+  ip link add eth0 netns "$ns" type veth peer name "c$i" netns "$NS_SW"
+  ip -n "$NS_SW" link set "c$i" master br0 up
+  # A second address survives the first one's removal (the roaming test).
+  in_ns "$ns" sysctl -qw net.ipv4.conf.all.promote_secondaries=1 net.ipv4.conf.default.promote_secondaries=1
+  ip -n "$ns" addr add "198.18.60.$((10 + i))/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  in_ns "$ns" ethtool -K eth0 tx off >/dev/null
+}
+
+# client_start N SERVER CIPHER [OPTION...]: `openvpn` as client N of SERVER
+# (crypt or auth) with data-ciphers CIPHER; its log $LR_TMP/cN.log.
+client_start() {
+  local i=$1 server=$2 cipher=$3 ns port protect
+  shift 3
+  ns=$(client_var "$i")
+  if [ "$server" = crypt ]; then
+    port=1194 protect="tls-crypt $LR_TMP/crypt.key"
+  else
+    port=1195 protect="tls-auth $LR_TMP/auth.key 1
+auth SHA256"
+  fi
+  cat >"$LR_TMP/c$i.ovpn" <<EOF
+client
+dev tun
+proto udp
+remote $GW_WAN $port
+nobind
+disable-dco
+ca $LR_TMP/ca.crt
+cert $LR_TMP/${CLIENT_CERT:-c$i}.crt
+key $LR_TMP/${CLIENT_CERT:-c$i}.key
+$protect
+data-ciphers $cipher
+explicit-exit-notify 1
+verb 3
+EOF
+  ip netns exec "$ns" openvpn --config "$LR_TMP/c$i.ovpn" --log "$LR_TMP/c$i.log" "$@" &
+  printf -v "CLIENT_PID_$i" '%s' "$!"
+}
+
+client_var() { local v="NS_C$1"; printf '%s' "${!v}"; }
+client_up() { grep -q "Initialization Sequence Completed" "$LR_TMP/c$1.log" 2>/dev/null; }
+client_stop() { local v="CLIENT_PID_$1"; kill "${!v}" 2>/dev/null || true; wait "${!v}" 2>/dev/null || true; }
+
+# client_log N: the last lines of client N's log.
+client_log() {
+  log "    --- last lines of client $1's log ---"
+  tail -n 15 -- "$LR_TMP/c$1.log" 2>/dev/null | sed 's/^/    | /' >&2 || true
+}
+
+# up N SERVER CIPHER [OPTION...]: client N started and connected.
+up() {
+  client_start "$@"
+  if ! wait_until 20 "client $1 to connect" client_up "$1"; then
+    client_log "$1"
+    gw_log a
+    return 1
+  fi
+}
+
+gw_up() {
+  gw_start a
+}
+
+ping_from() { in_ns "$(client_var "$1")" ping -n -q -c "${3:-3}" -i 0.2 -W 2 "$2" >/dev/null 2>&1; }
+
+# ---------------------------------------------------------------------------
+# Scenarios
+
+# Each cipher through each protection and TLS version: pings both ways, IPv6
+# inside, a transfer with its sha256 compared, and what `show openvpn` says.
+scenario_ciphers() {
+  ovpn_topology 3
+  gw_up
+  up 1 crypt AES-256-GCM
+  up 2 auth AES-128-GCM --tls-version-max 1.2
+  up 3 crypt CHACHA20-POLY1305 --tls-version-max 1.2
+  local shown
+  shown=$(gw_show a openvpn)
+  printf '%s\n' "$shown" | sed 's/^/    | /' >&2
+  assert "c1 took AES-256-GCM with exported keys" grep -q "c1 at .* AES-256-GCM ekm" <<<"$shown"
+  assert "c2 took AES-128-GCM on the tls-auth server" grep -q "c2 at .* 198.19.63.2 .*AES-128-GCM" <<<"$shown"
+  assert "c3 took CHACHA20-POLY1305" grep -q "c3 at .* CHACHA20-POLY1305" <<<"$shown"
+  local i
+  for i in 1 2 3; do
+    assert "client $i pings the LAN host" ping_from "$i" "$HOST4"
+  done
+  assert "client 1 pings the LAN host over IPv6 inside" ping_from 1 "$HOST6"
+  assert "client 1 pings the server's tunnel address" ping_from 1 198.19.62.1
+  assert "the LAN host pings client 3" eval 'in_ns "$NS_H" ping -n -q -c 3 -i 0.2 -W 2 198.19.62.3 >/dev/null' 
+  make_payload 100
+  assert "100 MiB from the LAN host to client 1 arrive whole" xfer "$NS_H" "$NS_C1" 198.19.62.2
+  make_payload 20
+  assert "20 MiB from client 2 to the LAN host arrive whole" xfer "$NS_C2" "$NS_H" "$HOST4"
+  assert "20 MiB from client 3 to the LAN host arrive whole" xfer "$NS_C3" "$NS_H" "$HOST4"
+  assert_eq "no data packet failed to open" 0 "$(gw_counter a 'ovpn-decrypt\.drop\.(bad-tag|replayed|too-old|unknown-key-id|unknown-peer-id)')"
+  # Client 3 crashes (no exit notice): it is let go after the keepalive's 10 s.
+  kill -9 "$CLIENT_PID_3"
+  for i in 1 2; do client_stop "$i"; done
+  assert "the clients' exit notices take them out at once" wait_until 5 "clients 1 and 2 to leave" eval '! gw_show a openvpn | grep -Eq "^  c[12] at "' 
+  assert "the crashed client is let go after the keepalive" wait_until 15 "client 3 to be let go" eval '! gw_show a openvpn | grep -q "^  c3 at "'
+  assert "the log says why" eval 'gw_show a openvpn | grep -q "c3 at .* is out: no packet for 10 s"'
+}
+
+# Renegotiation every 4 s by the client and every 5 s by the server during a
+# transfer: it arrives whole, and old keys are retired.
+scenario_rekey() {
+  SERVER_RENEG=5 ovpn_topology 2
+  gw_up
+  up 1 crypt AES-256-GCM --reneg-sec 4
+  up 2 crypt CHACHA20-POLY1305
+  make_payload 40
+  xfer_start "$NS_C1" "$NS_H" "$HOST4" 3 || return 1
+  in_ns "$NS_C2" ping -n -q -i 0.05 -c 240 -W 1 "$HOST4" >"$LR_TMP/ping2.log" 2>&1 &
+  local ping=$!
+  assert "40 MiB across renegotiations arrive whole" xfer_finish
+  wait "$ping" || true
+  local loss
+  loss=$(grep -o '[0-9.]*% packet loss' "$LR_TMP/ping2.log" | cut -d% -f1)
+  log "    client 2's pings across the server's renegotiations: ${loss}% lost"
+  assert "client 2's pings lost at most 2%" awk -v l="$loss" 'BEGIN { exit !(l <= 2) }'
+  local shown
+  shown=$(gw_show a openvpn)
+  printf '%s\n' "$shown" | grep -E "^  c[12]|log:.*(key|renegot)" | sed 's/^/    | /' >&2 || true
+  assert "client 1 went past key 2" grep -Eq "c1 at .*keys \[.*[3-7] active" <<<"$shown"
+  assert "client 2 went past key 2 (the server renegotiated)" grep -Eq "c2 at .*keys \[.*[3-7] active" <<<"$shown"
+  assert "old keys were retired (at most one lame duck each)" not grep -Eq "lame-duck.*lame-duck" <<<"$shown"
+  assert_eq "no data packet under an unknown key" 0 "$(gw_counter a 'ovpn-decrypt\.drop\.unknown-key-id')"
+}
+
+# Twenty clients at once, each with its own address, each reaching the host.
+scenario_many() {
+  local n=20 i
+  ovpn_topology $n
+  gw_up
+  for ((i = 1; i <= n; i++)); do client_start "$i" crypt AES-256-GCM; done
+  for ((i = 1; i <= n; i++)); do
+    wait_until 30 "client $i to connect" client_up "$i" || { client_log "$i"; return 1; }
+  done
+  local shown addrs
+  shown=$(gw_show a openvpn)
+  addrs=$(grep -Eo "c[0-9]+ at [0-9.:]+: 198\.19\.62\.[0-9]+" <<<"$shown" | awk '{print $4}' | sort -u | wc -l)
+  assert_eq "twenty clients, twenty addresses" "$n" "$addrs"
+  for ((i = 1; i <= n; i++)); do
+    assert "client $i pings the LAN host" ping_from "$i" "$HOST4" 1
+  done
+}
+
+# A client whose address changes mid-transfer is followed (float), and the
+# transfer arrives whole.
+scenario_roam() {
+  ovpn_topology 1
+  gw_up
+  up 1 crypt AES-256-GCM
+  make_payload 30
+  xfer_start "$NS_H" "$NS_C1" 198.19.62.2 3 || return 1
+  sleep 2
+  # The client's address changes: its socket (not bound) sends from the new one.
+  ip -n "$NS_C1" addr add 198.18.60.99/24 dev eth0
+  ip -n "$NS_C1" addr del 198.18.60.11/24 dev eth0
+  assert "the transfer across the move arrives whole" xfer_finish
+  local shown
+  shown=$(gw_show a openvpn)
+  assert "the gateway follows the client to its new address" grep -q "^  c1 at 198.18.60.99:" <<<"$shown"
+  assert "the move is in the log" grep -q "moved from 198.18.60.11" <<<"$shown"
+}
+
+# Refusals: a client of another CA, a wrong tls-crypt key, junk and replays on
+# the port. Each is counted by reason, and a connected client is unaffected.
+scenario_refusals() {
+  ovpn_topology 3
+  gw_up
+  up 1 crypt AES-256-GCM
+  CLIENT_CERT=stranger client_start 2 crypt AES-256-GCM --connect-retry-max 1
+  client_start 3 crypt AES-256-GCM --tls-crypt "$LR_TMP/wrong.key" --connect-retry-max 1
+  # Junk on the port, 2000 datagrams at a bounded rate.
+  in_ns "$NS_C3" "$PYTHON" -c '
+import os, socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(2000):
+    n = 1 + (i * 37) % 1400
+    s.sendto(os.urandom(n), ("'"$GW_WAN"'", 1194))
+    if i % 100 == 99:
+        time.sleep(0.01)
+'
+  sleep 3
+  local shown
+  shown=$(gw_show a openvpn)
+  printf '%s\n' "$shown" | grep -E "refused|log:" | tail -n 8 | sed 's/^/    | /' >&2
+  assert "the client of another CA was refused with the reason" grep -q "UnknownIssuer" <<<"$shown"
+  assert "packets under the wrong tls-crypt key were refused as bad-auth" grep -Eq "refused control packets:.*bad-auth [0-9]+" <<<"$shown"
+  assert "only client 1 is in" eval '[ "$(grep -c "^  c[0-9]* at " <<<"$shown")" -eq 1 ]'
+  assert "junk data packets were counted" counter_at_least a 'ovpn-decrypt\.drop\.(truncated|unknown-peer-id|unknown-key-id|bad-tag)' 1
+  assert "client 1 still pings the LAN host" ping_from 1 "$HOST4"
+  client_stop 2
+  client_stop 3
+}
+
+run_scenarios "openvpn" "$GW_DRIVER" "OpenVPN on the gateway against stock OpenVPN 2.6 clients" "$@"
