@@ -3,7 +3,8 @@
 
 use crate::options::{CryptoBench, GraphBench};
 use crate::{
-    crypto_engines, esp_graph, gateway_esp, gateway_l2, l2_graph, measure, svg, table, wg_graph,
+    crypto_engines, esp_graph, gateway_esp, gateway_l2, l2_graph, measure, ovpn_graph, svg, table,
+    wg_graph,
 };
 use crypto::Algorithm;
 use runtime::engines;
@@ -30,7 +31,12 @@ pub fn graph(args: &GraphBench) -> Result<(), String> {
         return l2(&opts, json_path);
     }
     if args.tunnel == "esp" {
-        return esp(&opts, args.alg, json_path);
+        let alg = crate::options::esp_alg(args.alg.as_deref().unwrap_or("aes128gcm16"))?;
+        return esp(&opts, alg, json_path);
+    }
+    if args.tunnel == "openvpn" {
+        let cipher = crate::options::data_cipher(args.alg.as_deref().unwrap_or("aes-256-gcm"))?;
+        return openvpn(&opts, cipher, json_path);
     }
     println!(
         "linerate bench: {} worker(s) on {} peer(s){}, engines {}, {} s per size, on {}",
@@ -179,6 +185,54 @@ fn esp(
             "packet operations (encryptions plus decryptions) times the inner packet size".into();
         doc["wireguard"] = table::json(opts, &wg_rows);
         doc["gateway_pair"] = gateway_esp::json(&rows, alg, opts.seconds, opts.repeat);
+        write_json(&path, &doc)?;
+    }
+    Ok(())
+}
+
+/// `linerate bench --tunnel openvpn`: the OpenVPN data channel's graph and the
+/// ESP graph of the same AEAD, in turns, each beside its raw engine.
+fn openvpn(
+    opts: &measure::Options,
+    cipher: openvpn::DataCipher,
+    json_path: Option<String>,
+) -> Result<(), String> {
+    use openvpn::DataCipher;
+    let esp = match cipher {
+        DataCipher::Aes128Gcm => ipsec::EspAlgorithm::Aes128Gcm,
+        DataCipher::Aes256Gcm => ipsec::EspAlgorithm::Aes256Gcm,
+        DataCipher::Chacha20Poly1305 => ipsec::EspAlgorithm::ChaCha20Poly1305,
+    };
+    let workers: Vec<String> = opts.workers.iter().map(usize::to_string).collect();
+    println!(
+        "linerate bench --tunnel openvpn --alg {}: the OpenVPN data channel's graph (ovpn-encrypt, ovpn-decrypt, a client whose key opens what it seals) and the ESP graph of {esp} in turns, {} worker(s) on {} client(s)/tunnel(s), engines {}, {} s per size, median of {}, on {}",
+        cipher.name().to_ascii_lowercase(),
+        workers.join(", "),
+        opts.peers.label(),
+        opts.engine.as_deref().unwrap_or("calibrated"),
+        opts.seconds,
+        opts.repeat,
+        measure::machine()
+    );
+    println!(
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout (its AAD, and the text it seals); graph/raw is per worker (with --repeat, the median of each run's own ratio)"
+    );
+    let (ovpn_rows, esp_rows) = ovpn_graph::turns(opts, cipher, esp)?;
+    println!("OpenVPN, {}:", cipher.name());
+    print!("{}", table::table(&ovpn_rows));
+    println!("ESP, {esp}:");
+    print!("{}", table::table(&esp_rows));
+    print!(
+        "{}",
+        table::comparison_with("OpenVPN", "ESP", &ovpn_rows, &esp_rows)
+    );
+    if let Some(path) = json_path {
+        let mut doc = table::json(opts, &ovpn_rows);
+        doc["tunnel"] = "openvpn".into();
+        doc["alg"] = cipher.name().into();
+        doc["counted"] =
+            "packet operations (encryptions plus decryptions) times the inner packet size".into();
+        doc["esp"] = table::json(opts, &esp_rows);
         write_json(&path, &doc)?;
     }
     Ok(())

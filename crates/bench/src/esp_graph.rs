@@ -1,5 +1,5 @@
 //! The ESP graph for `linerate bench --tunnel esp`, as `linerate bench` has the
-//! WireGuard one: per worker an [`EspGraph`] whose tunnel leads to itself (local
+//! WireGuard one: per worker an [`TunnelGraph`] whose tunnel leads to itself (local
 //! and remote address the same, the inbound SA the outbound one's twin), so that
 //! what `esp-encrypt` seals goes straight back into `esp-decrypt`. The harness does
 //! what ip-lookup and ip-local would around the nodes: it names the tunnel of each
@@ -12,7 +12,7 @@
 use crate::measure::{self, Loopback};
 use crate::wg_graph;
 use dataplane::esp::{Encapsulation, EspTunnel, EspTunnelId, InboundSa, OutboundSa, SaSpec};
-use dataplane::esp_graph::{ESP_OUT, EspGraph, INNER_OUT};
+use dataplane::tunnel_graph::{INNER_OUT, TUNNEL_OUT, TunnelGraph, TunnelKind};
 use dataplane::{Arena, Context, Handle, NodeCounters};
 use runtime::engines;
 use std::net::{IpAddr, SocketAddr};
@@ -26,7 +26,7 @@ const SPI: u32 = 0x1000;
 const ESN: bool = true;
 
 pub(crate) struct EspLoopback {
-    graph: EspGraph,
+    graph: TunnelGraph,
     alg: ipsec::EspAlgorithm,
     tunnel: EspTunnelId,
     outer_len: u16,
@@ -68,7 +68,8 @@ fn worker(
     let device = wireguard::Device::new(sas.keys.clone(), now, SystemTime::now());
     let (engines, _) =
         engines::configured_set(&sas.keys, engine, Duration::from_millis(6), &[alg.aead()])?;
-    let mut graph = EspGraph::new(
+    let mut graph = TunnelGraph::new(
+        TunnelKind::Esp,
         Arena::new(4 * dataplane::graph::FRAME_LEN + 64),
         device,
         engines,
@@ -154,7 +155,7 @@ impl Loopback for EspLoopback {
         self.graph.run(now);
         back.clear();
         let cx = self.graph.context_mut();
-        cx.take_output(ESP_OUT, back);
+        cx.take_output(TUNNEL_OUT, back);
         let to = SocketAddr::new(IpAddr::from(ADDRESS), 0);
         for &h in back.iter() {
             let m = cx.arena_mut().meta_mut(h);

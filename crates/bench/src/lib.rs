@@ -6,7 +6,7 @@
 //!   `table`: how rows are printed and written.
 //! - `driver` drives one worker's graph; `raw` measures its engines alone between
 //!   the graph's slices.
-//! - `wg_graph`, `esp_graph`, `l2_graph`: each tunnel's graph on loopback sessions,
+//! - `wg_graph`, `esp_graph`, `ovpn_graph`, `l2_graph`: each tunnel's graph on loopback sessions,
 //!   on as many workers as asked.
 //! - `gateway_l2`, `gateway_esp`: two whole gateways in memory on one thread.
 //! - `crypto_engines`: every engine alone, beside `openssl speed`.
@@ -23,6 +23,7 @@ mod gateway_l2;
 mod l2_graph;
 pub mod measure;
 pub mod options;
+mod ovpn_graph;
 mod raw;
 mod svg;
 mod table;

@@ -51,17 +51,21 @@ pub struct GraphBench {
     /// memory on one core, L2 beside routed
     #[arg(long, conflicts_with_all = ["spread", "svg", "peers", "tunnel"])]
     pub l2: bool,
-    /// The tunnel measured: wireguard (the host graph, above) or esp (the ESP graph
+    /// The tunnel measured: wireguard (the host graph, above); esp (the ESP graph
     /// of --alg on the same workers and tunnels, in turns with the WireGuard graph,
     /// each beside its raw engine; then two gateways in memory on one core, ESP
-    /// beside WireGuard on the same path)
-    #[arg(long, default_value = "wireguard", value_parser = ["wireguard", "esp"],
+    /// beside WireGuard on the same path); or openvpn (the OpenVPN data channel's
+    /// graph of --alg in turns with the ESP graph of the same AEAD, each beside its
+    /// raw engine)
+    #[arg(long, default_value = "wireguard", value_parser = ["wireguard", "esp", "openvpn"],
           conflicts_with_all = ["spread", "svg", "l2"])]
     pub tunnel: String,
-    /// With --tunnel esp: the ESP algorithm (aes128gcm16, aes256gcm16,
-    /// chacha20poly1305, aes128-sha1, aes256-sha256, ...)
-    #[arg(long, default_value = "aes128gcm16", value_parser = esp_alg)]
-    pub alg: ipsec::EspAlgorithm,
+    /// With --tunnel esp: the ESP algorithm (aes128gcm16, the default;
+    /// aes256gcm16, chacha20poly1305, aes128-sha1, aes256-sha256, ...). With
+    /// --tunnel openvpn: the data cipher (aes-256-gcm, the default; aes-128-gcm,
+    /// chacha20-poly1305)
+    #[arg(long)]
+    pub alg: Option<String>,
     /// Write the results as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -71,7 +75,7 @@ pub struct GraphBench {
 }
 
 /// An ESP algorithm by its name.
-fn esp_alg(s: &str) -> Result<ipsec::EspAlgorithm, String> {
+pub(crate) fn esp_alg(s: &str) -> Result<ipsec::EspAlgorithm, String> {
     ipsec::EspAlgorithm::from_name(s).ok_or_else(|| {
         let names: Vec<&str> = ipsec::EspAlgorithm::ALL.iter().map(|a| a.name()).collect();
         format!(
@@ -79,6 +83,26 @@ fn esp_alg(s: &str) -> Result<ipsec::EspAlgorithm, String> {
             names.join(", ")
         )
     })
+}
+
+/// An OpenVPN data cipher by OpenVPN's name, or the ESP name of the same AEAD.
+pub(crate) fn data_cipher(s: &str) -> Result<openvpn::DataCipher, String> {
+    use openvpn::DataCipher;
+    DataCipher::from_name(s)
+        .or_else(|| match ipsec::EspAlgorithm::from_name(s)? {
+            ipsec::EspAlgorithm::Aes128Gcm => Some(DataCipher::Aes128Gcm),
+            ipsec::EspAlgorithm::Aes256Gcm => Some(DataCipher::Aes256Gcm),
+            ipsec::EspAlgorithm::ChaCha20Poly1305 => Some(DataCipher::Chacha20Poly1305),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            format!(
+                "{s:?} is not an OpenVPN data cipher this gateway serves (one of {})",
+                DataCipher::ALL
+                    .map(|c| c.name().to_ascii_lowercase())
+                    .join(", ")
+            )
+        })
 }
 
 /// `linerate bench traffic send`: IPv4/UDP packets out of an interface, as fast as it

@@ -6,8 +6,13 @@ use std::fmt::Write as _;
 
 /// `label`'s Gbit/s over WireGuard's at each point, on one line.
 pub(crate) fn comparison(label: &str, rows: &[Row], wg: &[Row]) -> String {
-    let mut out = format!("{label} over WireGuard, Gbit/s:");
-    for (e, w) in rows.iter().zip(wg) {
+    comparison_with(label, "WireGuard", rows, wg)
+}
+
+/// Each point's Gbit/s of `rows` over that of `base`, the same point.
+pub(crate) fn comparison_with(label: &str, base_label: &str, rows: &[Row], base: &[Row]) -> String {
+    let mut out = format!("{label} over {base_label}, Gbit/s:");
+    for (e, w) in rows.iter().zip(base) {
         let _ = write!(
             out,
             " {}w {}: {:.2}x;",

@@ -254,6 +254,18 @@ pub(crate) fn beside_wireguard<G: Loopback>(
     opts: &Options,
     build: &Build<G>,
 ) -> Result<(Vec<Row>, Vec<Row>), String> {
+    let wg =
+        |workers: usize, peers: usize| graphs(opts.engine.as_deref(), workers, peers, opts.spread);
+    in_turns(opts, build, &wg)
+}
+
+/// Two graphs on the same workers, each point `repeat` times in turns (`a`,
+/// `b`, `a`, ...), the median run of each kept.
+pub(crate) fn in_turns<A: Loopback, B: Loopback>(
+    opts: &Options,
+    a: &Build<A>,
+    b: &Build<B>,
+) -> Result<(Vec<Row>, Vec<Row>), String> {
     let once = Options {
         repeat: 1,
         workers: opts.workers.clone(),
@@ -261,12 +273,12 @@ pub(crate) fn beside_wireguard<G: Loopback>(
         engine: opts.engine.clone(),
         ..*opts
     };
-    let (mut other, mut wg): (Vec<Vec<Row>>, Vec<Vec<Row>>) = (Vec::new(), Vec::new());
+    let (mut first, mut second): (Vec<Vec<Row>>, Vec<Vec<Row>>) = (Vec::new(), Vec::new());
     for _ in 0..opts.repeat.max(1) {
-        other.push(run_with(&once, build)?);
-        wg.push(run(&once)?);
+        first.push(run_with(&once, a)?);
+        second.push(run_with(&once, b)?);
     }
-    Ok((medians(other), medians(wg)))
+    Ok((medians(first), medians(second)))
 }
 
 /// Per point, the run of median Mpps with the median ratio (see [`median_run`]).

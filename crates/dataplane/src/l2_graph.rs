@@ -1,5 +1,5 @@
 //! The L2 path's nodes around WireGuard's, on their own, as `WgGraph` has the
-//! tunnel's and `EspGraph` ESP's: what `linerate bench --l2` measures as the L2
+//! tunnel's and `TunnelGraph` ESP's: what `linerate bench --l2` measures as the L2
 //! graph. One port is cross-connected to one VXLAN tunnel both ways; the tunnel's
 //! outer packets go straight into `wg-encrypt` (the route ip-lookup would find),
 //! and what `wg-decrypt` opens comes out for the caller to hand to `vxlan-decap`

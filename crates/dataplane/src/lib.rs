@@ -20,7 +20,7 @@
 //! - `nodes` (the crypto stages' shared shape is `nodes::aead`), and the work done
 //!   around them: the late check (`late_check`) and the device's actions
 //!   (`wg_actions`);
-//! - the graphs: `wg` (host mode), `gateway`, `esp_graph`, `l2_graph`.
+//! - the graphs: `wg` (host mode), `gateway`, `tunnel_graph` (ESP's or OpenVPN's nodes alone), `l2_graph`.
 // Reviewed exceptions: reading the time-stamp counter (counters.rs) and the arena's
 // raw memory (arena.rs) and lending it to asynchronous engines (nodes/parked.rs),
 // memory that async engines and AF_XDP share with other parties.
@@ -30,7 +30,6 @@ pub mod arena;
 pub mod context;
 pub mod counters;
 pub mod esp;
-pub mod esp_graph;
 pub mod esp_handoff;
 pub mod fib;
 pub mod gateway;
@@ -52,6 +51,7 @@ pub mod outputs;
 pub mod ovpn;
 pub mod reassembly;
 pub mod resume;
+pub mod tunnel_graph;
 pub use arena::rx_starts;
 pub mod seal_ledger;
 pub mod vxlan;

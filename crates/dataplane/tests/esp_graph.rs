@@ -5,7 +5,7 @@
 
 use crypto::{EngineSet, KeyRegistry};
 use dataplane::esp::{Encapsulation, EspTunnel, EspTunnelId, InboundSa, OutboundSa, SaSpec};
-use dataplane::esp_graph::{ESP_OUT, EspGraph, INNER_OUT};
+use dataplane::tunnel_graph::{INNER_OUT, TUNNEL_OUT, TunnelGraph, TunnelKind};
 use dataplane::{Arena, HEADROOM, Handle};
 use ipsec::{EspAlgorithm, Lifetime};
 use std::net::{IpAddr, SocketAddr};
@@ -14,12 +14,12 @@ use std::time::{Instant, SystemTime};
 
 const ADDRESS: [u8; 4] = [198, 18, 0, 1];
 
-fn graph(alg: EspAlgorithm, esn: bool, local_ts: &str) -> (EspGraph, EspTunnelId) {
+fn graph(alg: EspAlgorithm, esn: bool, local_ts: &str) -> (TunnelGraph, EspTunnelId) {
     let now = Instant::now();
     let keys = Arc::new(KeyRegistry::new(16));
     let device = wireguard::Device::new(keys.clone(), now, SystemTime::now());
     let engines = EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())]);
-    let mut g = EspGraph::new(Arena::new(64), device, engines, now);
+    let mut g = TunnelGraph::new(TunnelKind::Esp, Arena::new(64), device, engines, now);
     let spec = SaSpec {
         spi: 0x4242,
         alg,
@@ -80,7 +80,7 @@ fn inner(len: usize, seq: u8) -> Vec<u8> {
 
 /// Seals `packets`, strips the outer IPv4 header of each sealed one (as ip-local
 /// would) and opens them: the ESP packets and what came out.
-fn round(g: &mut EspGraph, t: EspTunnelId, packets: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn round(g: &mut TunnelGraph, t: EspTunnelId, packets: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let now = Instant::now();
     let cx = g.context_mut();
     let handles: Vec<Handle> = packets
@@ -98,7 +98,7 @@ fn round(g: &mut EspGraph, t: EspTunnelId, packets: &[Vec<u8>]) -> (Vec<Vec<u8>>
     g.run(now);
     let mut sealed = Vec::new();
     let cx = g.context_mut();
-    cx.take_output(ESP_OUT, &mut sealed);
+    cx.take_output(TUNNEL_OUT, &mut sealed);
     let mut esp = Vec::new();
     for &h in &sealed {
         let data = cx.arena_mut().data(h).to_vec();
