@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .NOTPARALLEL:
-.PHONY: setup build test demo demo-gateway demo-l2 demo-ipsec fuzz lint
+.PHONY: setup build test demo demo-gateway demo-l2 demo-ipsec demo-openvpn fuzz lint
 
 setup:
 	scripts/setup.sh
@@ -45,6 +45,11 @@ demo-gateway: setup build
 demo-l2: setup build
 	target/release/linerate bench --l2 --sizes 64,1420,imix --seconds 1
 	scripts/l2-bench.sh --seconds 3
+
+demo-openvpn: setup build
+	tests/net/openvpn.sh ciphers
+	target/release/linerate bench --tunnel openvpn --alg aes-256-gcm --sizes 64,1420 --seconds 1 --repeat 3
+	scripts/openvpn-bench.sh --seconds 5
 
 demo-ipsec: setup build
 	tests/net/esp.sh v4_esp tshark_decodes
