@@ -44,19 +44,20 @@ SCENARIOS=(ciphers rekey many roam refusals)
 # Scenarios
 
 # Each cipher through each protection and TLS version: pings both ways, IPv6
-# inside, a transfer with its sha256 compared, and what `show openvpn` says.
+# inside and outside, a transfer with its sha256 compared, and what `show
+# openvpn` says.
 scenario_ciphers() {
   ovpn_topology 3
   gw_up
   up 1 crypt AES-256-GCM
   up 2 auth AES-128-GCM --tls-version-max 1.2
-  up 3 crypt CHACHA20-POLY1305 --tls-version-max 1.2
+  CLIENT_V6=1 up 3 crypt CHACHA20-POLY1305 --tls-version-max 1.2
   local shown
   shown=$(gw_show a openvpn)
   printf '%s\n' "$shown" | sed 's/^/    | /' >&2
   assert "c1 took AES-256-GCM with exported keys" grep -q "c1 at .* AES-256-GCM ekm" <<<"$shown"
   assert "c2 took AES-128-GCM on the tls-auth server" grep -q "c2 at .* 198.19.63.2 .*AES-128-GCM" <<<"$shown"
-  assert "c3 took CHACHA20-POLY1305" grep -q "c3 at .* CHACHA20-POLY1305" <<<"$shown"
+  assert "c3 took CHACHA20-POLY1305, over IPv6 outside" grep -q "c3 at \[2001:2:0:60::13\]:.* CHACHA20-POLY1305" <<<"$shown"
   local i
   for i in 1 2 3; do
     assert "client $i pings the LAN host" ping_from "$i" "$HOST4"

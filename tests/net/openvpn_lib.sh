@@ -66,7 +66,7 @@ ovpn_topology() {
   for ((i = 1; i <= n; i++)); do client_ns "$i"; done
   pki "$n"
   {
-    gw_head a "$GW_LAN" 2001:2:0:61::1 "$GW_WAN/24"
+    gw_head a "$GW_LAN" 2001:2:0:61::1 "$GW_WAN/24" 2001:2:0:60::1/64
     cat <<EOF
 [[openvpn]]
 name = "crypt"
@@ -106,15 +106,18 @@ client_ns() {
   # A second address survives the first one's removal (the roaming test).
   in_ns "$ns" sysctl -qw net.ipv4.conf.all.promote_secondaries=1 net.ipv4.conf.default.promote_secondaries=1
   ip -n "$ns" addr add "198.18.60.$((10 + i))/24" dev eth0
+  ip -n "$ns" addr add "2001:2:0:60::$((10 + i))/64" dev eth0 nodad
   ip -n "$ns" link set eth0 up
   in_ns "$ns" ethtool -K eth0 tx off >/dev/null
 }
 
 # client_start N SERVER CIPHER [OPTION...]: `openvpn` as client N of SERVER
-# (crypt or auth) with data-ciphers CIPHER; its log $LR_TMP/cN.log.
+# (crypt or auth) with data-ciphers CIPHER, to the gateway's IPv6 address
+# with CLIENT_V6=1; its log $LR_TMP/cN.log.
 client_start() {
-  local i=$1 server=$2 cipher=$3 ns port protect
+  local i=$1 server=$2 cipher=$3 ns port protect remote=$GW_WAN
   shift 3
+  [ -z "${CLIENT_V6:-}" ] || remote=2001:2:0:60::1
   ns=$(client_var "$i")
   if [ "$server" = crypt ]; then
     port=1194 protect="tls-crypt $LR_TMP/crypt.key"
@@ -126,7 +129,7 @@ auth SHA256"
 client
 dev tun
 proto udp
-remote $GW_WAN $port
+remote $remote $port
 nobind
 disable-dco
 ca $LR_TMP/ca.crt
