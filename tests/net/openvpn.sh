@@ -48,6 +48,9 @@ SCENARIOS=(ciphers rekey many roam refusals)
 # openvpn` says.
 scenario_ciphers() {
   ovpn_topology 3
+  # The metrics listen on an address of the gateway host's own (the kernel's).
+  ip -n "$NS_GA" addr add 198.18.99.1/32 dev lo
+  sed -i "s|^buffers = 8192|buffers = 8192\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
   gw_up
   up 1 crypt AES-256-GCM
   up 2 auth AES-128-GCM --tls-version-max 1.2
@@ -70,6 +73,12 @@ scenario_ciphers() {
   make_payload 20
   assert "20 MiB from client 2 to the LAN host arrive whole" xfer "$NS_C2" "$NS_H" "$HOST4"
   assert "20 MiB from client 3 to the LAN host arrive whole" xfer "$NS_C3" "$NS_H" "$HOST4"
+  local text
+  text=$(ip netns exec "$NS_GA" "$PYTHON" -c '
+import urllib.request; print(urllib.request.urlopen("http://198.18.99.1:9586/metrics", timeout=5).read().decode())')
+  assert "metrics: clients per server" grep -q '^linerate_openvpn_clients{server="crypt"} 2' <<<"$text"
+  assert "metrics: bytes per client" grep -q '^linerate_openvpn_client_bytes_total{server="crypt",client="c1",peer_id="0",direction="out"} [1-9]' <<<"$text"
+  assert "metrics: the data channel's nodes" grep -q '^linerate_node_packets_total{node="ovpn-decrypt"} [1-9]' <<<"$text"
   assert_eq "no data packet failed to open" 0 "$(gw_counter a 'ovpn-decrypt\.drop\.(bad-tag|replayed|too-old|unknown-key-id|unknown-peer-id)')"
   # Client 3 crashes (no exit notice): it is let go after the keepalive's 10 s.
   kill -9 "$CLIENT_PID_3"

@@ -25,6 +25,8 @@ pub struct Shown<'a> {
     pub lanes: Vec<LaneSnapshot>,
     /// The key exchange's state, when the gateway runs one.
     pub ike: Option<&'a std::sync::Mutex<super::ike::IkeStatus>>,
+    /// The OpenVPN servers' state, when the gateway has any.
+    pub ovpn: Option<&'a std::sync::Mutex<super::ovpn::OvpnStatus>>,
 }
 
 /// The text for `what`, or `None` for a name not served.
@@ -467,6 +469,60 @@ fn metrics(w: &Shown<'_>) -> String {
                         .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
                         .map_or(0, |d| d.as_secs());
                     (key(p), t)
+                })
+                .collect(),
+        );
+    }
+    if let Some(status) = w.ovpn {
+        let st = status.lock().expect("status lock");
+        family(
+            "linerate_openvpn_clients",
+            "gauge",
+            "Clients connected to the OpenVPN server.",
+            st.servers
+                .iter()
+                .map(|s| {
+                    (
+                        format!("server=\"{}\"", label(&s.name)),
+                        s.clients.len() as u64,
+                    )
+                })
+                .collect(),
+        );
+        family(
+            "linerate_openvpn_refused_total",
+            "counter",
+            "Control packets the OpenVPN server refused, by reason.",
+            st.servers
+                .iter()
+                .flat_map(|s| {
+                    s.refused.iter().map(move |(r, v)| {
+                        (format!("server=\"{}\",reason=\"{r}\"", label(&s.name)), *v)
+                    })
+                })
+                .collect(),
+        );
+        let client = |s: &super::ovpn::ServerStatus, c: &super::ovpn::ClientStatus, dir: &str| {
+            format!(
+                "server=\"{}\",client=\"{}\",peer_id=\"{}\",direction=\"{dir}\"",
+                label(&s.name),
+                label(&c.common_name),
+                c.peer_id
+            )
+        };
+        family(
+            "linerate_openvpn_client_bytes_total",
+            "counter",
+            "Bytes of the client's data packets, in (from it) and out (to it).",
+            st.servers
+                .iter()
+                .flat_map(|s| {
+                    s.clients.iter().flat_map(move |c| {
+                        [
+                            (client(s, c, "in"), c.bytes_in),
+                            (client(s, c, "out"), c.bytes_out),
+                        ]
+                    })
                 })
                 .collect(),
         );

@@ -449,6 +449,7 @@ impl Worker {
             tunnel_name: self.tunnel_name.as_deref(),
             lanes: self.snapshots(),
             ike: self.ike.as_deref(),
+            ovpn: self.ovpn.as_deref(),
         }
     }
 
