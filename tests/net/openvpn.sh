@@ -32,7 +32,7 @@ GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
-SCENARIOS=(ciphers rekey many roam refusals)
+SCENARIOS=(ciphers rekey many roam refusals reload)
 
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
@@ -180,6 +180,24 @@ for i in range(2000):
   assert "client 1 still pings the LAN host" ping_from 1 "$HOST4"
   client_stop 2
   client_stop 3
+}
+
+# A reload that leaves the servers as they are keeps the clients connected; one
+# that changes a server is refused, and changes nothing.
+scenario_reload() {
+  ovpn_topology 1
+  gw_up
+  up 1 crypt AES-256-GCM
+  printf '\n[[route]]\nprefix = "198.19.99.0/24"\nblackhole = true\n' >>"$LR_TMP/gw-a.toml"
+  kill -HUP "$GW_PID_A"
+  assert "the reload took the new route" wait_until 10 "the route" eval 'gw_show a fib | grep -q 198.19.99.0/24'
+  assert "the client is still in" eval 'gw_show a openvpn | grep -q "^  c1 at "'
+  assert "and still pings the LAN host" ping_from 1 "$HOST4"
+  sed -i 's|^keepalive = \[2, 10\]|keepalive = [3, 10]|' "$LR_TMP/gw-a.toml"
+  kill -HUP "$GW_PID_A"
+  assert "a changed server is refused, saying why" wait_until 10 "the refusal" \
+    grep -q "reload refused, nothing changed: .*OpenVPN servers, or the files they name, changed" "$LR_TMP/gw-a.log"
+  assert "the client is still in after the refusal" ping_from 1 "$HOST4"
 }
 
 run_scenarios "openvpn" "$GW_DRIVER" "OpenVPN on the gateway against stock OpenVPN 2.6 clients" "$@"

@@ -436,3 +436,63 @@ fn a_new_key_takes_over_sending_and_the_old_one_opens_until_retired() {
     t.send(t.lan, &f);
     assert_eq!(t.drops("ovpn-encrypt", "no-client"), 1);
 }
+
+#[test]
+fn a_key_near_the_end_of_its_packet_ids_asks_for_a_renegotiation_once() {
+    let mut t = Gw::new(
+        DataCipher::Aes256Gcm,
+        Box::new(crypto_awslc::AwsLcEngine::new()),
+    );
+    let keys = DataKeys::new(&material(11), DataCipher::Aes256Gcm, Role::Server);
+    let key = OvpnKey::new(&t.registry, 2, &keys)
+        .unwrap()
+        .starting_at(openvpn::data::REKEY_AT_PACKET_ID - 1);
+    let server = t.server;
+    t.gw.ovpn_mut()
+        .apply(&OvpnChange::InstallKey {
+            server,
+            peer_id: 5,
+            key: Arc::new(key),
+        })
+        .unwrap();
+    for seq in 0..3 {
+        let f = ether(
+            GW_LAN_MAC,
+            HOST_MAC,
+            0x0800,
+            &echo(LAN_HOST, CLIENT_TUNNEL, seq),
+        );
+        t.send(t.lan, &f);
+    }
+    assert_eq!(t.out(t.wan, CLIENT_MAC).len(), 3, "the packets still go");
+    let asked: Vec<_> =
+        t.rx.try_iter()
+            .filter_map(|i| match i {
+                OvpnInput::KeyExhausted {
+                    peer_id, key_id, ..
+                } => Some((peer_id, key_id)),
+                _ => None,
+            })
+            .collect();
+    assert_eq!(asked, [(5, 2)]);
+    // At the very end the key sends nothing more.
+    let keys = DataKeys::new(&material(12), DataCipher::Aes256Gcm, Role::Server);
+    let last = OvpnKey::new(&t.registry, 3, &keys)
+        .unwrap()
+        .starting_at(u32::MAX);
+    t.gw.ovpn_mut()
+        .apply(&OvpnChange::InstallKey {
+            server,
+            peer_id: 5,
+            key: Arc::new(last),
+        })
+        .unwrap();
+    let f = ether(
+        GW_LAN_MAC,
+        HOST_MAC,
+        0x0800,
+        &echo(LAN_HOST, CLIENT_TUNNEL, 9),
+    );
+    t.send(t.lan, &f);
+    assert_eq!(t.drops("ovpn-encrypt", "ids-exhausted"), 1);
+}
