@@ -24,6 +24,7 @@ use crate::reliable::{ReceiveWindow, SendWindow};
 use crate::static_key::{KEY2_LEN, Key2};
 use crate::wrap::ControlWrap;
 use crate::{DataCipher, KeyId, Opcode, Refusal, Role, cipher, tls};
+use zeroize::Zeroizing;
 
 /// Acknowledgements one control packet carries besides its message; the rest
 /// go in bare acknowledgements (some servers refuse more than four).
@@ -31,6 +32,9 @@ const ACKS_PER_CONTROL: usize = 4;
 /// The largest TLS plaintext a key state buffers before its key-method message
 /// or a control message is complete; more is a misbehaving client.
 const PLAINTEXT_MAX: usize = 64 * 1024;
+/// The most bytes of control packets a key state keeps waiting for room in its
+/// send window: a client that asks for more than it acknowledges is let go.
+const BACKLOG_MAX: usize = 256 * 1024;
 
 /// What every session of one server shares.
 pub struct ServerConfig {
@@ -67,9 +71,13 @@ pub enum Event {
     },
     /// The client asked for its options; answer with [`ServerSession::push`].
     PushRequested,
-    /// Data-channel keys for a key id: open packets with them now, and send
-    /// with them (they are the newest).
+    /// Data-channel keys for a key id: open packets with them now. Send with
+    /// them once [`Event::SendWith`] says so.
     Keys { key_id: KeyId, keys: DataKeys },
+    /// The client has the key: it acknowledged the message that gives it its
+    /// half. Send with this key from now on (as OpenVPN does once a key is
+    /// active; sooner, the client could not open what is sent).
+    SendWith { key_id: KeyId },
     /// A key's transition window ended: packets under it are no longer opened.
     KeyRetired { key_id: KeyId },
     /// The client said it is leaving.
@@ -104,9 +112,11 @@ struct KeyState {
     recv: ReceiveWindow,
     acks_owed: VecDeque<u32>,
     /// TLS plaintext read and not yet taken as messages.
-    plain: Vec<u8>,
+    plain: Zeroizing<Vec<u8>>,
     ours: KeySource,
     key_method_done: bool,
+    /// Whether [`Event::SendWith`] was given for this key.
+    send_announced: bool,
     phase: Phase,
     started: Instant,
 }
@@ -133,6 +143,11 @@ pub struct ServerSession {
     ekm: bool,
     peer_info: Option<PeerInfo>,
     common_name: Option<String>,
+    /// The SHA-256 of the client's certificate, from its first key: each
+    /// renegotiation must show the same one.
+    certificate: Option<[u8; 32]>,
+    /// The time in the packet id of the hard reset that opened the session.
+    reset_time: Option<u32>,
     closed: bool,
 }
 
@@ -176,6 +191,8 @@ impl ServerSession {
             ekm: false,
             peer_info: None,
             common_name: None,
+            certificate: None,
+            reset_time: u.packet_id.map(|p| p.time),
             closed: false,
         };
         let mut out = Output::default();
@@ -222,12 +239,17 @@ impl ServerSession {
             (Opcode::SoftResetV1, None) => return Err(Refusal::UnknownKeyId),
             _ => return Err(Refusal::UnknownOpcode),
         };
-        if let (Some(id), Some(ks)) = (body.message_id, self.keys.get(at)) {
-            ks.recv.check(id)?;
+        match (body.message_id, self.keys.get(at)) {
+            (Some(id), Some(ks)) => {
+                ks.recv.check(id)?;
+            }
+            // A new key's first packet is its soft reset, message 0.
+            (id, None) if id != Some(0) => return Err(Refusal::OutOfWindow),
+            _ => {}
         }
         // Authentic and in the window: from here on the packet counts.
         if let Some(pid) = u.packet_id {
-            self.replay.accept(pid).expect("checked above");
+            self.replay.accept(pid)?;
         }
         if at == self.keys.len() {
             self.new_key_state(now, &mut |b| rand_fill(b))?;
@@ -237,9 +259,7 @@ impl ServerSession {
             ks.send.ack(id);
         }
         if let Some(id) = body.message_id {
-            ks.recv
-                .receive(id, u.opcode, body.payload)
-                .expect("checked above");
+            ks.recv.receive(id, u.opcode, body.payload)?;
             ks.acks_owed.push_back(id);
         }
         while let Some((opcode, payload)) = self.keys[at].recv.deliver() {
@@ -291,17 +311,15 @@ impl ServerSession {
         if self.closed {
             return None;
         }
-        let mut times: Vec<Instant> = Vec::new();
-        for k in &self.keys {
-            times.extend(k.send.next_due());
-            match k.phase {
-                Phase::Handshake => times.push(k.started + self.config.hand_window),
-                Phase::LameDuck { until } => times.push(until),
-                Phase::Active { .. } => {}
-            }
-        }
-        times.extend(self.rekey_due());
-        times.into_iter().min()
+        let keys = self.keys.iter().flat_map(|k| {
+            let deadline = match k.phase {
+                Phase::Handshake => Some(k.started + self.config.hand_window),
+                Phase::LameDuck { until } => Some(until),
+                Phase::Active { .. } => None,
+            };
+            k.send.next_due().into_iter().chain(deadline)
+        });
+        keys.chain(self.rekey_due()).min()
     }
 
     /// Starts a renegotiation now, as the data plane asks when a key's byte
@@ -319,6 +337,9 @@ impl ServerSession {
     /// Answers the client's push request.
     pub fn push(&mut self, reply: &PushReply, now: Instant) -> Output {
         let mut out = Output::default();
+        if self.closed {
+            return out;
+        }
         if let Some(at) = self.newest_done() {
             let mut text = reply.text().into_bytes();
             text.push(0);
@@ -329,6 +350,22 @@ impl ServerSession {
             }
             self.flush(now, &mut out);
         }
+        out
+    }
+
+    /// Refuses the client after its authentication (no address left for it,
+    /// say): `AUTH_FAILED` with the reason, which a client takes as final
+    /// rather than trying again at once, then the end of the session.
+    pub fn refuse(&mut self, reason: &str, now: Instant) -> Output {
+        let mut out = Output::default();
+        if self.closed {
+            return out;
+        }
+        if let Some(at) = self.newest_done() {
+            let message = format!("AUTH_FAILED,{reason}\0");
+            let _ = self.keys[at].tls.writer().write_all(message.as_bytes());
+        }
+        self.close(reason.to_owned(), now, &mut out);
         out
     }
 
@@ -368,6 +405,13 @@ impl ServerSession {
 
     pub fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// The time in the packet id of the hard reset that opened the session
+    /// (none without control-channel protection): a client that restarts sends
+    /// a later one, and an older or equal one is a replay.
+    pub fn reset_time(&self) -> Option<u32> {
+        self.reset_time
     }
 
     /// Each key's id, state and age.
@@ -441,9 +485,10 @@ impl ServerSession {
             backlog: VecDeque::new(),
             recv: ReceiveWindow::new(),
             acks_owed: VecDeque::new(),
-            plain: Vec::new(),
+            plain: Zeroizing::new(Vec::new()),
             ours: KeySource::random(false, random),
             key_method_done: false,
+            send_announced: false,
             phase: Phase::Handshake,
             started: now,
         };
@@ -511,7 +556,7 @@ impl ServerSession {
         }
         let ks = &mut self.keys[at];
         while let Some(end) = ks.plain.iter().position(|&b| b == 0) {
-            let message: Vec<u8> = ks.plain.drain(..=end).collect();
+            let message = Zeroizing::new(ks.plain.drain(..=end).collect::<Vec<u8>>());
             match std::str::from_utf8(&message[..end]) {
                 Ok(PUSH_REQUEST) => out.events.push(Event::PushRequested),
                 Ok(m) if m == EXIT || m.starts_with("EXIT,") => out.events.push(Event::Exit),
@@ -556,6 +601,7 @@ impl ServerSession {
                 .and_then(|c| c.first())
                 .ok_or("the client sent no certificate")?;
             let cn = tls::common_name(der).unwrap_or_else(|| "(no common name)".into());
+            self.certificate = Some(certificate_digest(der));
             self.ekm = peer.has_proto(proto::TLS_KEY_EXPORT);
             self.cipher = Some(chosen);
             self.common_name = Some(cn.clone());
@@ -566,7 +612,20 @@ impl ServerSession {
                 cipher: chosen,
             });
         }
-        let cipher = self.cipher.expect("chosen above or by an earlier key");
+        if !first {
+            // A renegotiation is the same client: the same certificate.
+            let same = self.keys[at]
+                .tls
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .is_some_and(|der| Some(certificate_digest(der)) == self.certificate);
+            if !same {
+                return Err("the client renegotiated with another certificate".into());
+            }
+        }
+        let Some(cipher) = self.cipher else {
+            return Err("no cipher was chosen".into());
+        };
         let ks = &mut self.keys[at];
         let ours = KeyMethod2 {
             source: ks.ours.clone(),
@@ -627,6 +686,7 @@ impl ServerSession {
     /// acknowledgements owed (with a message where there is one, else bare).
     fn flush(&mut self, now: Instant, out: &mut Output) {
         let chunk = self.config.control_payload.max(64);
+        let mut overflow = false;
         for ks in &mut self.keys {
             let mut records = Vec::new();
             while ks.tls.wants_write() {
@@ -636,6 +696,10 @@ impl ServerSession {
             }
             for piece in records.chunks(chunk) {
                 ks.backlog.push_back((Opcode::ControlV1, piece.to_vec()));
+            }
+            let waiting: usize = ks.backlog.iter().map(|(_, p)| p.len()).sum();
+            if waiting > BACKLOG_MAX {
+                overflow = true;
             }
             while ks.send.has_room() {
                 let Some((opcode, payload)) = ks.backlog.pop_front() else {
@@ -689,6 +753,26 @@ impl ServerSession {
                     &body.emit(Opcode::AckV1),
                 ));
             }
+            // Everything of ours acknowledged, our key-method message included:
+            // the client has the key.
+            if ks.key_method_done
+                && !ks.send_announced
+                && ks.send.is_empty()
+                && ks.backlog.is_empty()
+                && !ks.tls.wants_write()
+            {
+                ks.send_announced = true;
+                out.events.push(Event::SendWith { key_id: ks.id });
+            }
+        }
+        if overflow && !self.closed {
+            self.closed = true;
+            out.events.push(Event::Closed {
+                reason: format!(
+                    "the client left more than {} KiB of control messages unacknowledged",
+                    BACKLOG_MAX / 1024
+                ),
+            });
         }
     }
 }
@@ -699,6 +783,12 @@ fn option_value<'a>(options: &'a str, name: &str) -> Option<&'a str> {
         let (k, v) = o.split_once(' ')?;
         (k == name).then_some(v)
     })
+}
+
+/// The SHA-256 of a DER certificate.
+fn certificate_digest(der: &[u8]) -> [u8; 32] {
+    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, der);
+    d.as_ref().try_into().expect("32 bytes")
 }
 
 /// Random bytes for key states made after the first (renegotiations).

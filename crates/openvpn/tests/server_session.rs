@@ -432,3 +432,139 @@ fn a_client_that_stops_after_its_reset_is_closed_after_the_hand_window() {
     // The reset was sent again with the timeout doubling: at 2, 6, 14, 30, 46 s.
     assert_eq!(sent, 5);
 }
+
+#[test]
+fn a_soft_reset_that_is_not_message_0_is_refused_and_changes_nothing() {
+    let pki = Pki::new("ca");
+    let mut client = TestClient::new(
+        crypt(Role::Client),
+        client_tls(&pki, &pki.ca_der, None),
+        PEER_INFO_26,
+    );
+    let mut now = Instant::now();
+    let (mut server, to_server) = open_session(&pki, crypt(Role::Server), &mut client, now);
+    converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+    // A soft reset for key 1 claiming message 500.
+    let body = openvpn::control::Body {
+        acks: openvpn::control::Acks::default(),
+        remote_session_id: None,
+        message_id: Some(500),
+        payload: &[],
+    };
+    let pid = openvpn::packet_id::PacketId {
+        id: 9_999,
+        time: 1_000,
+    };
+    let packet = client.wrap.wrap(
+        openvpn::Opcode::SoftResetV1,
+        KeyId::new(1).unwrap(),
+        client.sid,
+        pid,
+        &body.emit(openvpn::Opcode::SoftResetV1),
+    );
+    assert_eq!(
+        server.receive(&packet, now).err(),
+        Some(Refusal::OutOfWindow)
+    );
+    let states: Vec<_> = server
+        .key_summaries(now)
+        .iter()
+        .map(|k| k.key_id.get())
+        .collect();
+    assert_eq!(states, [0], "no key state was made");
+    // A proper renegotiation still works.
+    let to_server = client.rekey(now);
+    let events = converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+    assert_eq!(keys_of(&events).len(), 1);
+}
+
+#[test]
+fn the_server_seals_with_a_new_key_once_the_client_has_it() {
+    let pki = Pki::new("ca");
+    let mut client = TestClient::new(
+        crypt(Role::Client),
+        client_tls(&pki, &pki.ca_der, None),
+        PEER_INFO_26,
+    );
+    let mut now = Instant::now();
+    let (mut server, to_server) = open_session(&pki, crypt(Role::Server), &mut client, now);
+    let events = converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+    let order: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Keys { .. } => Some("keys"),
+            Event::SendWith { .. } => Some("send-with"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["keys", "send-with"]);
+    // Client-initiated: the server's key-method reply must be acknowledged
+    // first, so the two events come in separate steps.
+    let to_server = client.rekey(now);
+    let mut keys_at = None;
+    let mut send_at = None;
+    let mut pending = to_server;
+    for step in 0..50 {
+        let mut next = Vec::new();
+        for d in pending.drain(..) {
+            let out = server.receive(&d, now).unwrap();
+            for e in &out.events {
+                match e {
+                    Event::Keys { .. } => keys_at = Some(step),
+                    Event::SendWith { .. } => send_at = Some(step),
+                    _ => {}
+                }
+            }
+            for d in out.datagrams {
+                next.extend(client.receive(&d, now));
+            }
+        }
+        if next.is_empty() {
+            now += Duration::from_secs(1);
+            next.extend(client.flush(now));
+            if next.is_empty() {
+                break;
+            }
+        }
+        pending = next;
+    }
+    let (k, s) = (keys_at.expect("keys"), send_at.expect("send-with"));
+    assert!(s > k, "send-with at step {s}, keys at step {k}");
+}
+
+#[test]
+fn a_client_that_leaves_control_messages_unacknowledged_is_let_go() {
+    let pki = Pki::new("ca");
+    let mut client = TestClient::new(
+        crypt(Role::Client),
+        client_tls(&pki, &pki.ca_der, None),
+        PEER_INFO_26,
+    );
+    let mut now = Instant::now();
+    let (mut server, to_server) = open_session(&pki, crypt(Role::Server), &mut client, now);
+    converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+    let reply = client::reply(DataCipher::Aes256Gcm, true);
+    let mut closed = None;
+    for _ in 0..2000 {
+        let out = server.push(&reply, now);
+        if let Some(Event::Closed { reason }) = out
+            .events
+            .iter()
+            .find(|e| matches!(e, Event::Closed { .. }))
+        {
+            closed = Some(reason.clone());
+            break;
+        }
+    }
+    let reason = closed.expect("closed");
+    assert!(reason.contains("unacknowledged"), "{reason}");
+    assert!(server.is_closed());
+}

@@ -88,6 +88,8 @@ fn serve(config: Arc<ServerConfig>, cipher: DataCipher, stop: &AtomicBool) -> Se
     let mut seen = Seen::default();
     let mut session: Option<ServerSession> = None;
     let mut keys: Vec<(KeyId, DataKeys)> = Vec::new();
+    // The key the client has (the server's session says when).
+    let mut sending = KeyId::default();
     let mut next_packet_id = 1u32;
     let mut client_addr: Option<SocketAddr> = None;
     let mut buf = [0u8; 2048];
@@ -117,7 +119,11 @@ fn serve(config: Arc<ServerConfig>, cipher: DataCipher, stop: &AtomicBool) -> Se
                         Inner::Exit => {}
                         Inner::Packet => {
                             if let Some(reply) = echo_reply(&plain) {
-                                let (id, send) = keys.last().unwrap();
+                                let (id, send) = keys
+                                    .iter()
+                                    .find(|(id, _)| *id == sending)
+                                    .or(keys.first())
+                                    .unwrap();
                                 let h = DataHeader {
                                     key_id: *id,
                                     peer_id: 0,
@@ -192,6 +198,7 @@ fn serve(config: Arc<ServerConfig>, cipher: DataCipher, stop: &AtomicBool) -> Se
                         outputs.push(s.push(&reply, now));
                     }
                     Event::Keys { key_id, keys: k } => keys.push((key_id, k)),
+                    Event::SendWith { key_id } => sending = key_id,
                     Event::KeyRetired { key_id } => {
                         keys.retain(|(id, _)| *id != key_id);
                         seen.retired.push(key_id.get());
@@ -444,10 +451,12 @@ fn a_stock_client_connects_and_pings_through_each_cipher_protection_and_tls_vers
 }
 
 #[test]
-fn a_stock_client_renegotiates_and_so_does_the_server() {
-    if !ready("a_stock_client_renegotiates_and_so_does_the_server") {
+fn a_stock_client_renegotiates() {
+    if !ready("a_stock_client_renegotiates") {
         return;
     }
+    // (The server's own renegotiations are tested through the gateway,
+    // tests/net/openvpn.sh rekey.)
     run(&Case {
         name: "client-reneg",
         protection: Protection::Crypt,
@@ -455,15 +464,6 @@ fn a_stock_client_renegotiates_and_so_does_the_server() {
         tls12: false,
         client_reneg: Some(3),
         server_reneg: None,
-        pings: 8,
-    });
-    run(&Case {
-        name: "server-reneg",
-        protection: Protection::Auth,
-        cipher: DataCipher::Chacha20Poly1305,
-        tls12: false,
-        client_reneg: None,
-        server_reneg: Some(3),
         pings: 8,
     });
 }
