@@ -166,6 +166,12 @@ impl OvpnKey {
         nonce(packet_id, &self.recv_iv)
     }
 
+    /// Asks again for a renegotiation at the next packet: the control thread
+    /// could not be told this time (its inbox was full).
+    pub(crate) fn ask_again(&self) {
+        self.exhaustion_told.store(false, Ordering::Relaxed);
+    }
+
     /// The packet id the next packet gets (for show and tests).
     pub fn next_packet_id(&self) -> u32 {
         self.next_send.load(Ordering::Relaxed)
@@ -293,11 +299,18 @@ pub enum OvpnChange {
         peer_id: u32,
         remote: SocketAddr,
     },
-    /// A new key: opened with at once, and sealed with from now on.
+    /// A new key: opened with at once; sealed with at once only if the client
+    /// has no key to seal with yet (its first), else from [`OvpnChange::SendWith`].
     InstallKey {
         server: OvpnServerId,
         peer_id: u32,
         key: Arc<OvpnKey>,
+    },
+    /// The client has this key: seal with it from now on.
+    SendWith {
+        server: OvpnServerId,
+        peer_id: u32,
+        key_id: u8,
     },
     /// A key whose transition window ended.
     RetireKey {
@@ -465,7 +478,21 @@ impl OvpnServers {
                     .get_mut(usize::from(key.key_id))
                     .ok_or(OvpnError::BadKeyId { key_id: key.key_id })?;
                 *slot = Some(key.clone());
-                c.send = Some(key.key_id);
+                if c.send_key().is_none() {
+                    c.send = Some(key.key_id);
+                }
+                Ok(())
+            }
+            OvpnChange::SendWith {
+                server,
+                peer_id,
+                key_id,
+            } => {
+                let c = self.client_to_change(*server, *peer_id)?;
+                if c.key(*key_id).is_none() {
+                    return Err(OvpnError::BadKeyId { key_id: *key_id });
+                }
+                c.send = Some(*key_id);
                 Ok(())
             }
             OvpnChange::RetireKey {
@@ -554,8 +581,28 @@ mod tests {
         })
         .unwrap();
         let c = t.get(s).unwrap().client(3).unwrap();
+        assert_eq!(
+            c.send_key().unwrap().key_id,
+            0,
+            "the first key seals until the client has the new one"
+        );
+        assert!(c.key(1).is_some());
+        t.apply(&OvpnChange::SendWith {
+            server: s,
+            peer_id: 3,
+            key_id: 1,
+        })
+        .unwrap();
+        let c = t.get(s).unwrap().client(3).unwrap();
         assert_eq!(c.send_key().unwrap().key_id, 1);
-        assert!(c.key(0).is_some());
+        assert_eq!(
+            t.apply(&OvpnChange::SendWith {
+                server: s,
+                peer_id: 3,
+                key_id: 5
+            }),
+            Err(OvpnError::BadKeyId { key_id: 5 })
+        );
         t.apply(&OvpnChange::RetireKey {
             server: s,
             peer_id: 3,

@@ -119,16 +119,29 @@ impl Gw {
 
     fn install(&mut self, key_id: u8, seed: u8, cipher: DataCipher) {
         let server_keys = DataKeys::new(&material(seed), cipher, Role::Server);
-        let key = Arc::new(OvpnKey::new(&self.registry, key_id, &server_keys).unwrap());
-        self.gw
-            .ovpn_mut()
-            .apply(&OvpnChange::InstallKey {
-                server: self.server,
+        self.use_key(Arc::new(
+            OvpnKey::new(&self.registry, key_id, &server_keys).unwrap(),
+        ));
+        self.client = DataKeys::new(&material(seed), cipher, Role::Client);
+    }
+
+    /// Installs `key` for client 5 and seals with it.
+    fn use_key(&mut self, key: Arc<OvpnKey>) {
+        let (server, key_id) = (self.server, key.key_id);
+        for change in [
+            OvpnChange::InstallKey {
+                server,
                 peer_id: 5,
                 key,
-            })
-            .unwrap();
-        self.client = DataKeys::new(&material(seed), cipher, Role::Client);
+            },
+            OvpnChange::SendWith {
+                server,
+                peer_id: 5,
+                key_id,
+            },
+        ] {
+            self.gw.ovpn_mut().apply(&change).unwrap();
+        }
     }
 
     /// A data packet from the client, as the client seals it.
@@ -447,14 +460,7 @@ fn a_key_near_the_end_of_its_packet_ids_asks_for_a_renegotiation_once() {
     let key = OvpnKey::new(&t.registry, 2, &keys)
         .unwrap()
         .starting_at(openvpn::data::REKEY_AT_PACKET_ID - 1);
-    let server = t.server;
-    t.gw.ovpn_mut()
-        .apply(&OvpnChange::InstallKey {
-            server,
-            peer_id: 5,
-            key: Arc::new(key),
-        })
-        .unwrap();
+    t.use_key(Arc::new(key));
     for seq in 0..3 {
         let f = ether(
             GW_LAN_MAC,
@@ -480,13 +486,7 @@ fn a_key_near_the_end_of_its_packet_ids_asks_for_a_renegotiation_once() {
     let last = OvpnKey::new(&t.registry, 3, &keys)
         .unwrap()
         .starting_at(u32::MAX);
-    t.gw.ovpn_mut()
-        .apply(&OvpnChange::InstallKey {
-            server,
-            peer_id: 5,
-            key: Arc::new(last),
-        })
-        .unwrap();
+    t.use_key(Arc::new(last));
     let f = ether(
         GW_LAN_MAC,
         HOST_MAC,

@@ -114,8 +114,17 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, OvpnEncryptResume), Ovp
     let (packet_id, due) = key.take_packet_id().ok_or(OvpnEncryptError::IdsExhausted)?;
     let (alg, send, key_id) = (key.alg, key.send, key.key_id);
     let nonce = key.send_nonce(packet_id);
-    if due {
-        ask_renegotiation(cx, server, peer_id, key_id);
+    // The ids passed the point where a new key is due: the control thread is
+    // asked; when its inbox has no room, the next packet asks again.
+    let told = !due
+        || cx.tunnels.ovpn.tell(OvpnInput::KeyExhausted {
+            server,
+            peer_id,
+            key_id,
+        });
+    if !told {
+        key.ask_again();
+        cx.tunnels.ovpn.exhausted_backlog += 1;
     }
     let header = start - OVERHEAD;
     let head = DataHeader {
@@ -146,18 +155,4 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, OvpnEncryptResume), Ovp
             key_id,
         },
     ))
-}
-
-/// The key's packet ids passed the point where a new key is due: the control
-/// thread is asked once.
-#[inline(never)]
-fn ask_renegotiation(cx: &mut Context, server: OvpnServerId, peer_id: u32, key_id: u8) {
-    let ovpn = &mut cx.tunnels.ovpn;
-    if !ovpn.tell(OvpnInput::KeyExhausted {
-        server,
-        peer_id,
-        key_id,
-    }) {
-        ovpn.exhausted_backlog += 1;
-    }
 }
