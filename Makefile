@@ -31,7 +31,6 @@ test: setup build
 	GW_DRIVER=af_packet tests/net/esp.sh v4_udp v6_esp
 	GW_WORKERS=2 tests/net/ike.sh
 	GW_WORKERS=2 tests/net/openvpn.sh
-	GW_DRIVER=af_packet tests/net/openvpn.sh ciphers
 	LINERATE_WORKERS=2 tests/net/interop.sh
 	LINERATE_WORKERS=2 LINERATE_SPREAD=1 tests/net/interop.sh tcp tcp_v6 roaming counters_add_up
 	LINERATE_WORKERS=1 tests/net/interop.sh a_initiates_v4 tcp restart

@@ -30,8 +30,9 @@ pub enum LaneControl {
         dataplane::esp::EspChange,
         SyncSender<Result<String, String>>,
     ),
-    /// An OpenVPN client or key added or removed (the owner applied it already).
-    Ovpn(dataplane::ovpn::OvpnChange, SyncSender<Result<(), String>>),
+    /// OpenVPN clients or keys added or removed, in order (the owner applied
+    /// them already); the answer lists the refusals.
+    Ovpn(Vec<dataplane::ovpn::OvpnChange>, SyncSender<Vec<String>>),
 }
 
 /// The owner's hold on a follower.
@@ -48,8 +49,9 @@ pub trait LaneRequests {
     fn esp(&self, change: dataplane::esp::EspChange) -> Option<Result<String, String>>;
     /// Applies a reload's changes there; what was done, or `None` if no answer came.
     fn reload(&self, changes: Changes) -> Option<String>;
-    /// Applies an OpenVPN change there; its result, or `None` if no answer came.
-    fn ovpn(&self, change: dataplane::ovpn::OvpnChange) -> Option<Result<(), String>>;
+    /// Applies OpenVPN changes there, in order; the refusals, or `None` if no
+    /// answer came.
+    fn ovpn(&self, changes: Vec<dataplane::ovpn::OvpnChange>) -> Option<Vec<String>>;
 }
 
 impl LaneRequests for FollowerHandle {
@@ -69,8 +71,8 @@ impl LaneRequests for FollowerHandle {
         self.ask(|tx| LaneControl::Reload(changes, tx))
     }
 
-    fn ovpn(&self, change: dataplane::ovpn::OvpnChange) -> Option<Result<(), String>> {
-        self.ask(|tx| LaneControl::Ovpn(change, tx))
+    fn ovpn(&self, changes: Vec<dataplane::ovpn::OvpnChange>) -> Option<Vec<String>> {
+        self.ask(|tx| LaneControl::Ovpn(changes, tx))
     }
 }
 
@@ -131,8 +133,13 @@ fn obey(lane: &mut Lane, c: LaneControl) {
         LaneControl::Esp(change, reply) => {
             let _ = reply.send(change.apply(lane.gw.esp_mut()).map_err(|e| e.to_string()));
         }
-        LaneControl::Ovpn(change, reply) => {
-            let _ = reply.send(lane.gw.ovpn_mut().apply(&change).map_err(|e| e.to_string()));
+        LaneControl::Ovpn(changes, reply) => {
+            let table = lane.gw.ovpn_mut();
+            let refused = changes
+                .iter()
+                .filter_map(|c| table.apply(c).err().map(|e| e.to_string()))
+                .collect();
+            let _ = reply.send(refused);
         }
     }
 }

@@ -32,6 +32,15 @@ const BATCH: usize = 64;
 /// Clients whose handshake is under way, per server: more new ones are refused
 /// (a flood of hard resets costs each one a TLS session at most this often).
 const MAX_HANDSHAKES: usize = 256;
+/// Of those, from one IP address.
+const MAX_HANDSHAKES_PER_ADDRESS: usize = 16;
+/// How long a client's hard reset is remembered, to refuse it replayed: as long
+/// as a handshake may take.
+const RESET_MEMORY: Duration = Duration::from_secs(60);
+/// The most hard resets remembered at once; past it new clients wait.
+const MAX_RESETS_REMEMBERED: usize = 4096;
+/// How often the state `show openvpn` prints is made again.
+const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 /// The options string the server sends in key-method 2; clients only compare it
 /// with their own to warn.
 const OPTIONS: &str = "V4,dev-type tun,link-mtu 1549,tun-mtu 1500,proto UDPv4,cipher AES-256-GCM,auth [null-digest],keysize 256,key-method 2,tls-server";
@@ -101,6 +110,8 @@ struct Client {
     retired_in: u64,
     retired_out: u64,
     connected: Instant,
+    /// The key the workers seal with (the first until the client has another).
+    sending: KeyId,
     /// Packets in when last looked at, and when that count last changed.
     seen_in: (u64, Instant),
     last_ping: Instant,
@@ -129,8 +140,33 @@ struct Server {
     mtu: u16,
     clients: HashMap<SocketAddr, Client>,
     peer_ids: HashSet<u32>,
+    /// The peer-id handed out last: ids go round rather than being reused at
+    /// once, so that a late message about a client that left names no one.
+    last_peer_id: u32,
+    /// Clients' session ids of recent hard resets, and when they came.
+    resets: HashMap<openvpn::control::SessionId, Instant>,
     taken: HashSet<IpAddr>,
     refused: BTreeMap<&'static str, u64>,
+}
+
+impl Server {
+    /// The next free peer-id after the last one handed out.
+    fn take_peer_id(&mut self) -> Option<u32> {
+        let max = dataplane::ovpn::MAX_PEER_ID;
+        let start = self.last_peer_id;
+        let mut id = start;
+        loop {
+            id = if id >= max { 0 } else { id + 1 };
+            if !self.peer_ids.contains(&id) {
+                self.peer_ids.insert(id);
+                self.last_peer_id = id;
+                return Some(id);
+            }
+            if id == start {
+                return None;
+            }
+        }
+    }
 }
 
 /// The session configuration of an `[[openvpn]]` server.
@@ -182,6 +218,8 @@ pub fn spawn(
             mtu: c.mtu,
             clients: HashMap::new(),
             peer_ids: HashSet::new(),
+            last_peer_id: dataplane::ovpn::MAX_PEER_ID,
+            resets: HashMap::new(),
             taken: HashSet::new(),
             refused: BTreeMap::new(),
         })
@@ -192,6 +230,7 @@ pub fn spawn(
         to_worker,
         status: status.clone(),
         started: SystemTime::now(),
+        published: None,
     };
     std::thread::Builder::new()
         .name("openvpn".into())
@@ -206,6 +245,8 @@ struct Control {
     to_worker: ToWorker,
     status: Arc<Mutex<OvpnStatus>>,
     started: SystemTime,
+    /// When the state was last published.
+    published: Option<Instant>,
 }
 
 /// What a step has for the owner worker.
@@ -285,11 +326,25 @@ impl Control {
                 if old == remote {
                     return;
                 }
+                // Another connected client holds the new address: the move is
+                // refused and the workers sent back to the old one (OpenVPN
+                // refuses such a float too). A half-open session there goes.
+                if s.clients.get(&remote).is_some_and(|other| other.added) {
+                    step.log.push(format!(
+                        "{}: peer-id {peer_id} sent from {remote}, another client's address: not followed",
+                        s.name
+                    ));
+                    step.work.push(OvpnChange::SetRemote {
+                        server,
+                        peer_id,
+                        remote: old,
+                    });
+                    return;
+                }
                 let mut c = s.clients.remove(&old).expect("found above");
                 c.remote = remote;
-                // A client at the new address already is an older session there.
                 if let Some(stale) = s.clients.remove(&remote) {
-                    drop_client(s, stale, "another client moved to its address", step);
+                    drop_client(s, stale, "a connected client moved to its address", step);
                 }
                 step.log.push(format!(
                     "{}: client {} (peer-id {peer_id}) moved from {old} to {remote}",
@@ -341,19 +396,21 @@ impl Control {
         let Some(s) = self.servers.get_mut(usize::from(server.0)) else {
             return;
         };
+        let mut restarted = None;
         if let Some(c) = s.clients.get_mut(&remote) {
             match c.session.receive(payload, now) {
                 Ok(out) => {
                     handle(s, remote, out, now, &registry, step);
                     return;
                 }
-                // A new hard reset from a client's address: it restarted.
+                // A new hard reset from a client's address: it restarted, if the
+                // reset verifies and is later than the one that opened the
+                // session (an older or equal one is a replay). Checked below.
                 Err(Refusal::WrongSession)
                     if payload.first().and_then(|b| Opcode::of(*b).ok())
                         == Some(Opcode::HardResetClientV2) =>
                 {
-                    let old = s.clients.remove(&remote).expect("found above");
-                    drop_client(s, old, "the client started over", step);
+                    restarted = Some(c.session.reset_time());
                 }
                 Err(why) => {
                     *s.refused.entry(why.reason()).or_default() += 1;
@@ -361,43 +418,73 @@ impl Control {
                 }
             }
         }
-        let handshakes = s.clients.values().filter(|c| !c.added).count();
-        if handshakes >= MAX_HANDSHAKES {
-            *s.refused.entry("too-many-handshakes").or_default() += 1;
-            return;
-        }
         let mut random = |b: &mut [u8]| {
             aws_lc_rs::rand::fill(b).expect("the system's random source works");
         };
-        match ServerSession::accept(s.config.clone(), payload, now, wall, &mut random) {
-            Ok((session, out)) => {
-                let Some(peer_id) =
-                    (0..=dataplane::ovpn::MAX_PEER_ID).find(|p| !s.peer_ids.contains(p))
-                else {
-                    *s.refused.entry("no-peer-id").or_default() += 1;
+        // The packet is verified (HMAC or tag) before anything is counted or
+        // kept for it.
+        let (session, out) =
+            match ServerSession::accept(s.config.clone(), payload, now, wall, &mut random) {
+                Ok(accepted) => accepted,
+                Err(why) => {
+                    *s.refused.entry(why.reason()).or_default() += 1;
                     return;
-                };
-                s.peer_ids.insert(peer_id);
-                s.clients.insert(
-                    remote,
-                    Client {
-                        session,
-                        peer_id,
-                        remote,
-                        addrs: Vec::new(),
-                        added: false,
-                        keys: Vec::new(),
-                        retired_in: 0,
-                        retired_out: 0,
-                        connected: now,
-                        seen_in: (0, now),
-                        last_ping: now,
-                    },
-                );
-                handle(s, remote, out, now, &registry, step);
-            }
-            Err(why) => *s.refused.entry(why.reason()).or_default() += 1,
+                }
+            };
+        // A hard reset seen before (the same client session id) is a replay: a
+        // genuine client picks a new session id for every attempt.
+        s.resets
+            .retain(|_, at| now.duration_since(*at) < RESET_MEMORY);
+        if s.resets.contains_key(&session.remote_session_id()) {
+            *s.refused.entry("replayed-reset").or_default() += 1;
+            return;
         }
+        if let Some(old_time) = restarted {
+            if let (Some(old), Some(new)) = (old_time, session.reset_time())
+                && new <= old
+            {
+                *s.refused.entry("replayed-reset").or_default() += 1;
+                return;
+            }
+            let old = s.clients.remove(&remote).expect("found above");
+            drop_client(s, old, "the client started over", step);
+        }
+        let pending = s.clients.values().filter(|c| !c.added).count();
+        let from_here = s
+            .clients
+            .values()
+            .filter(|c| !c.added && c.remote.ip() == remote.ip())
+            .count();
+        if pending >= MAX_HANDSHAKES
+            || from_here >= MAX_HANDSHAKES_PER_ADDRESS
+            || s.resets.len() >= MAX_RESETS_REMEMBERED
+        {
+            *s.refused.entry("too-many-handshakes").or_default() += 1;
+            return;
+        }
+        let Some(peer_id) = s.take_peer_id() else {
+            *s.refused.entry("no-peer-id").or_default() += 1;
+            return;
+        };
+        s.resets.insert(session.remote_session_id(), now);
+        s.clients.insert(
+            remote,
+            Client {
+                session,
+                peer_id,
+                remote,
+                addrs: Vec::new(),
+                added: false,
+                keys: Vec::new(),
+                retired_in: 0,
+                retired_out: 0,
+                connected: now,
+                sending: KeyId::default(),
+                seen_in: (0, now),
+                last_ping: now,
+            },
+        );
+        handle(s, remote, out, now, &registry, step);
     }
 
     /// Timers: the sessions' own, keepalive pings, and clients that fell silent.
@@ -427,7 +514,7 @@ impl Control {
                     continue;
                 }
                 if now.duration_since(c.last_ping) >= s.ping
-                    && let Some(k) = c.keys.last()
+                    && let Some(k) = c.keys.iter().find(|k| k.id == c.sending).or(c.keys.first())
                     && let Some((packet_id, _)) = k.shared.take_packet_id()
                 {
                     c.last_ping = now;
@@ -462,7 +549,15 @@ impl Control {
         super::owner_step::remember(&mut s.recent, "openvpn", line);
     }
 
-    fn publish(&self, now: Instant) {
+    fn publish(&mut self, now: Instant) {
+        // At most every PUBLISH_EVERY: `show` reads a state this old at most.
+        if self
+            .published
+            .is_some_and(|at| now.duration_since(at) < PUBLISH_EVERY)
+        {
+            return;
+        }
+        self.published = Some(now);
         let servers = self
             .servers
             .iter()
@@ -548,15 +643,17 @@ fn handle(
                 } => {
                     let mut addrs = Vec::new();
                     for pool in [s.pool, s.pool6].into_iter().flatten() {
-                        match free_addr(pool, &s.taken) {
-                            Some(a) => addrs.push(a),
-                            None => {
-                                let o = c.session.shutdown("the address pool is exhausted", now);
-                                out.datagrams.extend(o.datagrams);
-                                out.events.extend(o.events);
-                                break;
-                            }
+                        if let Some(a) = free_addr(pool, &s.taken) {
+                            addrs.push(a);
                         }
+                    }
+                    if addrs.len() < [s.pool, s.pool6].iter().flatten().count() {
+                        // No address left: the client is refused as OpenVPN
+                        // refuses one, so that it does not try again at once.
+                        let o = c.session.refuse("the address pool is exhausted", now);
+                        out.datagrams.extend(o.datagrams);
+                        out.events.extend(o.events);
+                        continue;
                     }
                     for a in &addrs {
                         s.taken.insert(*a);
@@ -634,6 +731,7 @@ fn handle(
                     out.datagrams.extend(o.datagrams);
                     out.events.extend(o.events);
                 }
+                Event::Keys { .. } if !c.added => {}
                 Event::Keys { key_id, keys } => match OvpnKey::new(registry, key_id.get(), &keys) {
                     Ok(shared) => {
                         let shared = Arc::new(shared);
@@ -654,6 +752,16 @@ fn handle(
                         key_id.get()
                     )),
                 },
+                Event::SendWith { key_id } => {
+                    if c.added && c.keys.iter().any(|k| k.id == key_id) {
+                        c.sending = key_id;
+                        step.work.push(OvpnChange::SendWith {
+                            server: s.id,
+                            peer_id: c.peer_id,
+                            key_id: key_id.get(),
+                        });
+                    }
+                }
                 Event::KeyRetired { key_id } => {
                     if let Some(at) = c.keys.iter().position(|k| k.id == key_id) {
                         let k = c.keys.remove(at);

@@ -345,15 +345,22 @@ impl Worker {
     /// (each refusal a line of the reply), then its datagrams through the graph.
     fn ovpn_work(&mut self, work: super::ovpn::OvpnWork) -> String {
         let mut text = String::new();
+        let mut applied = Vec::with_capacity(work.changes.len());
         for change in work.changes {
-            if let Err(e) = self.lane.gw.ovpn_mut().apply(&change) {
-                text.push_str(&format!("refused: {e}\n"));
-                continue;
+            match self.lane.gw.ovpn_mut().apply(&change) {
+                Ok(()) => applied.push(change),
+                Err(e) => text.push_str(&format!("refused: {e}\n")),
             }
+        }
+        // One round trip per follower for the whole step.
+        if !applied.is_empty() {
             for f in &self.followers {
-                match f.ovpn(change.clone()) {
-                    Some(Ok(())) => {}
-                    Some(Err(e)) => text.push_str(&format!("worker {}: refused: {e}\n", f.index)),
+                match f.ovpn(applied.clone()) {
+                    Some(refused) => {
+                        for e in refused {
+                            text.push_str(&format!("worker {}: refused: {e}\n", f.index));
+                        }
+                    }
                     None => text.push_str(&format!("worker {} did not answer\n", f.index)),
                 }
             }

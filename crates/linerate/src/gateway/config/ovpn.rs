@@ -13,6 +13,7 @@ use openvpn::tls_auth::AuthDigest;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use toml::Spanned;
+use zeroize::Zeroizing;
 
 pub const DEFAULT_PORT: u16 = 1194;
 pub const DEFAULT_CIPHERS: &str = "AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305";
@@ -53,7 +54,9 @@ pub(super) fn server(
     }
     let mut files = Vec::new();
     let cert = cx.read_file(&raw.certificate, &key("certificate"));
-    let private_key = cx.read_file(&raw.private_key, &key("private_key"));
+    let private_key = cx
+        .read_file(&raw.private_key, &key("private_key"))
+        .map(|(path, bytes)| (path, Zeroizing::new(bytes)));
     let ca = cx.read_file(&raw.ca, &key("ca"));
     let crl = raw.crl.as_ref().map(|c| cx.read_file(c, &key("crl")));
     let versions = match raw
@@ -94,11 +97,14 @@ pub(super) fn server(
         }
         _ => None,
     };
-    for f in [&cert, &private_key, &ca].into_iter().flatten() {
-        files.push(f.1.clone());
+    for f in [&cert, &ca].into_iter().flatten() {
+        files.push(Zeroizing::new(f.1.clone()));
+    }
+    if let Some((_, k)) = &private_key {
+        files.push(k.clone());
     }
     if let Some(Some((_, b))) = &crl {
-        files.push(b.clone());
+        files.push(Zeroizing::new(b.clone()));
     }
     let protection = protection(cx, raw, &key, &mut files);
     let pool4 = raw.pool.as_ref().map(|p| pool(cx, p, &key("pool"), false));
@@ -125,6 +131,25 @@ pub(super) fn server(
                 cx.err(r.span(), &format!("{path}.push_routes[{k}]"), e);
                 ok = false;
             }
+        }
+    }
+    // The push reply must fit one control message a client reads.
+    if let Some(list) = &raw.push_routes {
+        let longest: usize = push_routes
+            .iter()
+            .map(|p| 12 + 2 * p.addr.to_string().len().max(15))
+            .sum();
+        if longest + 400 > ::openvpn::push::MAX_LEN {
+            cx.err(
+                list.span(),
+                &key("push_routes"),
+                format!(
+                    "{} routes make a push reply longer than a client reads ({} bytes): push fewer, wider routes",
+                    push_routes.len(),
+                    ::openvpn::push::MAX_LEN
+                ),
+            );
+            ok = false;
         }
     }
     let ciphers = match &raw.data_ciphers {
@@ -194,17 +219,20 @@ fn protection(
     cx: &mut Ctx<'_, '_>,
     raw: &RawOpenvpn,
     key: &dyn Fn(&str) -> String,
-    files: &mut Vec<Vec<u8>>,
+    files: &mut Vec<Zeroizing<Vec<u8>>>,
 ) -> Option<OvpnProtection> {
-    let static_key =
-        |cx: &mut Ctx<'_, '_>, v: &Spanned<String>, name: &str, files: &mut Vec<Vec<u8>>| {
-            let (file, bytes) = cx.read_file(v, &key(name))?;
-            files.push(bytes.clone());
-            let text = String::from_utf8_lossy(&bytes);
-            match Key2::parse_file(&text) {
-                Ok(k) => Some(k),
-                Err(_) => {
-                    cx.err(
+    let static_key = |cx: &mut Ctx<'_, '_>,
+                      v: &Spanned<String>,
+                      name: &str,
+                      files: &mut Vec<Zeroizing<Vec<u8>>>| {
+        let (file, bytes) = cx.read_file(v, &key(name))?;
+        let bytes = Zeroizing::new(bytes);
+        files.push(bytes.clone());
+        let text = Zeroizing::new(String::from_utf8_lossy(&bytes).into_owned());
+        match Key2::parse_file(&text) {
+            Ok(k) => Some(k),
+            Err(_) => {
+                cx.err(
                     v.span(),
                     &key(name),
                     format!(
@@ -212,10 +240,10 @@ fn protection(
                         file.display()
                     ),
                 );
-                    None
-                }
+                None
             }
-        };
+        }
+    };
     match (&raw.tls_auth, &raw.tls_crypt) {
         (Some(_), Some(c)) => {
             cx.err(
@@ -239,8 +267,10 @@ fn protection(
             })
         }
         (Some(a), None) => {
+            // Without a direction both ends use one key both ways, as
+            // OpenVPN does.
             let direction = match raw.key_direction.as_ref() {
-                None => Direction::Normal,
+                None => Direction::Bidirectional,
                 Some(d) => match d.get_ref() {
                     0 => Direction::Normal,
                     1 => Direction::Inverse,
@@ -325,7 +355,7 @@ fn pool(cx: &mut Ctx<'_, '_>, v: &Spanned<String>, key: &str, v6: bool) -> Optio
 /// A digest of everything the server is made of, files included, so that a
 /// reload can tell an unchanged server from a changed one without keeping the
 /// secrets twice.
-fn fingerprint(raw: &RawOpenvpn, files: &[Vec<u8>]) -> [u8; 32] {
+fn fingerprint(raw: &RawOpenvpn, files: &[Zeroizing<Vec<u8>>]) -> [u8; 32] {
     let mut cx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
     let text = format!(
         "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
@@ -353,7 +383,7 @@ fn fingerprint(raw: &RawOpenvpn, files: &[Vec<u8>]) -> [u8; 32] {
     cx.update(text.as_bytes());
     for f in files {
         cx.update(&(f.len() as u64).to_be_bytes());
-        cx.update(f);
+        cx.update(f.as_slice());
     }
     cx.finish().as_ref().try_into().expect("32 bytes")
 }
