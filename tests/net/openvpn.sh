@@ -32,7 +32,7 @@ GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
-SCENARIOS=(ciphers rekey many roam refusals reload)
+SCENARIOS=(ciphers rekey many roam refusals reload spread)
 
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
@@ -198,6 +198,39 @@ scenario_reload() {
   assert "a changed server is refused, saying why" wait_until 10 "the refusal" \
     grep -q "reload refused, nothing changed: .*OpenVPN servers, or the files they name, changed" "$LR_TMP/gw-a.log"
   assert "the client is still in after the refusal" ping_from 1 "$HOST4"
+}
+
+# With `spread = true` and two workers or more, one client's full frames are cut
+# into pieces for the idle workers: transfers both ways arrive whole, and a burst
+# to the client makes frames big enough to spread.
+scenario_spread() {
+  if [ "$GW_WORKERS" -lt 2 ]; then
+    log "    (one worker: nothing to spread over; GW_WORKERS=2 runs it)"
+    return 0
+  fi
+  ovpn_topology 1
+  sed -i "s|^buffers = 8192|buffers = 8192\nspread = true|" "$LR_TMP/gw-a.toml"
+  gw_up
+  up 1 crypt AES-256-GCM
+  make_payload 30
+  assert "30 MiB from the LAN host to the client arrive whole" xfer "$NS_H" "$NS_C1" 198.19.62.2
+  assert "30 MiB from the client to the LAN host arrive whole" xfer "$NS_C1" "$NS_H" "$HOST4"
+  # A burst of small datagrams to the client, bounded in count and time.
+  in_ns "$NS_H" timeout 20 "$PYTHON" -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.monotonic() + 5
+for i in range(300000):
+    s.sendto(b"x" * 64, ("198.19.62.2", 9))
+    if i % 1000 == 0 and time.monotonic() > end:
+        break
+'
+  local frames
+  frames=$(gw_counter a 'spread\.frames')
+  log "    spread: $(gw_counter a 'spread\.frames') frames spread, $(gw_counter a 'spread\.asks') asks, $(gw_counter a 'spread\.pieces_helped') pieces run by another worker"
+  assert "full frames were spread over the workers" [ "$frames" -ge 1 ]
+  assert "no data packet failed to open" [ "$(gw_counter a 'ovpn-decrypt\.drop\.(bad-tag|replayed|too-old)')" -eq 0 ]
+  assert "the client still pings the LAN host" ping_from 1 "$HOST4"
 }
 
 run_scenarios "openvpn" "$GW_DRIVER" "OpenVPN on the gateway against stock OpenVPN 2.6 clients" "$@"

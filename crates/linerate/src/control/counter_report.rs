@@ -127,6 +127,23 @@ impl CounterReport {
         );
     }
 
+    /// What spreading frames over the workers did on one worker (`spread.*`):
+    /// frames it cut into pieces, its pieces other workers ran, pieces it took back
+    /// because nobody had taken them, pieces it ran for others, and its asks to an
+    /// idle worker to linger.
+    pub fn add_spread(&mut self, c: Option<crypto_async::spread::SpreadCounters>) {
+        let Some(c) = c else { return };
+        for (name, value) in [
+            ("spread.frames", c.spread),
+            ("spread.pieces_helped", c.pieces_helped),
+            ("spread.pieces_taken_back", c.pieces_taken_back),
+            ("spread.pieces_run_for_others", c.pieces_run_for_others),
+            ("spread.asks", c.asks),
+        ] {
+            self.add_other(name, value);
+        }
+    }
+
     /// The `name=value` lines, without the UAPI's closing `errno` line. Drops that
     /// are zero are left out, so the answer stays short.
     pub fn to_text(&self) -> String {

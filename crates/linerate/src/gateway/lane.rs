@@ -71,9 +71,11 @@ impl Lane {
         }
     }
 
-    /// Waits up to `sleep` for frames or `waker`, and reads what came into the
-    /// graph. True when `waker` fired (it is not drained here).
+    /// Waits up to `sleep` for frames or `waker` (not at all while it lingers to
+    /// help other workers with their frames), and reads what came into the graph.
+    /// True when `waker` fired (it is not drained here).
     pub fn receive(&mut self, waker: &Waker, sleep: Duration) -> Result<bool, String> {
+        let sleep = self.gw.context_mut().helper_sleep(sleep);
         self.fds.clear();
         self.fds.extend(
             self.ports
@@ -100,7 +102,8 @@ impl Lane {
         Ok(self.fds[self.ports.len()].readable())
     }
 
-    /// Ends a turn: the timers when due, the graph, and what it queued sent.
+    /// Ends a turn: the timers when due, the graph, what it queued sent, and the
+    /// pieces of other workers' frames posted for help run.
     pub fn finish(&mut self) {
         let now = Instant::now();
         if now.saturating_duration_since(self.last_tick) >= NEIGHBOR_TICK {
@@ -110,6 +113,7 @@ impl Lane {
         }
         self.gw.run(now);
         self.transmit();
+        self.gw.context_mut().help_others();
     }
 
     /// Says on stderr that a station claims one of the gateway's addresses (the
@@ -175,6 +179,7 @@ impl Lane {
         r.add_inflight(cx.inflight_counters());
         r.add_late(cx.late_counters());
         r.add_handoff(cx.handoff_counters());
+        r.add_spread(cx.spread_counters());
         r
     }
 

@@ -42,8 +42,8 @@ impl Changes {
         if old.ports != new.ports {
             return Err("the ports changed: ports change only with a restart".into());
         }
-        if old.workers != new.workers || old.buffers != new.buffers {
-            return Err("cores or buffers changed: they change only with a restart".into());
+        if old.workers != new.workers || old.buffers != new.buffers || old.spread != new.spread {
+            return Err("cores, buffers or spread changed: they change only with a restart".into());
         }
         if old.control != new.control || old.metrics != new.metrics {
             return Err(

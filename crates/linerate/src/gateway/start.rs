@@ -634,6 +634,9 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     let keys = graphs[0].context().keys().clone();
     let mut ports = open_ports(&config, &mut graphs)?;
     let cores = config.workers.clone();
+    let board = config
+        .spread
+        .then(|| crypto_async::spread::SpreadBoard::new(graphs.len()));
 
     let stop = Arc::new(AtomicBool::new(false));
     let reload = Arc::new(AtomicBool::new(false));
@@ -712,6 +715,13 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     if let Some(core) = owner_core {
         io::affinity::pin_to(core)?;
     }
+    if let Some(b) = &board {
+        let owner = waker.clone();
+        let s = b.spreader(0, move || {
+            let _ = owner.wake();
+        });
+        graphs[0].context_mut().spread_over(s);
+    }
     let mut lanes = graphs
         .into_iter()
         .zip(ports.drain(..))
@@ -719,13 +729,20 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         .map(|(i, (gw, ports))| Lane::new(i, gw, ports));
     let owner = lanes.next().expect("one worker at least");
     let mut followers = Vec::new();
-    for (lane, core) in lanes.zip(cores.iter().skip(1)) {
+    for (mut lane, core) in lanes.zip(cores.iter().skip(1)) {
         let follower_waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
         {
             let w = follower_waker.clone();
             handoff.set_wake(lane.index, move || {
                 let _ = w.wake();
             });
+        }
+        if let Some(b) = &board {
+            let w = follower_waker.clone();
+            let s = b.spreader(lane.index, move || {
+                let _ = w.wake();
+            });
+            lane.gw.context_mut().spread_over(s);
         }
         let spawned = follower::spawn(lane, *core, follower_waker, stop.clone(), waker.clone());
         match spawned {

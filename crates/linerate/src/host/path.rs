@@ -42,17 +42,7 @@ impl HostPath {
         }
         r.add_inflight(self.wg.context().inflight_counters());
         r.add_late(self.wg.context().late_counters());
-        if let Some(c) = self.wg.context().spread_counters() {
-            for (name, value) in [
-                ("spread.frames", c.spread),
-                ("spread.pieces_helped", c.pieces_helped),
-                ("spread.pieces_taken_back", c.pieces_taken_back),
-                ("spread.pieces_run_for_others", c.pieces_run_for_others),
-                ("spread.asks", c.asks),
-            ] {
-                r.add_other(name, value);
-            }
-        }
+        r.add_spread(self.wg.context().spread_counters());
         r
     }
 

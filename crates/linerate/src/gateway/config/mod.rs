@@ -56,6 +56,11 @@ pub struct GatewayConfig {
     pub metrics: Option<SocketAddr>,
     /// Packet buffers per worker.
     pub buffers: usize,
+    /// A worker with a full frame to seal or open cuts it into pieces for the
+    /// workers that are idle (`crypto_async::spread`): one tunnel whose datagrams
+    /// all reach one queue still uses every core. Idle workers then poll a little
+    /// longer instead of sleeping at once.
+    pub spread: bool,
     /// At least one.
     pub ports: Vec<PortConfig>,
     pub wireguard: Vec<WgConfig>,

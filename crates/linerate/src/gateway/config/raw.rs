@@ -23,9 +23,10 @@ pub(crate) struct RawGateway {
     pub control: Option<S<String>>,
     pub metrics: Option<S<String>>,
     pub buffers: Option<S<i64>>,
+    pub spread: Option<S<bool>>,
 }
 const GATEWAY: Keys = Keys {
-    allowed: &["cores", "control", "metrics", "buffers"],
+    allowed: &["cores", "control", "metrics", "buffers", "spread"],
     required: &[],
 };
 

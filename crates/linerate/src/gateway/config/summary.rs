@@ -19,6 +19,9 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         None => _ = writeln!(out, "metrics: off"),
     }
     let _ = writeln!(out, "buffers: {} per worker", c.buffers);
+    if c.spread {
+        let _ = writeln!(out, "spread: full frames shared with idle workers");
+    }
     for p in &c.ports {
         let addrs: Vec<String> = p
             .addresses

@@ -110,7 +110,7 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         "[gateway]\nworkers = 2\n",
         &[
             "gw.toml:1: port: no [[port]]: a gateway needs at least one port",
-            "gw.toml:2: gateway.workers: unknown key (allowed: cores, control, metrics, buffers)",
+            "gw.toml:2: gateway.workers: unknown key (allowed: cores, control, metrics, buffers, spread)",
         ],
     ),
     (
@@ -508,6 +508,14 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         &["gw.toml:6: gateway.cores[0]: 1024 is not a core number (0..=1023)"],
     ),
     (
+        "spread with one worker",
+        true,
+        "[gateway]\ncores = [1]\nspread = true\n",
+        &[
+            "gw.toml:7: gateway.spread: there is one worker, so nothing to spread over (give `cores` two cores or more, or leave spread out)",
+        ],
+    ),
+    (
         "gateway values",
         true,
         "[gateway]\ncores = []\ncontrol = \"gw.sock\"\nmetrics = \"localhost:9586\"\nbuffers = 1023\n",
@@ -618,7 +626,7 @@ allowed_ips = ["198.18.3.0/33"]
             "gw.toml:4: route[0].via: \"198.18.1.300\" is not an IP address",
             "gw.toml:10: port[0].mtu: 9000 is out of range (576..=1982)",
             "gw.toml:13: gateway.cores[1]: core 3 is already gateway.cores[0]",
-            "gw.toml:14: gateway.colour: unknown key (allowed: cores, control, metrics, buffers)",
+            "gw.toml:14: gateway.colour: unknown key (allowed: cores, control, metrics, buffers, spread)",
             "gw.toml:18: wireguard[0].private_key_file: garbage.key: not a base64 32-byte key (as `wg genkey` writes it)",
             "gw.toml:19: wireguard[0].listen_port: 70000 is out of range (1..=65535)",
             "gw.toml:22: wireguard[0].peer[0].public_key: not 32 bytes of base64",

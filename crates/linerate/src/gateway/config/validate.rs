@@ -152,7 +152,13 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         }
     }
 
-    let (workers, control, metrics, buffers) = gateway?;
+    let GatewayParts {
+        workers,
+        control,
+        metrics,
+        buffers,
+        spread,
+    } = gateway?;
     // The metrics listen on a kernel socket: a port's address is the gateway's own,
     // which the kernel never sees (it has no address on a port).
     if let (Some(m), Some(raw_m)) = (metrics, &raw.gateway.metrics)
@@ -176,6 +182,7 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         control,
         metrics,
         buffers,
+        spread,
         ports,
         wireguard,
         routes,
@@ -186,7 +193,14 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
     })
 }
 
-type GatewayParts = (Vec<Option<usize>>, PathBuf, Option<SocketAddr>, usize);
+/// The `[gateway]` table, validated.
+struct GatewayParts {
+    workers: Vec<Option<usize>>,
+    control: PathBuf,
+    metrics: Option<SocketAddr>,
+    buffers: usize,
+    spread: bool,
+}
 
 fn gateway(cx: &mut Ctx<'_, '_>, g: &RawGateway) -> Option<GatewayParts> {
     let mut ok = true;
@@ -254,7 +268,24 @@ fn gateway(cx: &mut Ctx<'_, '_>, g: &RawGateway) -> Option<GatewayParts> {
             None => ok = false,
         }
     }
-    ok.then_some((workers, control, metrics, buffers))
+    let spread = g.spread.as_ref().is_some_and(|s| *s.get_ref());
+    if let Some(s) = g.spread.as_ref().filter(|s| *s.get_ref())
+        && workers.len() < 2
+    {
+        cx.err(
+            s.span(),
+            "gateway.spread",
+            "there is one worker, so nothing to spread over (give `cores` two cores or more, or leave spread out)",
+        );
+        ok = false;
+    }
+    ok.then_some(GatewayParts {
+        workers,
+        control,
+        metrics,
+        buffers,
+        spread,
+    })
 }
 
 /// Names: the charset, and unique across ports, WireGuard interfaces, VXLAN and
