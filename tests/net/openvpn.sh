@@ -183,7 +183,9 @@ for i in range(2000):
 }
 
 # A reload that leaves the servers as they are keeps the clients connected; one
-# that changes a server is refused, and changes nothing.
+# that changes a server's settings applies them, and its connected clients
+# renegotiate under them (one the new CA refuses is let go); one that moves a
+# server (its port) is refused, and changes nothing.
 scenario_reload() {
   ovpn_topology 1
   gw_up
@@ -193,11 +195,25 @@ scenario_reload() {
   assert "the reload took the new route" wait_until 10 "the route" eval 'gw_show a fib | grep -q 198.19.99.0/24'
   assert "the client is still in" eval 'gw_show a openvpn | grep -q "^  c1 at "'
   assert "and still pings the LAN host" ping_from 1 "$HOST4"
-  sed -i 's|^keepalive = \[2, 10\]|keepalive = [3, 10]|' "$LR_TMP/gw-a.toml"
+  sed -i 's|^keepalive = \[2, 10\]|keepalive = [3, 12]|' "$LR_TMP/gw-a.toml"
   kill -HUP "$GW_PID_A"
-  assert "a changed server is refused, saying why" wait_until 10 "the refusal" \
-    grep -q "reload refused, nothing changed: .*OpenVPN servers, or the files they name, changed" "$LR_TMP/gw-a.log"
+  assert "a server's new settings are taken" wait_until 10 "the new settings" \
+    eval 'gw_show a openvpn | grep -q "crypt: settings reloaded; 1 connected client renegotiate"'
+  assert "its client renegotiated under them and stays" wait_until 10 "key 1" \
+    eval 'gw_show a openvpn | grep -Eq "^  c1 at .*keys \[.*1 active"'
+  assert "and still pings the LAN host" ping_from 1 "$HOST4"
+  sed -i 's|^listen_port = 1195|listen_port = 1196|' "$LR_TMP/gw-a.toml"
+  kill -HUP "$GW_PID_A"
+  assert "a moved server is refused, saying why" wait_until 10 "the refusal" \
+    grep -q "reload refused, nothing changed: .*a server's listen_port, pools or mtu changed" "$LR_TMP/gw-a.log"
   assert "the client is still in after the refusal" ping_from 1 "$HOST4"
+  sed -i 's|^listen_port = 1196|listen_port = 1195|' "$LR_TMP/gw-a.toml"
+  # The crypt server now trusts another CA only: client 1's renegotiation fails.
+  sed -i '0,/^ca = "ca.crt"/s||ca = "other.crt"|' "$LR_TMP/gw-a.toml"
+  kill -HUP "$GW_PID_A"
+  assert "a client the new CA refuses is let go, saying why" wait_until 10 "client 1 to be let go" \
+    eval 'gw_show a openvpn | grep -q "c1 at .* is out: .*UnknownIssuer"'
+  client_stop 1
 }
 
 # With `spread = true` and two workers or more, one client's full frames are cut

@@ -37,6 +37,7 @@ const PLAINTEXT_MAX: usize = 64 * 1024;
 const BACKLOG_MAX: usize = 256 * 1024;
 
 /// What every session of one server shares.
+#[derive(Clone)]
 pub struct ServerConfig {
     pub tls: Arc<rustls::ServerConfig>,
     pub wrap: Arc<ControlWrap>,
@@ -405,6 +406,18 @@ impl ServerSession {
 
     pub fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// Takes a server's new settings for the rest of the session: the TLS
+    /// configuration (certificate, CA, CRL) of its next renegotiation, the
+    /// renegotiation period and the windows. The control channel's protection
+    /// stays the one the client connected with (it holds that key), and the
+    /// cipher chosen stays too.
+    pub fn reconfigure(&mut self, config: &ServerConfig) {
+        self.config = Arc::new(ServerConfig {
+            wrap: self.config.wrap.clone(),
+            ..config.clone()
+        });
     }
 
     /// The time in the packet id of the hard reset that opened the session

@@ -568,3 +568,58 @@ fn a_client_that_leaves_control_messages_unacknowledged_is_let_go() {
     assert!(reason.contains("unacknowledged"), "{reason}");
     assert!(server.is_closed());
 }
+
+#[test]
+fn a_reconfigured_session_keeps_its_protection_and_renegotiates_under_the_new_crl() {
+    let pki = Pki::new("ca");
+    let mut client = TestClient::new(
+        crypt(Role::Client),
+        client_tls(&pki, &pki.ca_der, None),
+        PEER_INFO_26,
+    );
+    let mut now = Instant::now();
+    let (mut server, to_server) = open_session(&pki, crypt(Role::Server), &mut client, now);
+    converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+
+    // New settings under another tls-crypt key (for clients that connect from
+    // now on): this client's renegotiation still goes through under its own.
+    let other = ControlWrap::Crypt(TlsCrypt::new(&Key2::from_bytes([9; 256]), Role::Server));
+    server.reconfigure(&server_config(&pki, other, None, TlsVersions::Both));
+    let out = server.renegotiate(now);
+    let mut to_server = Vec::new();
+    for d in out.datagrams {
+        to_server.extend(client.receive(&d, now));
+    }
+    let events = converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+    assert_eq!(
+        keys_of(&events)
+            .iter()
+            .map(|k| k.0.get())
+            .collect::<Vec<_>>(),
+        [1]
+    );
+
+    // A CRL that revokes the client: the renegotiation under it fails, and the
+    // session ends saying why.
+    let revoking = server_config(
+        &pki,
+        crypt(Role::Server),
+        Some(&pki.crl(&[7])),
+        TlsVersions::Both,
+    );
+    server.reconfigure(&revoking);
+    let out = server.renegotiate(now);
+    let mut to_server = Vec::new();
+    for d in out.datagrams {
+        to_server.extend(client.receive(&d, now));
+    }
+    let events = converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+    let reason = closed_reason(&events).expect("closed");
+    assert!(reason.contains("Revoked"), "{reason}");
+}

@@ -115,6 +115,9 @@ struct Client {
     /// Packets in when last looked at, and when that count last changed.
     seen_in: (u64, Instant),
     last_ping: Instant,
+    /// The keepalive it was told (ping, ping-restart): a reload that changes
+    /// the server's applies to clients that connect after it.
+    keepalive: (Duration, Duration),
 }
 
 impl Client {
@@ -126,17 +129,38 @@ impl Client {
     }
 }
 
+/// What a reload may change in a running server: what clients that connect
+/// from then on are given, and what connected ones renegotiate under.
+pub struct ServerSettings {
+    protection: &'static str,
+    config: Arc<ServerConfig>,
+    push_routes: Vec<Prefix>,
+    ping: Duration,
+    ping_restart: Duration,
+}
+
+impl ServerSettings {
+    pub fn of(c: &OvpnConfig) -> ServerSettings {
+        ServerSettings {
+            protection: c.protection.describe(),
+            config: Arc::new(session_config(c)),
+            push_routes: c.push_routes.clone(),
+            ping: Duration::from_secs(u64::from(c.ping)),
+            ping_restart: Duration::from_secs(u64::from(c.ping_restart)),
+        }
+    }
+}
+
+/// A reload's new settings for server `index` (its place in the file).
+pub type ServerUpdate = (usize, ServerSettings);
+
 struct Server {
     id: OvpnServerId,
     name: String,
     port: u16,
-    protection: &'static str,
-    config: Arc<ServerConfig>,
+    settings: ServerSettings,
     pool: Option<Prefix>,
     pool6: Option<Prefix>,
-    push_routes: Vec<Prefix>,
-    ping: Duration,
-    ping_restart: Duration,
     mtu: u16,
     clients: HashMap<SocketAddr, Client>,
     peer_ids: HashSet<u32>,
@@ -192,10 +216,13 @@ fn session_config(c: &OvpnConfig) -> ServerConfig {
     }
 }
 
+/// Starts the control thread of `config`'s servers. A reload's new settings
+/// for them come on `updates`, taken within `MAX_SLEEP`.
 pub fn spawn(
     config: &GatewayConfig,
     keys: Arc<KeyRegistry>,
     inbox: Receiver<OvpnInput>,
+    updates: Receiver<ServerUpdate>,
     to_worker: ToWorker,
     stop: Arc<AtomicBool>,
 ) -> Result<Arc<Mutex<OvpnStatus>>, String> {
@@ -208,13 +235,9 @@ pub fn spawn(
             id: OvpnServerId(i as u16),
             name: c.name.clone(),
             port: c.listen_port,
-            protection: c.protection.describe(),
-            config: Arc::new(session_config(c)),
+            settings: ServerSettings::of(c),
             pool: c.pool,
             pool6: c.pool6,
-            push_routes: c.push_routes.clone(),
-            ping: Duration::from_secs(u64::from(c.ping)),
-            ping_restart: Duration::from_secs(u64::from(c.ping_restart)),
             mtu: c.mtu,
             clients: HashMap::new(),
             peer_ids: HashSet::new(),
@@ -234,7 +257,7 @@ pub fn spawn(
     };
     std::thread::Builder::new()
         .name("openvpn".into())
-        .spawn(move || control.run(&inbox, &stop))
+        .spawn(move || control.run(&inbox, &updates, &stop))
         .map_err(|e| format!("starting the OpenVPN thread: {e}"))?;
     Ok(status)
 }
@@ -258,13 +281,21 @@ struct Step {
 }
 
 impl Control {
-    fn run(&mut self, inbox: &Receiver<OvpnInput>, stop: &AtomicBool) {
+    fn run(
+        &mut self,
+        inbox: &Receiver<OvpnInput>,
+        updates: &Receiver<ServerUpdate>,
+        stop: &AtomicBool,
+    ) {
         while !stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             let wait = self.next_due().map_or(MAX_SLEEP, |t| {
                 t.saturating_duration_since(now).min(MAX_SLEEP)
             });
             let mut step = Step::default();
+            for (index, settings) in updates.try_iter() {
+                self.update(index, settings, now, &mut step);
+            }
             match inbox.recv_timeout(wait) {
                 Ok(input) => {
                     let now = Instant::now();
@@ -281,6 +312,35 @@ impl Control {
                 return;
             }
             self.publish(Instant::now());
+        }
+    }
+
+    /// A reload's new settings for a server: clients that connect from now on
+    /// take them; connected clients keep their control channel's protection, the
+    /// keepalive and routes they were pushed, and renegotiate at once under the
+    /// new TLS settings, so that a client the new CA or CRL refuses is let go.
+    fn update(&mut self, index: usize, settings: ServerSettings, now: Instant, step: &mut Step) {
+        let registry = self.keys.clone();
+        let Some(s) = self.servers.get_mut(index) else {
+            return;
+        };
+        s.settings = settings;
+        let addrs: Vec<SocketAddr> = s.clients.keys().copied().collect();
+        let connected = s.clients.values().filter(|c| c.added).count();
+        step.log.push(format!(
+            "{}: settings reloaded; {connected} connected client{} renegotiate under them",
+            s.name,
+            if connected == 1 { "" } else { "s" }
+        ));
+        for addr in addrs {
+            let Some(c) = s.clients.get_mut(&addr) else {
+                continue;
+            };
+            c.session.reconfigure(&s.settings.config);
+            if c.added {
+                let out = c.session.renegotiate(now);
+                handle(s, addr, out, now, &registry, step);
+            }
         }
     }
 
@@ -424,7 +484,8 @@ impl Control {
         // The packet is verified (HMAC or tag) before anything is counted or
         // kept for it.
         let (session, out) =
-            match ServerSession::accept(s.config.clone(), payload, now, wall, &mut random) {
+            match ServerSession::accept(s.settings.config.clone(), payload, now, wall, &mut random)
+            {
                 Ok(accepted) => accepted,
                 Err(why) => {
                     *s.refused.entry(why.reason()).or_default() += 1;
@@ -482,6 +543,7 @@ impl Control {
                 sending: KeyId::default(),
                 seen_in: (0, now),
                 last_ping: now,
+                keepalive: (s.settings.ping, s.settings.ping_restart),
             },
         );
         handle(s, remote, out, now, &registry, step);
@@ -507,13 +569,13 @@ impl Control {
                 let packets = c.packets_in();
                 if packets != c.seen_in.0 {
                     c.seen_in = (packets, now);
-                } else if now.duration_since(c.seen_in.1) >= s.ping_restart {
+                } else if now.duration_since(c.seen_in.1) >= c.keepalive.1 {
                     let c = s.clients.remove(&addr).expect("listed");
-                    let why = format!("no packet for {} s (keepalive)", s.ping_restart.as_secs());
+                    let why = format!("no packet for {} s (keepalive)", c.keepalive.1.as_secs());
                     drop_client(s, c, &why, step);
                     continue;
                 }
-                if now.duration_since(c.last_ping) >= s.ping
+                if now.duration_since(c.last_ping) >= c.keepalive.0
                     && let Some(k) = c.keys.iter().find(|k| k.id == c.sending).or(c.keys.first())
                     && let Some((packet_id, _)) = k.shared.take_packet_id()
                 {
@@ -564,7 +626,7 @@ impl Control {
             .map(|s| ServerStatus {
                 name: s.name.clone(),
                 port: s.port,
-                protection: s.protection,
+                protection: s.settings.protection,
                 handshakes: s.clients.values().filter(|c| !c.added).count(),
                 refused: s.refused.clone(),
                 clients: s
@@ -704,6 +766,7 @@ fn handle(
                             }
                         }),
                         routes: s
+                            .settings
                             .push_routes
                             .iter()
                             .filter_map(|r| match r.addr {
@@ -712,6 +775,7 @@ fn handle(
                             })
                             .collect(),
                         routes_ipv6: s
+                            .settings
                             .push_routes
                             .iter()
                             .filter_map(|r| match r.addr {
@@ -720,8 +784,8 @@ fn handle(
                             })
                             .collect(),
                         peer_id: c.peer_id,
-                        ping: s.ping.as_secs() as u32,
-                        ping_restart: s.ping_restart.as_secs() as u32,
+                        ping: c.keepalive.0.as_secs() as u32,
+                        ping_restart: c.keepalive.1.as_secs() as u32,
                         cipher,
                         ekm: c.session.uses_ekm(),
                         cc_exit: info.has_proto(proto::CC_EXIT_NOTIFY),

@@ -2,9 +2,11 @@
 //! applied to the running worker without touching what did not. A peer whose public
 //! key stays keeps its sessions (only the settings that changed are set again); a
 //! removed peer and its sessions go; routes are added, replaced and removed one by
-//! one. Ports, VXLAN tunnels, cross-connects and the WireGuard interface's addresses
-//! change only with a restart: a file that changes them is refused as a whole, and
-//! so is a file with any error, and the gateway runs on as it was.
+//! one. An OpenVPN server whose settings changed gets them on its control thread
+//! (see `ovpn::ServerSettings`). Ports, VXLAN tunnels, cross-connects, ESP tunnels,
+//! the WireGuard interface's addresses and an OpenVPN server's place (name, port,
+//! pools, MTU) change only with a restart: a file that changes them is refused as a
+//! whole, and so is a file with any error, and the gateway runs on as it was.
 
 use super::config::{GatewayConfig, PeerConfig, Prefix, WgConfig};
 use super::settings::{fib_target, key_of, peer_settings};
@@ -34,6 +36,8 @@ enum Change {
 /// What a reload changes, made off the packet path, applied on the worker.
 pub struct Changes {
     changes: Vec<Change>,
+    /// OpenVPN servers (by their place in the file) whose settings changed.
+    ovpn: Vec<usize>,
 }
 
 impl Changes {
@@ -53,13 +57,27 @@ impl Changes {
         if !super::config::same_esps(&old.esps, &new.esps) {
             return Err("ESP tunnels or their SAs changed: they change only with a restart".into());
         }
-        let servers =
-            |c: &GatewayConfig| c.openvpns.iter().map(|o| o.fingerprint).collect::<Vec<_>>();
-        if servers(old) != servers(new) {
+        // A server's place (its name, port, pools and MTU) holds its clients'
+        // addresses and routes on every worker; the rest is its settings.
+        let places = |c: &GatewayConfig| {
+            c.openvpns
+                .iter()
+                .map(|o| (o.name.clone(), o.listen_port, o.pool, o.pool6, o.mtu))
+                .collect::<Vec<_>>()
+        };
+        if places(old) != places(new) {
             return Err(
-                "OpenVPN servers, or the files they name, changed: they change only with a restart (connected clients would lose their keys)".into(),
+                "OpenVPN servers were added, removed or renamed, or a server's listen_port, pools or mtu changed: they change only with a restart (its clients' addresses hang on them)".into(),
             );
         }
+        let ovpn = old
+            .openvpns
+            .iter()
+            .zip(&new.openvpns)
+            .enumerate()
+            .filter(|(_, (o, n))| o.fingerprint != n.fingerprint)
+            .map(|(i, _)| i)
+            .collect();
         if old.vxlans != new.vxlans || old.xconnects != new.xconnects {
             return Err(
                 "VXLAN tunnels or cross-connects changed: they change only with a restart".into(),
@@ -101,11 +119,24 @@ impl Changes {
                 changes.push(Change::Route(r.prefix, fib_target(r.target)));
             }
         }
-        Ok(Changes { changes })
+        Ok(Changes { changes, ovpn })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.changes.is_empty()
+        self.changes.is_empty() && self.ovpn.is_empty()
+    }
+
+    /// The changes for the workers, and the OpenVPN servers whose settings
+    /// changed (for their control thread).
+    pub fn take_ovpn(self) -> (Changes, Vec<usize>) {
+        let Changes { changes, ovpn } = self;
+        (
+            Changes {
+                changes,
+                ovpn: Vec::new(),
+            },
+            ovpn,
+        )
     }
 
     /// What a follower applies to its own graph: the routes and the tunnel's port
@@ -122,7 +153,10 @@ impl Changes {
                 Change::PrivateKey(_) | Change::RemovePeer(_) | Change::Peer(_) => None,
             })
             .collect();
-        Changes { changes }
+        Changes {
+            changes,
+            ovpn: Vec::new(),
+        }
     }
 
     /// Carries the changes out on the worker's graph; what was done, one line each.

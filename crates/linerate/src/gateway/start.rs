@@ -682,6 +682,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         }
         None => None,
     };
+    let (ovpn_updates, updates_rx) = mpsc::channel();
     let ovpn_status = match ovpn_inbox {
         Some(rx) => {
             let (gw_tx, waker) = (gw_tx.clone(), waker.clone());
@@ -694,6 +695,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
                 &config,
                 keys,
                 rx,
+                updates_rx,
                 to_worker,
                 stop.clone(),
             )?)
@@ -709,7 +711,14 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         );
         std::thread::Builder::new()
             .name("reload".into())
-            .spawn(move || reloader(&path, config, &reload, &stop, &gw_tx, &waker))
+            .spawn(move || {
+                let to = Reloaded {
+                    worker: &gw_tx,
+                    waker: &waker,
+                    ovpn: &ovpn_updates,
+                };
+                reloader(&path, config, &reload, &stop, to)
+            })
             .map_err(|e| format!("starting the reload thread: {e}"))?;
     }
     if let Some(core) = owner_core {
@@ -784,13 +793,20 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
 /// Waits for SIGHUP; then reads and validates the file again and hands the worker
 /// what changed. A file with errors, or one that changes what only a restart may,
 /// is refused with the reasons on stderr, and nothing changes.
+/// Where a reload's changes go: the owner worker's (and its wake-up), and the
+/// OpenVPN servers' new settings to their control thread.
+struct Reloaded<'a> {
+    worker: &'a mpsc::Sender<(GatewayControl, mpsc::SyncSender<String>)>,
+    waker: &'a Waker,
+    ovpn: &'a mpsc::Sender<super::ovpn::ServerUpdate>,
+}
+
 fn reloader(
     path: &Path,
     mut current: GatewayConfig,
     reload: &AtomicBool,
     stop: &AtomicBool,
-    to_worker: &mpsc::Sender<(GatewayControl, mpsc::SyncSender<String>)>,
-    waker: &Waker,
+    to: Reloaded<'_>,
 ) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
@@ -819,14 +835,29 @@ fn reloader(
             current = new;
             continue;
         }
+        let (changes, servers) = changes.take_ovpn();
+        for i in servers {
+            let o = &new.openvpns[i];
+            eprintln!(
+                "linerate: reload: openvpn {}: new settings (connected clients renegotiate under them)",
+                o.name
+            );
+            // The thread is gone only when the gateway stops.
+            let _ = to.ovpn.send((i, super::ovpn::ServerSettings::of(o)));
+        }
+        if changes.is_empty() {
+            current = new;
+            continue;
+        }
         let (tx, rx) = mpsc::sync_channel(1);
-        if to_worker
+        if to
+            .worker
             .send((GatewayControl::Reload(Box::new(changes)), tx))
             .is_err()
         {
             return;
         }
-        let _ = waker.wake();
+        let _ = to.waker.wake();
         if let Ok(text) = rx.recv() {
             for line in text.lines() {
                 eprintln!("linerate: reload: {line}");
