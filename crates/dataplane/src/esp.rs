@@ -17,6 +17,7 @@ mod selectors;
 mod spi_index;
 
 use crate::outer_header::OuterHeader;
+use crate::tally::Tally;
 use crypto::{KeyHandle, KeyRegistry};
 use ipsec::{EspAlgorithm, Expired, Lifetime, ReplayWindow, SendSequence, Usage};
 use lpm::Prefix;
@@ -239,42 +240,29 @@ fn check_spi(spi: u32) -> Result<(), EspError> {
     Ok(())
 }
 
-/// A worker's packets and bytes on one SA not yet added to its shared usage: the
-/// nodes tally a frame here and add it once at the frame's end, so the packet path
-/// takes no locked instruction for it.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Tally {
-    packets: u64,
-    bytes: u64,
+/// Takes one packet of `bytes` into a worker's tally on an SA if the SA's
+/// lifetime has room for it beside what is counted already; a refusal is counted
+/// on the SA. True when the tally was empty before (the caller marks it for
+/// flushing).
+fn charge(
+    tally: &mut Tally,
+    usage: &Usage,
+    lifetime: &Lifetime,
+    counters: &SaCounters,
+    bytes: usize,
+) -> Result<bool, Expired> {
+    let bytes = bytes as u64;
+    if let Some(e) = usage.would_pass(lifetime, tally.packets + 1, tally.bytes + bytes) {
+        SaCounters::add(&counters.expired);
+        return Err(e);
+    }
+    Ok(tally.add(bytes))
 }
 
-impl Tally {
-    /// Takes one packet of `bytes` into the tally if the SA's lifetime has room for
-    /// it beside what is counted already; a refusal is counted on the SA. True when
-    /// the tally was empty before (the caller marks it for flushing).
-    fn charge(
-        &mut self,
-        usage: &Usage,
-        lifetime: &Lifetime,
-        counters: &SaCounters,
-        bytes: usize,
-    ) -> Result<bool, Expired> {
-        let bytes = bytes as u64;
-        if let Some(e) = usage.would_pass(lifetime, self.packets + 1, self.bytes + bytes) {
-            SaCounters::add(&counters.expired);
-            return Err(e);
-        }
-        let first = self.packets == 0;
-        self.packets += 1;
-        self.bytes += bytes;
-        Ok(first)
-    }
-
-    fn flush(&mut self, usage: &Usage) {
-        if self.packets > 0 {
-            usage.add(self.packets, self.bytes);
-            *self = Tally::default();
-        }
+/// Adds a worker's tally on an SA to the SA's shared usage.
+fn flush_tally(tally: &mut Tally, usage: &Usage) {
+    if let Some((packets, bytes)) = tally.take() {
+        usage.add(packets, bytes);
     }
 }
 
@@ -602,9 +590,13 @@ impl EspTunnels {
         let Some(sa) = t.outbound.as_ref() else {
             return Ok(());
         };
-        if t.out_tally
-            .charge(&sa.usage, &sa.lifetime, &sa.counters, bytes)?
-        {
+        if charge(
+            &mut t.out_tally,
+            &sa.usage,
+            &sa.lifetime,
+            &sa.counters,
+            bytes,
+        )? {
             self.dirty_out.push(id);
         }
         Ok(())
@@ -617,7 +609,7 @@ impl EspTunnels {
         else {
             return Ok(());
         };
-        if tally.charge(&sa.usage, &sa.lifetime, &sa.counters, bytes)? {
+        if charge(tally, &sa.usage, &sa.lifetime, &sa.counters, bytes)? {
             self.dirty_in.push(slot);
         }
         Ok(())
@@ -641,7 +633,7 @@ impl EspTunnels {
             if let Some(t) = self.tunnels.get_mut(usize::from(id.0))
                 && let Some(sa) = t.outbound.as_ref()
             {
-                t.out_tally.flush(&sa.usage);
+                flush_tally(&mut t.out_tally, &sa.usage);
             }
         }
         for slot in self.dirty_in.drain(..) {
@@ -649,7 +641,7 @@ impl EspTunnels {
             if let (Some(Some((_, sa))), Some(tally)) =
                 (self.inbound.get(i), self.in_tally.get_mut(i))
             {
-                tally.flush(&sa.usage);
+                flush_tally(tally, &sa.usage);
             }
         }
     }

@@ -54,6 +54,7 @@ pub mod resume;
 pub mod tunnel_graph;
 pub use arena::rx_starts;
 pub mod seal_ledger;
+mod tally;
 pub mod vxlan;
 pub mod wg;
 mod wg_actions;

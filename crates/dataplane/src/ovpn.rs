@@ -12,6 +12,8 @@
 //! packet at once, and the control thread is told so that it can tell the rest.
 
 use crate::inbox::Inbox;
+use crate::keyed_hash::KeyedState;
+use crate::tally::Tally;
 use crypto::{KeyHandle, KeyRegistry};
 use ipsec::ReplayWindow;
 use openvpn::DataCipher;
@@ -222,6 +224,10 @@ pub struct OvpnClient {
     send: Option<u8>,
     /// Its tunnel addresses: packets from it must come from one of them.
     pub addrs: Vec<IpAddr>,
+    /// What this worker opened and sealed under each key id since the frame
+    /// began (added to the keys' shared usage at its end).
+    opened: [Tally; 8],
+    sealed: [Tally; 8],
 }
 
 impl OvpnClient {
@@ -242,7 +248,9 @@ pub struct OvpnServer {
     /// The largest inner packet it carries (its `tun-mtu`).
     pub mtu: usize,
     clients: Vec<Option<OvpnClient>>,
-    by_addr: HashMap<IpAddr, u32>,
+    /// Inner address → peer-id, read for every packet sealed: a keyed fast hash
+    /// (any destination in a pool is looked up, so a sender chooses keys).
+    by_addr: HashMap<IpAddr, u32, KeyedState>,
 }
 
 impl OvpnServer {
@@ -252,7 +260,7 @@ impl OvpnServer {
             port,
             mtu,
             clients: Vec::new(),
-            by_addr: HashMap::new(),
+            by_addr: HashMap::with_hasher(KeyedState::new()),
         }
     }
 
@@ -360,9 +368,65 @@ pub struct OvpnServers {
     pub float_backlog: u64,
     /// Renegotiations asked for that the control thread could not be told of.
     pub exhausted_backlog: u64,
+    /// Clients with packets tallied in this frame.
+    tallied: Vec<(OvpnServerId, u32)>,
+}
+
+/// Which way a tallied packet went.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Way {
+    Opened,
+    Sealed,
 }
 
 impl OvpnServers {
+    /// Counts a packet of `bytes` under client `peer_id`'s key `key_id` in this
+    /// worker's tally, added to the key's shared usage at the frame's end.
+    pub(crate) fn tally(
+        &mut self,
+        server: OvpnServerId,
+        peer_id: u32,
+        key_id: u8,
+        way: Way,
+        bytes: usize,
+    ) {
+        let Some(c) = self.get_mut(server).and_then(|s| s.client_mut(peer_id)) else {
+            return;
+        };
+        let tallies = match way {
+            Way::Opened => &mut c.opened,
+            Way::Sealed => &mut c.sealed,
+        };
+        let Some(t) = tallies.get_mut(usize::from(key_id)) else {
+            return;
+        };
+        if t.add(bytes as u64) {
+            self.tallied.push((server, peer_id));
+        }
+    }
+
+    /// Adds this worker's tallies to the keys' shared usage: at each frame's
+    /// end, and before a change (which may retire a key).
+    pub(crate) fn flush(&mut self) {
+        while let Some((server, peer_id)) = self.tallied.pop() {
+            let Some(c) = self.get_mut(server).and_then(|s| s.client_mut(peer_id)) else {
+                continue;
+            };
+            for (i, key) in c.keys.iter().enumerate() {
+                let (opened, sealed) = (c.opened[i].take(), c.sealed[i].take());
+                let Some(key) = key else { continue };
+                if let Some((packets, bytes)) = opened {
+                    KeyUsage::add(&key.usage.packets_in, packets);
+                    KeyUsage::add(&key.usage.bytes_in, bytes);
+                }
+                if let Some((packets, bytes)) = sealed {
+                    KeyUsage::add(&key.usage.packets_out, packets);
+                    KeyUsage::add(&key.usage.bytes_out, bytes);
+                }
+            }
+        }
+    }
+
     pub fn add(&mut self, server: OvpnServer) -> Result<OvpnServerId, OvpnError> {
         if self.servers.iter().any(|s| s.port == server.port) {
             return Err(OvpnError::PortInUse { port: server.port });
@@ -412,6 +476,7 @@ impl OvpnServers {
 
     /// Makes one change; a refused change leaves the table as it was.
     pub fn apply(&mut self, change: &OvpnChange) -> Result<(), OvpnError> {
+        self.flush();
         match change {
             OvpnChange::AddClient {
                 server,
@@ -439,6 +504,8 @@ impl OvpnServers {
                 s.clients[at] = Some(OvpnClient {
                     remote: *remote,
                     keys: Default::default(),
+                    opened: Default::default(),
+                    sealed: Default::default(),
                     send: None,
                     addrs: addrs.clone(),
                 });

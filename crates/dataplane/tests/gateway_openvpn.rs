@@ -22,6 +22,7 @@ use openvpn::static_key::Key2;
 use openvpn::{DataCipher, KeyId, Role};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::time::{Instant, SystemTime};
 use wire::{ipv4, udp};
@@ -46,6 +47,8 @@ struct Gw {
     registry: Arc<KeyRegistry>,
     /// The client's side of the current key.
     client: DataKeys,
+    /// The server's side of the newest key installed, as every worker shares it.
+    key: Option<Arc<OvpnKey>>,
     next_id: u32,
 }
 
@@ -111,6 +114,7 @@ impl Gw {
             rx,
             registry,
             client: DataKeys::new(&material(3), cipher, Role::Client),
+            key: None,
             next_id: 1,
         };
         t.install(0, 3, cipher);
@@ -128,6 +132,7 @@ impl Gw {
     /// Installs `key` for client 5 and seals with it.
     fn use_key(&mut self, key: Arc<OvpnKey>) {
         let (server, key_id) = (self.server, key.key_id);
+        self.key = Some(key.clone());
         for change in [
             OvpnChange::InstallKey {
                 server,
@@ -233,6 +238,14 @@ fn a_clients_packets_reach_the_lan_and_the_lans_reach_the_client() {
             t.send(t.wan, &frame);
             let lan = t.out(t.lan, HOST_MAC);
             assert_eq!(lan.len(), 1, "{what}");
+            // The key's shared usage has it once the frame is done.
+            let usage = &t.key.as_ref().unwrap().usage;
+            let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+            assert_eq!(
+                (load(&usage.packets_in), load(&usage.bytes_in)),
+                (1, packet.len() as u64),
+                "{what}"
+            );
             let mut expected = inner.clone();
             expected[8] -= 1; // forwarded: one hop less
             ipv4::Packet::new_unchecked(&mut expected[..]).fill_checksum();
@@ -260,6 +273,12 @@ fn a_clients_packets_reach_the_lan_and_the_lans_reach_the_client() {
             expected[8] -= 1;
             ipv4::Packet::new_unchecked(&mut expected[..]).fill_checksum();
             assert_eq!(plain, expected, "{what}");
+            let usage = &t.key.as_ref().unwrap().usage;
+            assert_eq!(
+                (load(&usage.packets_out), load(&usage.bytes_out)),
+                (1, u.payload().len() as u64),
+                "{what}"
+            );
         }
     }
 }

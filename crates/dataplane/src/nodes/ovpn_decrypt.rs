@@ -14,7 +14,7 @@ use crate::arena::{Arena, Handle};
 use crate::context::Context;
 use crate::nodes::TunnelInput;
 use crate::nodes::aead::{AeadStage, Skip};
-use crate::ovpn::{KeyUsage, OvpnInput, OvpnServerId};
+use crate::ovpn::{KeyUsage, OvpnInput, OvpnServerId, Way};
 use crate::resume::OvpnDecryptResume;
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use ipsec::ReplayError;
@@ -52,6 +52,10 @@ impl AeadStage for OvpnDecrypt {
     type Resume = OvpnDecryptResume;
     type Scratch = ();
     type Memo = ();
+
+    fn end_frame(cx: &mut Context) {
+        cx.tunnels.ovpn.flush();
+    }
     // Its ops may be of any algorithm: every frame runs on the synchronous path.
     const PARKS: bool = false;
 
@@ -163,9 +167,15 @@ fn finish(
     key.replay
         .commit(u64::from(r.packet_id))
         .map_err(|e| replay_error(e, &key.usage))?;
-    KeyUsage::add(&key.usage.packets_in, 1);
-    KeyUsage::add(&key.usage.bytes_in, m.len as u64);
-    if client.remote != m.addr {
+    let moved = client.remote != m.addr;
+    cx.tunnels.ovpn.tally(
+        r.server,
+        r.peer_id,
+        r.key_id,
+        Way::Opened,
+        usize::from(m.len),
+    );
+    if moved {
         follow(cx, r.server, r.peer_id, m.addr);
     }
     let Some(inner_len) = inner_len else {

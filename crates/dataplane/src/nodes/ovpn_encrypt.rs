@@ -11,7 +11,7 @@ use crate::arena::{Arena, FRAME_SIZE, Handle};
 use crate::context::Context;
 use crate::nodes::UdpEncap;
 use crate::nodes::aead::{AeadStage, Skip};
-use crate::ovpn::{KeyUsage, OvpnInput, OvpnServerId};
+use crate::ovpn::{OvpnInput, OvpnServerId, Way};
 use crate::resume::OvpnEncryptResume;
 use crypto::{AeadOp, Direction, OpStatus, Span};
 use openvpn::KeyId;
@@ -50,6 +50,10 @@ impl AeadStage for OvpnEncrypt {
     type Resume = OvpnEncryptResume;
     type Scratch = ();
     type Memo = ();
+
+    fn end_frame(cx: &mut Context) {
+        cx.tunnels.ovpn.flush();
+    }
     // Its ops may be of any algorithm: every frame runs on the synchronous path.
     const PARKS: bool = false;
 
@@ -78,10 +82,10 @@ impl AeadStage for OvpnEncrypt {
             .ok_or(OvpnEncryptError::UnknownServer)?;
         let client = s.client(r.peer_id).ok_or(OvpnEncryptError::NoClient)?;
         let (to, port) = (client.remote, s.port);
-        if let Some(key) = client.key(r.key_id) {
-            KeyUsage::add(&key.usage.packets_out, 1);
-            KeyUsage::add(&key.usage.bytes_out, u64::from(cx.arena.meta(h).len));
-        }
+        let len = usize::from(cx.arena.meta(h).len);
+        cx.tunnels
+            .ovpn
+            .tally(r.server, r.peer_id, r.key_id, Way::Sealed, len);
         let m = cx.arena.meta_mut(h);
         m.addr = to;
         m.src_port = port;
