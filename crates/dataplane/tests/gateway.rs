@@ -26,7 +26,7 @@ const LAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
 const WAN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
 const HOST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x10];
 const ROUTER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
-const BUFFERS: usize = 64;
+const BUFFERS: usize = 256;
 
 struct Box2 {
     gw: GatewayGraph,
@@ -435,6 +435,31 @@ fn a_packet_without_df_too_big_for_the_port_is_fragmented() {
     );
     assert_eq!(payload, big[20..], "the fragments hold the whole payload");
     assert_eq!(b.drops("ip-rewrite", "too-big"), 0);
+    assert_eq!(b.available(), BUFFERS);
+
+    // A frame of such packets: each one's fragments leave together, in order (a
+    // Linux receiver drops a datagram whose pieces are more than 64 apart).
+    let frames: Vec<Vec<u8>> = (0..64u16)
+        .map(|id| {
+            let mut p = big.clone();
+            p[4..6].copy_from_slice(&id.to_be_bytes());
+            ipv4::Packet::new_unchecked(&mut p[..]).fill_checksum();
+            ether(LAN_MAC, HOST_MAC, 0x0800, &p)
+        })
+        .collect();
+    let put = ::ports::memory::put(&mut b.gw, lan, frames.iter().map(Vec::as_slice));
+    assert_eq!(put, 64, "one frame of them");
+    b.gw.run(b.now);
+    let out = b.sent(wan);
+    assert_eq!(out.len(), 128);
+    for (i, pair) in out.chunks(2).enumerate() {
+        let (a, z) = (
+            ipv4::Packet::new_checked(&pair[0][14..]).unwrap(),
+            ipv4::Packet::new_checked(&pair[1][14..]).unwrap(),
+        );
+        assert_eq!((a.ident(), z.ident()), (i as u16, i as u16));
+        assert!(a.more_frags() && a.frag_offset() == 0 && !z.more_frags());
+    }
     assert_eq!(b.available(), BUFFERS);
 }
 

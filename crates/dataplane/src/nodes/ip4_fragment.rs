@@ -2,10 +2,15 @@
 //! routed to (a port's MTU, or the tunnel's) is cut into fragments that fit
 //! (RFC 791 section 3.2, "Fragmentation"). The packet's own buffer keeps the first
 //! fragment; the others get new buffers with a copy of the header. A packet that is
-//! already a fragment is cut the same way, its offset and MF flag carried over. The
-//! first fragment goes on at once (back to `ip-rewrite` for a port, to `ip-lookup`
-//! for the tunnel, where it now fits); the others wait in the IP layer and the
-//! gateway hands them to the same node after this pass, in order.
+//! already a fragment is cut the same way, its offset and MF flag carried over. All
+//! of a packet's fragments wait in the IP layer, one after another, and the gateway
+//! hands them on after this pass, in order (to `ip-rewrite` for a port, to
+//! `ip-lookup` for the tunnel, where they now fit): a receiver sees each
+//! datagram's fragments together. Sending the first of every packet in a frame
+//! at once and the rest after would put up to a frame of other fragments between
+//! the pieces of one datagram, and Linux drops a datagram whose pieces are more
+//! than 64 fragments apart (`ipfrag_max_dist`): under load every datagram would
+//! be lost.
 //!
 //! The node that sends a packet here sets its metadata's `icmp` to the MTU it must
 //! fit (`TooBig { mtu }`), and its port to none for the tunnel.
@@ -13,7 +18,8 @@
 use crate::arena::{Handle, IcmpReason};
 use crate::context::Context;
 use crate::counters::NodeCounters;
-use crate::nodes::{IpLookup, IpRewrite, NO_PORT, PerPacket};
+use crate::graph::KEEP;
+use crate::nodes::PerPacket;
 use wire::ipv4;
 
 crate::node_errors! {
@@ -26,12 +32,6 @@ crate::node_errors! {
     }
 }
 
-#[repr(u16)]
-enum Next {
-    Rewrite = 0,
-    Lookup = 1,
-}
-
 pub struct Ip4Fragment;
 
 impl Ip4Fragment {
@@ -39,8 +39,9 @@ impl Ip4Fragment {
 }
 
 /// Fragments the packet `h` holds (the whole IPv4 packet, 20-byte header) into
-/// pieces of at most `mtu` bytes: the first stays in `h`, the others are pushed to
-/// `rest`, in order. On failure nothing is left allocated and `h` is unchanged.
+/// pieces of at most `mtu` bytes: the first stays in `h`; `h` and then the others
+/// are pushed to `rest`, in order. On failure nothing is left allocated, `rest` is
+/// as it was and `h` is unchanged.
 pub(crate) fn fragment(
     cx: &mut Context,
     h: Handle,
@@ -61,11 +62,13 @@ pub(crate) fn fragment(
     let payload_len = data.len() - header_len;
     let pieces = payload_len.div_ceil(chunk);
     let start = rest.len();
+    rest.push(h);
     for i in 1..pieces {
         let Some(f) = cx.arena.alloc() else {
-            for f in rest.drain(start..) {
+            for f in rest.drain(start + 1..) {
                 cx.arena.free(f);
             }
+            rest.truncate(start);
             return Err(Ip4FragmentError::NoBuffer);
         };
         let from = header_len + i * chunk;
@@ -105,7 +108,7 @@ fn set_fragment(pkt: &mut [u8], offset: usize, more: bool) {
 }
 
 impl PerPacket for Ip4Fragment {
-    per_packet_node!(errors: Ip4FragmentError, next: [IpRewrite::NAME, IpLookup::NAME]);
+    per_packet_node!(errors: Ip4FragmentError, next: []);
 
     fn one(
         &mut self,
@@ -117,16 +120,12 @@ impl PerPacket for Ip4Fragment {
         let Some(IcmpReason::TooBig { mtu }) = m.icmp.take() else {
             return Err(Ip4FragmentError::NoMtu);
         };
-        let to_tunnel = m.port == NO_PORT;
         let mut rest = std::mem::take(&mut cx.ip.fragments);
         let done = fragment(cx, h, usize::from(mtu), &mut rest);
         cx.ip.fragments = rest;
         done?;
-        Ok(if to_tunnel {
-            Next::Lookup as u16
-        } else {
-            Next::Rewrite as u16
-        })
+        // Every fragment, this one first, goes on after the pass.
+        Ok(KEEP)
     }
 }
 
@@ -187,10 +186,9 @@ mod tests {
             let mut cx = context(64);
             let original = packet(payload, 0, false);
             let h = cx.arena.alloc_with(&original).unwrap();
-            let mut rest = Vec::new();
-            fragment(&mut cx, h, mtu, &mut rest).unwrap();
-            let mut all = vec![h];
-            all.extend(&rest);
+            let mut all = Vec::new();
+            fragment(&mut cx, h, mtu, &mut all).unwrap();
+            assert_eq!(all[0], h, "the packet's own buffer first");
             for &f in &all {
                 assert!(cx.arena.data(f).len() <= mtu, "payload {payload} mtu {mtu}");
                 let p = ipv4::Packet::new_checked(cx.arena.data(f)).unwrap();
