@@ -32,7 +32,7 @@ GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
-SCENARIOS=(ciphers rekey many roam refusals reload spread)
+SCENARIOS=(ciphers rekey many roam refusals reload spread restart small_mtu)
 
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
@@ -247,6 +247,48 @@ for i in range(300000):
   assert "full frames were spread over the workers" [ "$frames" -ge 1 ]
   assert "no data packet failed to open" [ "$(gw_counter a 'ovpn-decrypt\.drop\.(bad-tag|replayed|too-old)')" -eq 0 ]
   assert "the client still pings the LAN host" ping_from 1 "$HOST4"
+}
+
+# kill -9 with a client connected: the gateway starts again, the client finds
+# out from its keepalive, connects again, and its traffic flows.
+scenario_restart() {
+  ovpn_topology 1
+  gw_up
+  up 1 crypt AES-256-GCM
+  assert "the client pings the LAN host" ping_from 1 "$HOST4"
+  kill -KILL "$GW_PID_A"
+  wait "$GW_PID_A" 2>/dev/null || true
+  : >"$LR_TMP/gw-a.log"
+  gw_up
+  assert "the client connects again after its keepalive" wait_until 40 "client 1 to connect again" \
+    eval '[ "$(grep -c "Initialization Sequence Completed" "$LR_TMP/c1.log")" -ge 2 ]'
+  assert "the new gateway lists it" eval 'gw_show a openvpn | grep -q "^  c1 at "'
+  assert "and it pings the LAN host" ping_from 1 "$HOST4"
+  make_payload 10
+  assert "10 MiB from the LAN host to the client arrive whole" xfer "$NS_H" "$NS_C1" 198.19.62.2
+  client_stop 1
+}
+
+# A WAN whose MTU (1280) is smaller than the tunnel's packets at tun-mtu 1500:
+# transfers both ways arrive whole, and large pings go through.
+scenario_small_mtu() {
+  ovpn_topology 1
+  ip -n "$NS_GA" link set wan mtu 1280
+  ip -n "$NS_SW" link set gw mtu 1280
+  ip -n "$NS_SW" link set c1 mtu 1280
+  ip -n "$NS_C1" link set eth0 mtu 1280
+  sed -i '/^interface = "wan"/a mtu = 1280' "$LR_TMP/gw-a.toml"
+  gw_up
+  up 1 crypt AES-256-GCM
+  assert "the log says the packets go in fragments" grep -q "openvpn crypt: its full-size packets (mtu 1500) are 1552 bytes outside, more than port wan carries (1280)" "$LR_TMP/gw-a.log"
+  assert "a full-size ping from the client" eval 'in_ns "$NS_C1" ping -n -q -c 3 -i 0.2 -W 2 -s 1472 "$HOST4" >/dev/null'
+  assert "a full-size ping from the LAN host" eval 'in_ns "$NS_H" ping -n -q -c 3 -i 0.2 -W 2 -s 1472 198.19.62.2 >/dev/null'
+  make_payload 20
+  assert "20 MiB from the LAN host to the client arrive whole" xfer "$NS_H" "$NS_C1" 198.19.62.2
+  assert "20 MiB from the client to the LAN host arrive whole" xfer "$NS_C1" "$NS_H" "$HOST4"
+  assert "the client's fragments were made whole" counter_at_least a 'ip-local\.consumed' 1
+  assert_eq "no fragment was dropped" 0 "$(gw_counter a 'ip-local\.drop\.(fragment-.*|reassembled-too-big)')"
+  client_stop 1
 }
 
 run_scenarios "openvpn" "$GW_DRIVER" "OpenVPN on the gateway against stock OpenVPN 2.6 clients" "$@"

@@ -196,6 +196,11 @@ impl NodeCounters {
         self.drops[reason.into().0] += 1;
     }
 
+    /// Counts `n` packets dropped for `reason`.
+    pub fn drop_n(&mut self, reason: impl Into<ErrorSlot>, n: u64) {
+        self.drops[reason.into().0] += n;
+    }
+
     /// Packets dropped for every reason together.
     pub fn dropped(&self) -> u64 {
         self.drops.iter().sum()

@@ -144,6 +144,10 @@ pub struct GatewayGraph {
     rewrite: NodeId,
     output: NodeId,
     esp_encrypt: NodeId,
+    local: NodeId,
+    /// Datagrams the reassembly table let go unfinished, as `ip-local` counted
+    /// them so far.
+    timeouts_counted: u64,
     /// The packets other workers handed this one to seal (see `esp_handoff`).
     handed: Vec<Handle>,
     wg: WgNodes,
@@ -192,6 +196,8 @@ impl GatewayGraph {
             rewrite: id(IpRewrite::NAME),
             output: id(PortOutput::NAME),
             esp_encrypt: id(EspEncrypt::NAME),
+            local: id(IpLocal::NAME),
+            timeouts_counted: 0,
             handed: Vec::new(),
             wg: WgNodes {
                 input: id(WgInput::NAME),
@@ -354,6 +360,20 @@ impl GatewayGraph {
         self.cx.now = now;
         let ip = &mut self.cx.ip;
         ip.neighbors.tick(now, &mut ip.events);
+        ip.reassembly.expire(now);
+        let timeouts = ip
+            .reassembly
+            .dropped()
+            .get(crate::reassembly::ReassemblyError::TimedOut.name())
+            .copied()
+            .unwrap_or(0);
+        if timeouts > self.timeouts_counted {
+            self.graph.counters_of(self.local).drop_n(
+                crate::nodes::IpLocalError::FragmentTimedOut,
+                timeouts - self.timeouts_counted,
+            );
+            self.timeouts_counted = timeouts;
+        }
         self.cx.tunnels.wg.device.tick(now);
     }
 

@@ -23,12 +23,9 @@ pub struct IkeDatagram {
 
 /// What a worker hands the key exchange.
 pub enum IkeInput {
+    /// An IKE message, reassembled by the worker from IP fragments if its
+    /// peer's kernel cut it (a large certificate without RFC 7383 fragmentation).
     Datagram(IkeDatagram),
-    /// An IP packet for the gateway that is a fragment, whole from its IP header:
-    /// a peer's IKE message its kernel cut (a large certificate without RFC 7383
-    /// fragmentation). The key exchange reassembles (`crate::reassembly`), as the
-    /// packet path does not: only IKE is large and rare enough to be worth it.
-    Fragment(Vec<u8>),
     /// A NAT keepalive (RFC 3948) on port 4500, and where it came from.
     Keepalive {
         local: SocketAddr,

@@ -6,6 +6,7 @@ use crate::fib::PortId;
 use crate::interfaces::Interfaces;
 use crate::neighbor::{Heard, Mac, NeighborEvent, NeighborTable};
 use crate::neighbor_share::{NeighborShare, News};
+use crate::reassembly::{Limits, Reassembler};
 use std::net::IpAddr;
 use std::net::Ipv6Addr;
 use std::time::Instant;
@@ -29,7 +30,22 @@ pub struct IpLayer {
     /// The latest station heard claiming one of our addresses, for the worker to
     /// say (taken with [`IpLayer::take_conflict`]).
     conflict: Option<(PortId, IpAddr, Mac)>,
+    /// IP fragments addressed to the gateway, until their datagrams are whole: a
+    /// tunnel's peer on a path narrower than its packets (an OpenVPN client at
+    /// tun-mtu 1500 behind a 1400-byte link) sends its datagrams cut by its kernel.
+    /// The fragments of one datagram come to one queue (a NIC and the kernel's
+    /// fanout hash them by addresses alone, as they carry no ports after the first),
+    /// so each worker keeps its own table.
+    pub(crate) reassembly: Reassembler,
 }
+
+/// The reassembly table's bounds on each worker.
+pub const REASSEMBLY_LIMITS: Limits = Limits {
+    datagrams: 256,
+    bytes: 4 << 20,
+    datagram_len: 65535 - wire::ipv4::HEADER_LEN,
+    timeout: std::time::Duration::from_secs(5),
+};
 
 impl Default for IpLayer {
     fn default() -> Self {
@@ -42,6 +58,7 @@ impl Default for IpLayer {
             share: None,
             news: Vec::new(),
             conflict: None,
+            reassembly: Reassembler::new(REASSEMBLY_LIMITS),
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Reassembly of IP fragments addressed to the gateway itself: IKE messages that a
-//! peer's kernel cut at the IP layer (an IKE_AUTH with certificates outgrows most
-//! paths). The key exchange thread offers it copies of the fragments every worker
-//! received and gets whole datagrams back. No I/O; the time is an argument.
+//! Reassembly of IP fragments addressed to the gateway itself: a tunnel peer's
+//! datagrams that its kernel cut for a narrower path (an OpenVPN client at tun-mtu
+//! 1500 behind a smaller link, an IKE_AUTH with certificates). Each worker's
+//! `ip-local` offers it the fragments it receives and gets whole datagrams back
+//! (see `IpLayer::reassembly`). No I/O; the time is an argument.
 //!
 //! Fragments belong together as RFC 791 and RFC 8200 say: same source, destination,
 //! protocol and identification for IPv4; same source, destination and identification
@@ -13,7 +14,7 @@
 //!   counted: networks duplicate packets.
 //! - No room: a fragment that would take a datagram or bytes over the limit is
 //!   refused and nothing is evicted, so datagrams nearer completion keep their place
-//!   and the newcomer's sender retransmits (IKE does). A fragment that completes its
+//!   and the newcomer's sender retransmits (IKE and TCP do). A fragment that completes its
 //!   datagram is always taken: its memory is freed at once.
 //! - The reassembled header is that of the fragment at offset 0 (RFC 791 section 3.2,
 //!   RFC 8200 section 4.5).

@@ -57,20 +57,9 @@ fn udp4_frame(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
 /// `packet` (IPv4, no options) cut into fragments carrying `each` bytes of its
 /// payload, as frames.
 fn fragment_frames(packet: &[u8], each: usize) -> Vec<Vec<u8>> {
-    let body = &packet[20..];
-    body.chunks(each)
-        .enumerate()
-        .map(|(i, piece)| {
-            let mut f = packet[..20].to_vec();
-            f.extend_from_slice(piece);
-            let total = f.len() as u16;
-            f[2..4].copy_from_slice(&total.to_be_bytes());
-            let last = (i + 1) * each >= body.len();
-            let field = ((i * each / 8) as u16) | if last { 0 } else { 0x2000 };
-            f[6..8].copy_from_slice(&field.to_be_bytes());
-            ipv4::Packet::new_unchecked(&mut f[..]).fill_checksum();
-            ether(GW_MAC, PEER_MAC, 0x0800, &f)
-        })
+    ports::ipv4_fragments(packet, each)
+        .iter()
+        .map(|f| ether(GW_MAC, PEER_MAC, 0x0800, f))
         .collect()
 }
 
@@ -189,7 +178,7 @@ fn the_key_exchange_sends_from_its_port() {
 }
 
 #[test]
-fn fragments_for_the_gateway_go_to_the_key_exchange_which_makes_them_whole() {
+fn fragments_for_the_gateway_are_made_whole_by_the_worker() {
     let now = Instant::now();
     let (mut gw, wan) = gateway(now);
     let mut message = vec![0u8; 4];
@@ -197,35 +186,50 @@ fn fragments_for_the_gateway_go_to_the_key_exchange_which_makes_them_whole() {
     let packet = udp4_packet(4500, 4500, &message);
     let frames = fragment_frames(&packet, 1480);
     assert_eq!(frames.len(), 3);
-    // Without IKE on, no one reassembles: dropped and counted.
+    // Without IKE on, a datagram longer than a buffer has no taker.
     for f in &frames {
         send(&mut gw, wan, f, now);
     }
-    assert_eq!(drops(&gw, "ip-local", "fragment"), 3);
+    assert_eq!(drops(&gw, "ip-local", "reassembled-too-big"), 1);
     let (inbox, rx) = IkeInbox::bounded(INBOX_LEN);
     gw.set_ike(inbox);
-    // Out of order, as a network may deliver them.
+    // Out of order, as a network may deliver them: the key exchange gets the
+    // message whole.
     for f in frames.iter().rev() {
         send(&mut gw, wan, f, now);
     }
-    let mut r = dataplane::reassembly::Reassembler::new(Default::default());
-    let mut whole = None;
-    for input in rx.try_iter() {
-        let IkeInput::Fragment(p) = input else {
-            panic!("not a fragment")
-        };
-        if let Some(w) = r.offer(&p, now).unwrap() {
-            whole = Some(w);
-        }
-    }
-    let d = datagram_in(&whole.expect("reassembled")).unwrap();
+    let inputs: Vec<IkeInput> = rx.try_iter().collect();
+    let [IkeInput::Datagram(d)] = &inputs[..] else {
+        panic!("not one datagram")
+    };
     assert_eq!(d.payload, message);
     assert_eq!(d.local, "198.18.2.1:4500".parse().unwrap());
     assert_eq!(d.remote, "198.18.2.2:4500".parse().unwrap());
-    assert_eq!(drops(&gw, "ip-local", "fragment"), 3, "no more dropped");
-    // Whole, but not IKE: not taken.
+    // One that fits a buffer goes through ip-local again, whole, as any other.
+    let short = &message[..1200];
+    let frames = fragment_frames(&udp4_packet(500, 500, short), 800);
+    for f in &frames {
+        send(&mut gw, wan, f, now);
+    }
+    let inputs: Vec<IkeInput> = rx.try_iter().collect();
+    let [IkeInput::Datagram(d)] = &inputs[..] else {
+        panic!("not one datagram")
+    };
+    assert_eq!(d.payload, short);
+    // Overlapping pieces drop their datagram; one never finished is let go after
+    // the table's timeout, counted once.
+    let frames = fragment_frames(&udp4_packet(500, 500, short), 800);
+    let overlapping = fragment_frames(&udp4_packet(500, 500, short), 400);
+    send(&mut gw, wan, &frames[0], now);
+    send(&mut gw, wan, &overlapping[1], now);
+    assert_eq!(drops(&gw, "ip-local", "fragment-overlap"), 1);
+    send(&mut gw, wan, &frames[0], now);
+    gw.tick(now + std::time::Duration::from_secs(6));
+    assert_eq!(drops(&gw, "ip-local", "fragment-timed-out"), 1);
+    // Whole, but not IKE: not the key exchange's.
     let not_ike = udp4_packet(4500, 4501, &message);
     assert_eq!(datagram_in(&not_ike).err(), Some("not-ike"));
+    assert!(rx.try_iter().next().is_none());
     assert_eq!(
         gw.context().arena().available(),
         gw.context().arena().capacity()

@@ -284,6 +284,37 @@ fn a_clients_packets_reach_the_lan_and_the_lans_reach_the_client() {
 }
 
 #[test]
+fn a_clients_packet_cut_into_ip_fragments_on_its_way_is_made_whole() {
+    let cipher = DataCipher::Aes256Gcm;
+    let (_, make) = engines(cipher).remove(0);
+    let mut t = Gw::new(cipher, make());
+    // A full-size inner packet (tun-mtu 1500) over a path narrower than its
+    // datagram: the client's kernel cuts it.
+    let mut inner = echo(CLIENT_TUNNEL, LAN_HOST, 1);
+    inner.resize(1500, 0x5a);
+    inner[2..4].copy_from_slice(&1500u16.to_be_bytes());
+    ipv4::Packet::new_unchecked(&mut inner[..]).fill_checksum();
+    let packet = t.client_sends(0, &inner);
+    let mut ip = ports::udp4_packet([198, 18, 2, 2], [198, 18, 2, 1], 40000, 1194, &packet);
+    ip[4..6].copy_from_slice(&7u16.to_be_bytes());
+    ipv4::Packet::new_unchecked(&mut ip[..]).fill_checksum();
+    let fragments = ports::ipv4_fragments(&ip, 1256);
+    assert_eq!(fragments.len(), 2);
+    for f in fragments.iter().rev() {
+        let frame = ether(GW_WAN_MAC, CLIENT_MAC, 0x0800, f);
+        t.send(t.wan, &frame);
+    }
+    let lan = t.out(t.lan, HOST_MAC);
+    assert_eq!(lan.len(), 1);
+    assert_eq!(lan[0].len(), 14 + 1500);
+    assert_eq!(lan[0][14 + 28..], inner[28..]);
+    assert_eq!(
+        t.gw.context().arena().available(),
+        t.gw.context().arena().capacity() - t.gw.context().arena().lent()
+    );
+}
+
+#[test]
 fn replays_forgeries_strangers_and_wrong_sources_are_dropped_by_reason() {
     let mut t = Gw::new(
         DataCipher::Aes256Gcm,

@@ -17,13 +17,14 @@
 //! OpenVPN control thread's inbox otherwise. Anything else for the gateway is
 //! dropped and counted.
 
-use crate::arena::Handle;
+use crate::arena::{HEADROOM, Handle, MAX_DATA};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::graph::FREE;
 use crate::neighbor::Heard;
 use crate::nodes::PerPacket;
 use crate::nodes::ip_rewrite::push_ethernet;
+use crate::reassembly::ReassemblyError;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use wire::ethernet::{MacAddr, ethertype};
 use wire::{icmp, icmpv6, ip, ipv4, ipv6, udp};
@@ -35,7 +36,13 @@ crate::node_errors! {
         BadChecksum => "bad-checksum", "An ICMP or ICMPv6 message whose checksum does not verify.";
         BadNd => "bad-nd", "A neighbor solicitation or advertisement that RFC 4861 7.1 refuses.";
         NdNotOurs => "nd-not-ours", "Neighbor discovery for an address that is not the port's.";
-        Fragment => "fragment", "A fragment for the gateway that is not IKE's (only the key exchange reassembles, with IKE on).";
+        FragmentMalformed => "fragment-malformed", "A fragment for the gateway that is not a valid one (bad header, lengths that do not fit, a non-last fragment not a multiple of 8 long).";
+        FragmentOverlap => "fragment-overlap", "A fragment that overlapped another of its datagram: the whole datagram is dropped (RFC 5722).";
+        FragmentTooBig => "fragment-too-big", "A fragment that would make its datagram longer than 65535 bytes: the datagram is dropped whole.";
+        FragmentTableFull => "fragment-table-full", "A fragment the worker's reassembly table had no room for (256 datagrams or 4 MiB pending): refused, nothing evicted.";
+        FragmentConflictingLast => "fragment-conflicting-last", "Fragments that disagree on where their datagram ends: it is dropped whole.";
+        FragmentTimedOut => "fragment-timed-out", "A datagram whose fragments did not all come within 5 s: dropped whole (counted once per datagram when the table lets it go).";
+        ReassembledTooBig => "reassembled-too-big", "A datagram reassembled from fragments, longer than a packet buffer, that is not an IKE message (the key exchange takes those).";
         BadUdp => "bad-udp", "A UDP datagram whose length field does not fit its packet.";
         BadUdpChecksum => "bad-udp-checksum", "A UDP checksum that does not verify (or is zero over IPv6).";
         IkeBacklog => "ike-backlog", "An IKE message the key exchange had no room for (its inbox is full).";
@@ -105,7 +112,7 @@ impl PerPacket for IpLocal {
         if data[0] >> 4 == 4 {
             let p = ipv4::Packet::new_unchecked(data);
             if p.is_fragment() {
-                return to_reassembly(cx, h, p.protocol() == ip::protocol::UDP, c);
+                return self.fragment(cx, h, c);
             }
             let (src, dst) = (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()));
             match p.protocol() {
@@ -122,7 +129,7 @@ impl PerPacket for IpLocal {
             let (src, dst) = (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()));
             match p.next_header() {
                 // What the fragment holds shows once it is whole.
-                ip::protocol::FRAGMENT => to_reassembly(cx, h, true, c),
+                ip::protocol::FRAGMENT => self.fragment(cx, h, c),
                 ip::protocol::ICMPV6 => Self::icmpv6(cx, h, c),
                 ip::protocol::UDP => udp(cx, h, ipv6::HEADER_LEN, src, dst, c),
                 ip::protocol::ESP => {
@@ -135,22 +142,58 @@ impl PerPacket for IpLocal {
     }
 }
 
-/// A fragment for the gateway: a copy to the key exchange, which reassembles
-/// IKE's, when IKE is on and it may be UDP; else dropped.
-fn to_reassembly(
-    cx: &mut Context,
-    h: Handle,
-    maybe_udp: bool,
-    c: &mut NodeCounters,
-) -> Result<u16, IpLocalError> {
-    let Some(inbox) = cx.tunnels.ike.as_ref().filter(|_| maybe_udp) else {
-        return Err(IpLocalError::Fragment);
-    };
-    if !inbox.hand_over(crate::ike::IkeInput::Fragment(cx.arena.data(h).to_vec())) {
-        return Err(IpLocalError::IkeBacklog);
+impl IpLocal {
+    /// A fragment for the gateway: into this worker's reassembly table. The
+    /// datagram it completes takes the fragment's buffer and goes through
+    /// `ip-local` again, whole; one too long for a buffer is the key exchange's
+    /// when it is an IKE message (a certificate's), and dropped otherwise.
+    fn fragment(
+        &mut self,
+        cx: &mut Context,
+        h: Handle,
+        c: &mut NodeCounters,
+    ) -> Result<u16, IpLocalError> {
+        let whole = match cx.ip.reassembly.offer(cx.arena.data(h), cx.now) {
+            Ok(Some(whole)) => whole,
+            Ok(None) => {
+                // Held (copied) until its datagram is whole.
+                c.consumed += 1;
+                return Ok(FREE);
+            }
+            Err(e) => return Err(IpLocalError::from(e)),
+        };
+        if whole.len() <= MAX_DATA {
+            let m = cx.arena.meta_mut(h);
+            m.offset = HEADROOM as u16;
+            m.len = whole.len() as u16;
+            cx.arena.data_mut(h).copy_from_slice(&whole);
+            // Whole now: no fragment fields, so this does not come back here.
+            return self.one(cx, h, c);
+        }
+        let inbox = cx.tunnels.ike.as_ref();
+        let datagram = crate::ike::datagram_in(&whole).ok();
+        let (Some(inbox), Some(d)) = (inbox, datagram) else {
+            return Err(IpLocalError::ReassembledTooBig);
+        };
+        if !inbox.hand_over(crate::ike::IkeInput::Datagram(d)) {
+            return Err(IpLocalError::IkeBacklog);
+        }
+        c.consumed += 1;
+        Ok(FREE)
     }
-    c.consumed += 1;
-    Ok(FREE)
+}
+
+impl From<ReassemblyError> for IpLocalError {
+    fn from(e: ReassemblyError) -> IpLocalError {
+        match e {
+            ReassemblyError::Malformed => IpLocalError::FragmentMalformed,
+            ReassemblyError::Overlap => IpLocalError::FragmentOverlap,
+            ReassemblyError::TooBig => IpLocalError::FragmentTooBig,
+            ReassemblyError::TableFull => IpLocalError::FragmentTableFull,
+            ReassemblyError::ConflictingLast => IpLocalError::FragmentConflictingLast,
+            ReassemblyError::TimedOut => IpLocalError::FragmentTimedOut,
+        }
+    }
 }
 
 /// A UDP datagram for the gateway (after an IP header of `ip_len` bytes): one to the

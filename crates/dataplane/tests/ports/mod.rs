@@ -91,6 +91,27 @@ pub fn udp4_packet(
     p
 }
 
+/// An IPv4 packet (a 20-byte header) cut into fragments of `each` bytes of its
+/// payload (a multiple of 8), as a sender's kernel cuts it; each fragment's
+/// header checksum filled.
+pub fn ipv4_fragments(packet: &[u8], each: usize) -> Vec<Vec<u8>> {
+    let body = &packet[20..];
+    body.chunks(each)
+        .enumerate()
+        .map(|(i, piece)| {
+            let mut f = packet[..20].to_vec();
+            f.extend_from_slice(piece);
+            let total = f.len() as u16;
+            f[2..4].copy_from_slice(&total.to_be_bytes());
+            let last = (i + 1) * each >= body.len();
+            let field = ((i * each / 8) as u16) | if last { 0 } else { 0x2000 };
+            f[6..8].copy_from_slice(&field.to_be_bytes());
+            wire::ipv4::Packet::new_unchecked(&mut f[..]).fill_checksum();
+            f
+        })
+        .collect()
+}
+
 /// An Ethernet frame.
 pub fn ether(dst: [u8; 6], src: [u8; 6], kind: u16, payload: &[u8]) -> Vec<u8> {
     let mut f = dst.to_vec();

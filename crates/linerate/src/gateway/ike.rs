@@ -9,7 +9,6 @@
 use super::config::{EspConfig, GatewayConfig, IkeAuth};
 use dataplane::esp::{Encapsulation, SaSpec};
 use dataplane::ike::IkeInput;
-use dataplane::reassembly::{Limits, Reassembler};
 use ikev2::cert::PrivateKey;
 use ikev2::config::{PubkeyAuth, parse_identity};
 use ikev2::proposal::{Kind, Offer};
@@ -79,9 +78,6 @@ struct TunnelChildren {
 pub struct IkeStatus {
     pub sas: Vec<SaSummary>,
     pub dropped: BTreeMap<&'static str, u64>,
-    /// IP fragments for the gateway dropped, and datagrams reassembled that were
-    /// not IKE, by why.
-    pub reassembly: BTreeMap<&'static str, u64>,
     pub recent: VecDeque<String>,
     pub at: Option<Instant>,
 }
@@ -188,8 +184,6 @@ pub fn spawn(
         installed: HashMap::new(),
         to_worker,
         status: status.clone(),
-        fragments: Reassembler::new(Limits::default()),
-        reassembled_not_taken: BTreeMap::new(),
     };
     std::thread::Builder::new()
         .name("ike".into())
@@ -204,10 +198,6 @@ struct KeyExchange {
     installed: HashMap<String, TunnelChildren>,
     to_worker: ToWorker,
     status: Arc<Mutex<IkeStatus>>,
-    /// IP fragments addressed to the gateway, from every worker, until whole.
-    fragments: Reassembler,
-    /// Datagrams reassembled that the endpoint does not take, by why.
-    reassembled_not_taken: BTreeMap<&'static str, u64>,
 }
 
 impl KeyExchange {
@@ -232,7 +222,6 @@ impl KeyExchange {
             }
             let now = Instant::now();
             if now >= due {
-                self.fragments.expire(now);
                 out.append(self.endpoint.tick(now));
                 last_tick = now;
             }
@@ -251,23 +240,12 @@ impl KeyExchange {
         }
     }
 
-    /// One input from the workers: a datagram for the endpoint, or a fragment
-    /// kept until its datagram is whole.
+    /// One input from the workers: a datagram (reassembled by the worker if it
+    /// came in IP fragments), or a NAT keepalive.
     fn take(&mut self, input: IkeInput, now: Instant) -> Output {
         match input {
             IkeInput::Datagram(d) => self.endpoint.receive(&d.payload, d.local, d.remote, now),
             IkeInput::Keepalive { local, remote } => self.endpoint.keepalive(local, remote, now),
-            IkeInput::Fragment(packet) => match self.fragments.offer(&packet, now) {
-                Ok(Some(whole)) => match dataplane::ike::datagram_in(&whole) {
-                    Ok(d) => self.endpoint.receive(&d.payload, d.local, d.remote, now),
-                    Err(why) => {
-                        *self.reassembled_not_taken.entry(why).or_default() += 1;
-                        Output::default()
-                    }
-                },
-                // Counted by the reassembler.
-                Ok(None) | Err(_) => Output::default(),
-            },
         }
     }
 
@@ -456,14 +434,6 @@ impl KeyExchange {
         let mut s = self.status.lock().expect("status lock");
         s.sas = self.endpoint.summaries(now);
         s.dropped = self.endpoint.dropped.clone();
-        s.reassembly = self
-            .fragments
-            .dropped()
-            .iter()
-            .chain(&self.reassembled_not_taken)
-            .filter(|(_, n)| **n > 0)
-            .map(|(k, v)| (*k, *v))
-            .collect();
         s.at = Some(now);
     }
 }
@@ -518,10 +488,7 @@ pub fn show(status: &IkeStatus, now: Instant) -> String {
             );
         }
     }
-    for (what, counts) in [
-        ("dropped", &status.dropped),
-        ("IP fragments dropped", &status.reassembly),
-    ] {
+    for (what, counts) in [("dropped", &status.dropped)] {
         if !counts.is_empty() {
             let list: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let _ = writeln!(out, "{what}: {}", list.join(", "));

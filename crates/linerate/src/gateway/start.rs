@@ -290,6 +290,30 @@ fn say_port_mtus(config: &GatewayConfig) {
     }
 }
 
+/// Says where an OpenVPN server's full-size packets are longer than a port
+/// carries: they go in IP fragments both ways (the gateway cuts its own and makes
+/// the clients' whole), which costs a second packet each; a smaller `mtu` pushes a
+/// tun-mtu that fits to the clients that take one.
+fn say_openvpn_fit(config: &GatewayConfig) {
+    let outer = wire::ipv4::HEADER_LEN + wire::udp::HEADER_LEN + ::openvpn::data::OVERHEAD;
+    for o in &config.openvpns {
+        let full = usize::from(o.mtu) + outer;
+        for p in &config.ports {
+            let m = io::netdev::mtu(&p.interface)
+                .map_or(usize::from(p.mtu), |m| (m as usize).min(usize::from(p.mtu)));
+            if m < full {
+                eprintln!(
+                    "linerate: note: openvpn {}: its full-size packets (mtu {}) are {full} bytes outside, more than port {} carries ({m}): they go in IP fragments, which the gateway cuts and makes whole; mtu = {} in [[openvpn]] pushes a tun-mtu that fits to clients that take one",
+                    o.name,
+                    o.mtu,
+                    p.name,
+                    m.saturating_sub(outer)
+                );
+            }
+        }
+    }
+}
+
 /// The WireGuard tunnel's MTU, lowered where its outer packets could not leave by
 /// the port the FIB routes a peer's configured endpoint through (IPv4 adds 60
 /// bytes, IPv6 80); said on stderr. Endpoints learned later are covered as the
@@ -607,6 +631,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     let clock = (Instant::now(), SystemTime::now());
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
     say_port_mtus(&config);
+    say_openvpn_fit(&config);
     let handoff = HandoffBoard::new(config.workers.len());
     {
         let owner = waker.clone();
