@@ -7,9 +7,10 @@
 #                        198.18.60.1   198.19.61.1   198.19.61.10
 #                                                    2001:2:0:61::10
 #
-# The gateway serves two OpenVPN servers: "crypt" (UDP 1194, tls-crypt, pool
-# 198.19.62.0/24 and 2001:2:0:62::/64) and "auth" (UDP 1195, tls-auth with
-# SHA256, pool 198.19.63.0/24); both push the LAN. Each client is `openvpn`
+# The gateway serves three OpenVPN servers: "crypt" (UDP 1194, tls-crypt, pool
+# 198.19.62.0/24 and 2001:2:0:62::/64), "auth" (UDP 1195, tls-auth with
+# SHA256, pool 198.19.63.0/24) and "v2" (UDP 1196, tls-crypt-v2, each client
+# its own key, pool 198.19.64.0/24); each pushes the LAN. Each client is `openvpn`
 # with an ordinary client file.
 #
 #   tests/net/openvpn.sh                 every scenario
@@ -47,7 +48,7 @@ SCENARIOS=(ciphers rekey many roam refusals reload spread restart small_mtu)
 # inside and outside, a transfer with its sha256 compared, and what `show
 # openvpn` says.
 scenario_ciphers() {
-  ovpn_topology 3
+  ovpn_topology 4
   # The metrics listen on an address of the gateway host's own (the kernel's).
   ip -n "$NS_GA" addr add 198.18.99.1/32 dev lo
   sed -i "s|^buffers = 8192|buffers = 8192\nmetrics = \"198.18.99.1:9586\"|" "$LR_TMP/gw-a.toml"
@@ -55,12 +56,15 @@ scenario_ciphers() {
   up 1 crypt AES-256-GCM
   up 2 auth AES-128-GCM --tls-version-max 1.2
   CLIENT_V6=1 up 3 crypt CHACHA20-POLY1305 --tls-version-max 1.2
+  up 4 v2 AES-256-GCM
   local shown
   shown=$(gw_show a openvpn)
   printf '%s\n' "$shown" | sed 's/^/    | /' >&2
   assert "c1 took AES-256-GCM with exported keys" grep -q "c1 at .* AES-256-GCM ekm" <<<"$shown"
   assert "c2 took AES-128-GCM on the tls-auth server" grep -q "c2 at .* 198.19.63.2 .*AES-128-GCM" <<<"$shown"
   assert "c3 took CHACHA20-POLY1305, over IPv6 outside" grep -q "c3 at \[2001:2:0:60::13\]:.* CHACHA20-POLY1305" <<<"$shown"
+  assert "c4 is in on the tls-crypt-v2 server with its own key" grep -q "c4 at .* 198.19.64.2 " <<<"$shown"
+  assert "client 4 pings the LAN host" ping_from 4 "$HOST4"
   local i
   for i in 1 2 3; do
     assert "client $i pings the LAN host" ping_from "$i" "$HOST4"
@@ -82,7 +86,7 @@ import urllib.request; print(urllib.request.urlopen("http://198.18.99.1:9586/met
   assert_eq "no data packet failed to open" 0 "$(gw_counter a 'ovpn-decrypt\.drop\.(bad-tag|replayed|too-old|unknown-key-id|unknown-peer-id)')"
   # Client 3 crashes (no exit notice): it is let go after the keepalive's 10 s.
   kill -9 "$CLIENT_PID_3"
-  for i in 1 2; do client_stop "$i"; done
+  for i in 1 2 4; do client_stop "$i"; done
   assert "the clients' exit notices take them out at once" wait_until 5 "clients 1 and 2 to leave" eval '! gw_show a openvpn | grep -Eq "^  c[12] at "' 
   assert "the crashed client is let go after the keepalive" wait_until 15 "client 3 to be let go" eval '! gw_show a openvpn | grep -q "^  c3 at "'
   assert "the log says why" eval 'gw_show a openvpn | grep -q "c3 at .* is out: no packet for 10 s"'
@@ -154,11 +158,14 @@ scenario_roam() {
 # Refusals: a client of another CA, a wrong tls-crypt key, junk and replays on
 # the port. Each is counted by reason, and a connected client is unaffected.
 scenario_refusals() {
-  ovpn_topology 3
+  ovpn_topology 4
   gw_up
   up 1 crypt AES-256-GCM
   CLIENT_CERT=stranger client_start 2 crypt AES-256-GCM --connect-retry-max 1
   client_start 3 crypt AES-256-GCM --tls-crypt "$LR_TMP/wrong.key" --connect-retry-max 1
+  # A tls-crypt-v2 client key wrapped under another server key.
+  openvpn --genkey tls-crypt-v2-server "$LR_TMP/v2-other.key"
+  V2_SERVER_KEY=$LR_TMP/v2-other.key client_start 4 v2 AES-256-GCM --connect-retry-max 1
   # Junk on the port, 2000 datagrams at a bounded rate.
   in_ns "$NS_C3" "$PYTHON" -c '
 import os, socket, time
@@ -175,11 +182,14 @@ for i in range(2000):
   printf '%s\n' "$shown" | grep -E "refused|log:" | tail -n 8 | sed 's/^/    | /' >&2
   assert "the client of another CA was refused with the reason" grep -q "UnknownIssuer" <<<"$shown"
   assert "packets under the wrong tls-crypt key were refused as bad-auth" grep -Eq "refused control packets:.*bad-auth [0-9]+" <<<"$shown"
+  assert "a tls-crypt-v2 key wrapped under another server key was refused as bad-auth" \
+    eval 'awk "/^server v2:/ { on = 1; next } /^server / { on = 0 } on" <<<"$shown" | grep -Eq "refused control packets:.*bad-auth [0-9]+"' 
   assert "only client 1 is in" eval '[ "$(grep -c "^  c[0-9]* at " <<<"$shown")" -eq 1 ]'
   assert "junk data packets were counted" counter_at_least a 'ovpn-decrypt\.drop\.(truncated|unknown-peer-id|unknown-key-id|bad-tag)' 1
   assert "client 1 still pings the LAN host" ping_from 1 "$HOST4"
   client_stop 2
   client_stop 3
+  client_stop 4
 }
 
 # A reload that leaves the servers as they are keeps the clients connected; one

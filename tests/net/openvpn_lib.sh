@@ -8,8 +8,9 @@
 #                        198.18.60.1   198.19.61.1   198.19.61.10
 #
 # ovpn_topology makes the namespaces, the PKI and the linerate gateway's file
-# (two servers: "crypt", UDP 1194, tls-crypt, pool 198.19.62.0/24 and
-# 2001:2:0:62::/64; "auth", UDP 1195, tls-auth SHA256, pool 198.19.63.0/24);
+# (three servers: "crypt", UDP 1194, tls-crypt, pool 198.19.62.0/24 and
+# 2001:2:0:62::/64; "auth", UDP 1195, tls-auth SHA256, pool 198.19.63.0/24;
+# "v2", UDP 1196, tls-crypt-v2, pool 198.19.64.0/24);
 # client_start and up start stock `openvpn` clients.
 
 GW_WAN=198.18.60.1 GW_LAN=198.19.61.1 HOST4=198.19.61.10 HOST6=2001:2:0:61::10
@@ -37,6 +38,7 @@ pki() {
     openvpn --genkey secret crypt.key
     openvpn --genkey secret auth.key
     openvpn --genkey secret wrong.key
+    openvpn --genkey tls-crypt-v2-server v2-server.key
   )
 }
 
@@ -92,6 +94,16 @@ key_direction = 0
 auth = "SHA256"
 pool = "198.19.63.0/24"
 push_routes = ["198.19.61.0/24"]
+
+[[openvpn]]
+name = "v2"
+listen_port = 1196
+certificate = "server.crt"
+private_key = "server.key"
+ca = "ca.crt"
+tls_crypt_v2 = "v2-server.key"
+pool = "198.19.64.0/24"
+push_routes = ["198.19.61.0/24"]
 EOF
   } >"$LR_TMP/gw-a.toml"
 }
@@ -121,6 +133,10 @@ client_start() {
   ns=$(client_var "$i")
   if [ "$server" = crypt ]; then
     port=1194 protect="tls-crypt $LR_TMP/crypt.key"
+  elif [ "$server" = v2 ]; then
+    # Each client its own key, wrapped under the server's (or V2_SERVER_KEY's).
+    openvpn --tls-crypt-v2 "${V2_SERVER_KEY:-$LR_TMP/v2-server.key}" --genkey tls-crypt-v2-client "$LR_TMP/v2-c$i.key"
+    port=1196 protect="tls-crypt-v2 $LR_TMP/v2-c$i.key"
   else
     port=1195 protect="tls-auth $LR_TMP/auth.key 1
 auth SHA256"

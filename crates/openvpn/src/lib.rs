@@ -33,6 +33,7 @@ pub mod static_key;
 pub mod tls;
 pub mod tls_auth;
 pub mod tls_crypt;
+pub mod tls_crypt_v2;
 pub mod wrap;
 
 pub use cipher::DataCipher;

@@ -23,7 +23,7 @@ use crate::push::{EXIT, PUSH_REQUEST, PushReply};
 use crate::reliable::{ReceiveWindow, SendWindow};
 use crate::static_key::{KEY2_LEN, Key2};
 use crate::wrap::ControlWrap;
-use crate::{DataCipher, KeyId, Opcode, Refusal, Role, cipher, tls};
+use crate::{DataCipher, KeyId, Opcode, Refusal, Role, TlsCrypt, cipher, tls, tls_crypt_v2};
 use zeroize::Zeroizing;
 
 /// Acknowledgements one control packet carries besides its message; the rest
@@ -58,6 +58,11 @@ pub struct ServerConfig {
     /// The options string sent in key-method 2, which clients compare with
     /// their own only to warn of differences.
     pub options: String,
+    /// With tls-crypt-v2: the server key that unwraps each client's own
+    /// tls-crypt key from its `P_CONTROL_HARD_RESET_CLIENT_V3`; the session then
+    /// protects its control channel with that key instead of `wrap` (which is
+    /// not used), and a V2 reset is refused.
+    pub tls_crypt_v2: Option<Arc<tls_crypt_v2::ServerKey>>,
 }
 
 /// What a session asks of its caller.
@@ -164,9 +169,26 @@ impl ServerSession {
         wall: u32,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(ServerSession, Output), Refusal> {
+        let (config, packet) = match &config.tls_crypt_v2 {
+            Some(server_key) => {
+                let (packet, wkc) = tls_crypt_v2::split_reset(packet)?;
+                // The cheap check before the unwrapping.
+                if Opcode::of(*packet.first().ok_or(Refusal::Truncated)?)?
+                    != Opcode::HardResetClientV3
+                {
+                    return Err(Refusal::UnknownOpcode);
+                }
+                let client = server_key.unwrap_client_key(wkc)?;
+                let own = ServerConfig {
+                    wrap: Arc::new(ControlWrap::Crypt(TlsCrypt::new(&client.key, Role::Server))),
+                    ..(*config).clone()
+                };
+                (Arc::new(own), packet)
+            }
+            None => (config, packet),
+        };
         let u = config.wrap.unwrap(packet)?;
-        if u.opcode != Opcode::HardResetClientV2 || u.key_id != KeyId::default() {
-            // V3 resets carry tls-crypt-v2 client keys, which are not served.
+        if u.opcode != reset_opcode(&config) || u.key_id != KeyId::default() {
             return Err(Refusal::UnknownOpcode);
         }
         let body = Body::parse(u.opcode, &u.body)?;
@@ -215,6 +237,14 @@ impl ServerSession {
         if self.closed {
             return Ok(out);
         }
+        let packet = match Opcode::of(*packet.first().ok_or(Refusal::Truncated)?)? {
+            // A V3 reset again (retransmitted, or the client restarting): its
+            // wrapped key is not part of the packet the client's key protects.
+            Opcode::HardResetClientV3 if self.config.tls_crypt_v2.is_some() => {
+                tls_crypt_v2::split_reset(packet)?.0
+            }
+            _ => packet,
+        };
         let u = self.config.wrap.unwrap(packet)?;
         if u.session_id != self.remote {
             return Err(Refusal::WrongSession);
@@ -228,7 +258,11 @@ impl ServerSession {
         }
         let known = self.keys.iter().position(|k| k.id == u.key_id);
         let at = match (u.opcode, known) {
-            (Opcode::HardResetClientV2, Some(0)) if u.key_id == KeyId::default() => 0,
+            (opcode, Some(0))
+                if opcode == reset_opcode(&self.config) && u.key_id == KeyId::default() =>
+            {
+                0
+            }
             (Opcode::ControlV1 | Opcode::AckV1 | Opcode::SoftResetV1, Some(at)) => at,
             // A soft reset for the next key id: the client renegotiates.
             (Opcode::SoftResetV1, None)
@@ -796,6 +830,16 @@ fn option_value<'a>(options: &'a str, name: &str) -> Option<&'a str> {
         let (k, v) = o.split_once(' ')?;
         (k == name).then_some(v)
     })
+}
+
+/// The hard reset a client of `config` opens with: V3 (carrying its wrapped
+/// key) under tls-crypt-v2, V2 otherwise.
+fn reset_opcode(config: &ServerConfig) -> Opcode {
+    if config.tls_crypt_v2.is_some() {
+        Opcode::HardResetClientV3
+    } else {
+        Opcode::HardResetClientV2
+    }
 }
 
 /// The SHA-256 of a DER certificate.

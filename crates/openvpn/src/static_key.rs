@@ -58,6 +58,11 @@ impl Key2 {
         Key2(bytes)
     }
 
+    /// The 256 bytes.
+    pub fn as_bytes(&self) -> &[u8; KEY2_LEN] {
+        &self.0
+    }
+
     /// Parses a static key file's text: comment lines, then the hex of 256
     /// bytes between the V1 markers.
     pub fn parse_file(text: &str) -> Result<Key2, Refusal> {

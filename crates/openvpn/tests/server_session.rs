@@ -623,3 +623,71 @@ fn a_reconfigured_session_keeps_its_protection_and_renegotiates_under_the_new_cr
     let reason = closed_reason(&events).expect("closed");
     assert!(reason.contains("Revoked"), "{reason}");
 }
+
+#[test]
+fn a_tls_crypt_v2_client_brings_its_own_key_and_a_v2_reset_or_a_foreign_key_is_refused() {
+    use openvpn::tls_crypt_v2::ServerKey;
+    use std::sync::Arc;
+    let pki = Pki::new("ca");
+    let server_key = Arc::new(ServerKey::from_bytes(&[0x42; 128]));
+    let client_key = Key2::from_bytes([0x17; 256]);
+    let wkc = server_key.wrap_client_key(&client_key, &[0x00, b'c', b'1']);
+    let config = |server_key: &Arc<ServerKey>| {
+        let base = server_config(&pki, ControlWrap::None, None, TlsVersions::Both);
+        Arc::new(openvpn::server::ServerConfig {
+            tls_crypt_v2: Some(server_key.clone()),
+            ..(*base).clone()
+        })
+    };
+    let v2_client = |wkc: &[u8]| {
+        let mut c = TestClient::new(
+            ControlWrap::Crypt(TlsCrypt::new(&client_key, Role::Client)),
+            client_tls(&pki, &pki.ca_der, None),
+            PEER_INFO_26,
+        );
+        c.wkc = Some(wkc.to_vec());
+        c
+    };
+    let mut now = Instant::now();
+    let mut client = v2_client(&wkc);
+    let reset = client.start(now);
+    assert_eq!(reset[0][0] >> 3, 10, "a V3 reset");
+    let (mut server, out) =
+        ServerSession::accept(config(&server_key), &reset[0], now, 1_000, &mut random).unwrap();
+    let mut to_server = Vec::new();
+    for d in out.datagrams {
+        to_server.extend(client.receive(&d, now));
+    }
+    let events = converse(&mut server, &mut client, to_server, &mut now, &mut |_| {
+        false
+    });
+    let keys = keys_of(&events);
+    assert_eq!(keys.len(), 1, "connected under its own key");
+    assert_data_flows(&keys[0].1, &client, KeyId::new(0).unwrap());
+
+    // The same reset again is seen through its wrapped key: a replay of its
+    // packet id, not a forgery.
+    assert!(matches!(
+        server.receive(&reset[0], now),
+        Err(Refusal::Replay)
+    ));
+
+    // A client key wrapped under another server key, and a V2 reset, are refused
+    // before any session exists.
+    let other = Arc::new(ServerKey::from_bytes(&[0x43; 128]));
+    let foreign = other.wrap_client_key(&client_key, &[]);
+    let reset = v2_client(&foreign).start(now);
+    assert!(matches!(
+        ServerSession::accept(config(&server_key), &reset[0], now, 1_000, &mut random),
+        Err(Refusal::BadAuth)
+    ));
+    let mut plain = TestClient::new(
+        crypt(Role::Client),
+        client_tls(&pki, &pki.ca_der, None),
+        PEER_INFO_26,
+    );
+    let reset = plain.start(now);
+    assert!(
+        ServerSession::accept(config(&server_key), &reset[0], now, 1_000, &mut random).is_err()
+    );
+}

@@ -271,6 +271,7 @@ fn run(case: &Case) {
         transition_window: Duration::from_secs(4),
         control_payload: 1100,
         options: "V4,dev-type tun,link-mtu 1549,tun-mtu 1500,proto UDPv4,cipher AES-256-GCM,auth [null-digest],keysize 256,key-method 2,tls-server".into(),
+        tls_crypt_v2: None,
     });
 
     let server_ns = NetNs::new("lr-ovpn-s").unwrap();

@@ -203,6 +203,8 @@ fn session_config(c: &OvpnConfig) -> ServerConfig {
             digest,
         } => ControlWrap::Auth(TlsAuth::new(key, *direction, *digest)),
         OvpnProtection::Crypt { key } => ControlWrap::Crypt(TlsCrypt::new(key, Role::Server)),
+        // Each session protects its channel with its client's own key.
+        OvpnProtection::CryptV2 { .. } => ControlWrap::None,
     };
     ServerConfig {
         tls: c.tls.clone(),
@@ -213,6 +215,10 @@ fn session_config(c: &OvpnConfig) -> ServerConfig {
         transition_window: Duration::from_secs(60),
         control_payload: 1100,
         options: OPTIONS.into(),
+        tls_crypt_v2: match &c.protection {
+            OvpnProtection::CryptV2 { server_key } => Some(server_key.clone()),
+            _ => None,
+        },
     }
 }
 
@@ -467,8 +473,10 @@ impl Control {
                 // reset verifies and is later than the one that opened the
                 // session (an older or equal one is a replay). Checked below.
                 Err(Refusal::WrongSession)
-                    if payload.first().and_then(|b| Opcode::of(*b).ok())
-                        == Some(Opcode::HardResetClientV2) =>
+                    if matches!(
+                        payload.first().and_then(|b| Opcode::of(*b).ok()),
+                        Some(Opcode::HardResetClientV2 | Opcode::HardResetClientV3)
+                    ) =>
                 {
                     restarted = Some(c.session.reset_time());
                 }

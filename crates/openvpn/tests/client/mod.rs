@@ -157,6 +157,7 @@ pub fn server_config(
         transition_window: Duration::from_secs(60),
         control_payload: 1100,
         options: "V4,dev-type tun,link-mtu 1549,tun-mtu 1500,proto UDPv4,cipher AES-256-GCM,auth [null-digest],keysize 256,key-method 2,tls-server".into(),
+        tls_crypt_v2: None,
     })
 }
 
@@ -215,6 +216,9 @@ pub struct TestClient {
     pub data_keys: Vec<(KeyId, DataKeys)>,
     pub cipher: DataCipher,
     pub closed_by_server: bool,
+    /// With tls-crypt-v2: the wrapped key its V3 reset carries (`wrap` is then
+    /// tls-crypt under the client's own key).
+    pub wkc: Option<Vec<u8>>,
 }
 
 impl TestClient {
@@ -233,6 +237,7 @@ impl TestClient {
             data_keys: Vec::new(),
             cipher: DataCipher::Aes256Gcm,
             closed_by_server: false,
+            wkc: None,
         }
     }
 
@@ -245,10 +250,12 @@ impl TestClient {
         )
         .unwrap();
         let mut send = SendWindow::new();
-        let first = if id == KeyId::default() {
-            Opcode::HardResetClientV2
-        } else {
+        let first = if id != KeyId::default() {
             Opcode::SoftResetV1
+        } else if self.wkc.is_some() {
+            Opcode::HardResetClientV3
+        } else {
+            Opcode::HardResetClientV2
         };
         send.push(first, vec![], now);
         let mut n = 0u8;
@@ -433,10 +440,13 @@ impl TestClient {
                     payload: &t.payload,
                 };
                 let pid = self.pids.next(1_000);
-                out.push(
+                let mut packet =
                     self.wrap
-                        .wrap(t.opcode, ks.id, self.sid, pid, &body.emit(t.opcode)),
-                );
+                        .wrap(t.opcode, ks.id, self.sid, pid, &body.emit(t.opcode));
+                if t.opcode == Opcode::HardResetClientV3 {
+                    packet.extend_from_slice(self.wkc.as_deref().unwrap_or_default());
+                }
+                out.push(packet);
             }
             if !ks.acks.is_empty() {
                 let acks = Acks::from_ids(&ks.acks.drain(..).take(8).collect::<Vec<_>>()).unwrap();

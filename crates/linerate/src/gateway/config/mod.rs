@@ -111,6 +111,10 @@ pub enum OvpnProtection {
     Crypt {
         key: ::openvpn::static_key::Key2,
     },
+    /// Each client's own tls-crypt key, wrapped under this server key.
+    CryptV2 {
+        server_key: std::sync::Arc<::openvpn::tls_crypt_v2::ServerKey>,
+    },
 }
 
 impl OvpnProtection {
@@ -119,6 +123,7 @@ impl OvpnProtection {
             OvpnProtection::None => "none",
             OvpnProtection::Auth { .. } => "tls-auth",
             OvpnProtection::Crypt { .. } => "tls-crypt",
+            OvpnProtection::CryptV2 { .. } => "tls-crypt-v2",
         }
     }
 }

@@ -10,6 +10,7 @@ use super::{OvpnConfig, OvpnProtection, Prefix};
 use openvpn::static_key::{Direction, Key2};
 use openvpn::tls::{TlsFiles, TlsVersions};
 use openvpn::tls_auth::AuthDigest;
+use openvpn::tls_crypt_v2::ServerKey;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use toml::Spanned;
@@ -244,15 +245,50 @@ fn protection(
             }
         }
     };
-    match (&raw.tls_auth, &raw.tls_crypt) {
-        (Some(_), Some(c)) => {
-            cx.err(
-                c.span(),
-                &key("tls_crypt"),
-                "tls_auth is given too: a server protects its control channel one way",
-            );
-            None
+    let given: Vec<(&Spanned<String>, &str)> = [
+        (&raw.tls_auth, "tls_auth"),
+        (&raw.tls_crypt, "tls_crypt"),
+        (&raw.tls_crypt_v2, "tls_crypt_v2"),
+    ]
+    .into_iter()
+    .filter_map(|(v, name)| v.as_ref().map(|v| (v, name)))
+    .collect();
+    if let [(_, first), .., (v, name)] = given[..] {
+        cx.err(
+            v.span(),
+            &key(name),
+            format!("{first} is given too: a server protects its control channel one way"),
+        );
+        return None;
+    }
+    if let Some(v) = &raw.tls_crypt_v2 {
+        if !no_tls_auth_keys(cx, raw, key) {
+            return None;
         }
+        let (file, bytes) = cx.read_file(v, &key("tls_crypt_v2"))?;
+        let bytes = Zeroizing::new(bytes);
+        files.push(bytes.clone());
+        let text = Zeroizing::new(String::from_utf8_lossy(&bytes).into_owned());
+        return match ServerKey::parse_file(&text) {
+            Ok(k) => Some(OvpnProtection::CryptV2 {
+                server_key: std::sync::Arc::new(k),
+            }),
+            Err(_) => {
+                cx.err(
+                    v.span(),
+                    &key("tls_crypt_v2"),
+                    format!(
+                        "{}: not a tls-crypt-v2 server key (openvpn --genkey tls-crypt-v2-server FILE makes one)",
+                        file.display()
+                    ),
+                );
+                None
+            }
+        };
+    }
+    match (&raw.tls_auth, &raw.tls_crypt) {
+        // Refused above: one protection at most.
+        (Some(_), Some(_)) => None,
         (None, Some(c)) => {
             if let Some(d) = &raw.key_direction {
                 cx.err(
@@ -297,21 +333,30 @@ fn protection(
             })
         }
         (None, None) => {
-            for (v, k) in [
-                (
-                    raw.key_direction.as_ref().map(Spanned::span),
-                    "key_direction",
-                ),
-                (raw.auth.as_ref().map(Spanned::span), "auth"),
-            ] {
-                if let Some(span) = v {
-                    cx.err(span, &key(k), "only with tls_auth");
-                    return None;
-                }
+            if !no_tls_auth_keys(cx, raw, key) {
+                return None;
             }
             Some(OvpnProtection::None)
         }
     }
+}
+
+/// Whether the table leaves out the keys only tls-auth takes (each one given is
+/// said).
+fn no_tls_auth_keys(cx: &mut Ctx<'_, '_>, raw: &RawOpenvpn, key: &dyn Fn(&str) -> String) -> bool {
+    for (given, k) in [
+        (
+            raw.key_direction.as_ref().map(Spanned::span),
+            "key_direction",
+        ),
+        (raw.auth.as_ref().map(Spanned::span), "auth"),
+    ] {
+        if let Some(span) = given {
+            cx.err(span, &key(k), "only with tls_auth");
+            return false;
+        }
+    }
+    true
 }
 
 /// A pool of client addresses: a network with room for the server's address
@@ -358,7 +403,7 @@ fn pool(cx: &mut Ctx<'_, '_>, v: &Spanned<String>, key: &str, v6: bool) -> Optio
 fn fingerprint(raw: &RawOpenvpn, files: &[Zeroizing<Vec<u8>>]) -> [u8; 32] {
     let mut cx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
     let text = format!(
-        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
         raw.name.get_ref(),
         raw.listen_port.as_ref().map(|v| *v.get_ref()),
         raw.key_direction.as_ref().map(|v| *v.get_ref()),
@@ -378,6 +423,13 @@ fn fingerprint(raw: &RawOpenvpn, files: &[Zeroizing<Vec<u8>>]) -> [u8; 32] {
             .map(|r| *r.get_ref())
             .collect::<Vec<_>>()),
         raw.tls_version_min.as_ref().map(|v| v.get_ref()),
+        // Which key the files are: the same file as tls_auth or as tls_crypt
+        // is another server.
+        (
+            raw.tls_auth.is_some(),
+            raw.tls_crypt.is_some(),
+            raw.tls_crypt_v2.is_some()
+        ),
         raw.mtu.as_ref().map(|v| *v.get_ref()),
     );
     cx.update(text.as_bytes());

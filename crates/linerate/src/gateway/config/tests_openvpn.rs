@@ -28,6 +28,8 @@ fn dir() -> TempDir {
         &::openvpn::static_key::Key2::from_bytes([7; 256]).to_file(),
     );
     d.write("junk.key", "not a key\n");
+    // 128 bytes of 9, as `openvpn --genkey tls-crypt-v2-server` writes a key.
+    d.write("v2.key", "-----BEGIN OpenVPN tls-crypt-v2 server key-----\nCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJ\nCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJ\nCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=\n-----END OpenVPN tls-crypt-v2 server key-----\n");
     d
 }
 
@@ -52,6 +54,12 @@ fn a_good_table_gives_the_server_with_its_defaults() {
         (1194, 3600, 10, 60, 1500)
     );
     assert_eq!(o.protection.describe(), "tls-crypt");
+    let v2 = load(&d.write(
+        "gw.toml",
+        &text.replace("tls_crypt = \"ta.key\"", "tls_crypt_v2 = \"v2.key\""),
+    ))
+    .unwrap();
+    assert_eq!(v2.openvpns[0].protection.describe(), "tls-crypt-v2");
     assert_eq!(o.ciphers.len(), 3);
     let summary = c.summary();
     assert!(
@@ -93,7 +101,7 @@ fn a_reload_applies_a_servers_settings_but_not_its_place() {
 #[test]
 fn bad_tables_are_refused_naming_the_line_and_key() {
     let d = dir();
-    let cases: [(&str, &str); 9] = [
+    let cases: [(&str, &str); 11] = [
         (
             "pool = \"198.19.50.0/24\"\ndata_ciphers = \"AES-256-GCM:BF-CBC\"\n",
             "gw.toml:12: openvpn[0].data_ciphers: \"BF-CBC\" is not a data cipher this server serves (it serves AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305)",
@@ -117,6 +125,14 @@ fn bad_tables_are_refused_naming_the_line_and_key() {
         (
             "pool = \"198.19.50.0/24\"\ntls_crypt = \"ta.key\"\ntls_auth = \"ta.key\"\n",
             "gw.toml:12: openvpn[0].tls_crypt: tls_auth is given too: a server protects its control channel one way",
+        ),
+        (
+            "pool = \"198.19.50.0/24\"\ntls_crypt_v2 = \"junk.key\"\n",
+            "gw.toml:12: openvpn[0].tls_crypt_v2: junk.key: not a tls-crypt-v2 server key (openvpn --genkey tls-crypt-v2-server FILE makes one)",
+        ),
+        (
+            "pool = \"198.19.50.0/24\"\ntls_crypt = \"ta.key\"\ntls_crypt_v2 = \"v2.key\"\n",
+            "gw.toml:13: openvpn[0].tls_crypt_v2: tls_crypt is given too: a server protects its control channel one way",
         ),
         (
             "pool = \"198.19.50.0/24\"\ntls_auth = \"ta.key\"\nkey_direction = 2\n",
