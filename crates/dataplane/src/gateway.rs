@@ -409,8 +409,9 @@ impl GatewayGraph {
         }
     }
 
-    /// Hands the fragments `ip4-fragment` cut after their first ones to the node
-    /// their first went to; true when there were any.
+    /// Hands the fragments `ip4-fragment` cut, each packet's together and in
+    /// order, to `ip-rewrite` (for a port) or `ip-lookup` (for the tunnel); true
+    /// when there were any.
     fn send_fragments(&mut self) -> bool {
         if self.cx.ip.fragments.is_empty() {
             return false;

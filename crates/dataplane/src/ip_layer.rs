@@ -20,8 +20,9 @@ pub struct IpLayer {
     pub(crate) neighbors: NeighborTable,
     /// What the neighbor table asked for and the graph has yet to carry out.
     pub(crate) events: Vec<NeighborEvent>,
-    /// Fragments after the first of packets `ip4-fragment` cut, in order, for the
-    /// graph to send on after the pass (their port says where: none is the tunnel).
+    /// The fragments of packets `ip4-fragment` cut, each packet's together and in
+    /// order, for the graph to send on after the pass (their port says where: none
+    /// is the tunnel).
     pub(crate) fragments: Vec<crate::arena::Handle>,
     /// Where neighbors heard here go to the other workers, and theirs come from
     /// (none with one worker).
@@ -64,6 +65,12 @@ impl Default for IpLayer {
 }
 
 impl IpLayer {
+    /// Datagrams addressed to the gateway that this worker made whole from IP
+    /// fragments.
+    pub fn reassembled(&self) -> u64 {
+        self.reassembly.made_whole()
+    }
+
     pub fn interfaces(&self) -> &Interfaces {
         &self.interfaces
     }

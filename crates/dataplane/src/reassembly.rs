@@ -168,6 +168,8 @@ pub struct Reassembler {
     /// Bytes charged to `pending`, all together.
     held: usize,
     dropped: BTreeMap<&'static str, u64>,
+    /// Datagrams made whole from two fragments or more.
+    made_whole: u64,
 }
 
 impl Reassembler {
@@ -177,6 +179,7 @@ impl Reassembler {
             pending: HashMap::new(),
             held: 0,
             dropped: ReassemblyError::TABLE.iter().map(|e| (e.name, 0)).collect(),
+            made_whole: 0,
         }
     }
 
@@ -269,6 +272,7 @@ impl Reassembler {
         if !fits(&header, next, p.len) {
             return Err(ReassemblyError::TooBig);
         }
+        self.made_whole += 1;
         let mut out = Vec::with_capacity(header.len() + p.len);
         out.extend_from_slice(&header);
         p.pieces.values().for_each(|d| out.extend_from_slice(d));
@@ -303,6 +307,11 @@ impl Reassembler {
     /// refused fragments, and datagrams dropped whole when they time out.
     pub fn dropped(&self) -> &BTreeMap<&'static str, u64> {
         &self.dropped
+    }
+
+    /// Datagrams made whole from two fragments or more, so far.
+    pub fn made_whole(&self) -> u64 {
+        self.made_whole
     }
 
     /// Datagrams waiting for fragments.

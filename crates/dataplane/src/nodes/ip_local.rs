@@ -14,8 +14,9 @@
 //! goes to the key exchange (`crate::ike`), and ESP on 4500 is taken whatever the
 //! tunnels' encapsulation now (NAT detection may switch it). UDP to an OpenVPN
 //! server's port goes to `ovpn-decrypt` when it is a data packet, and to the
-//! OpenVPN control thread's inbox otherwise. Anything else for the gateway is
-//! dropped and counted.
+//! OpenVPN control thread's inbox otherwise. IP fragments for the gateway go into
+//! the worker's reassembly table, and the datagram they complete comes through
+//! here again, whole. Anything else for the gateway is dropped and counted.
 
 use crate::arena::{HEADROOM, Handle, MAX_DATA};
 use crate::context::Context;

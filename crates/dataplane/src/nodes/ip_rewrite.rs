@@ -19,7 +19,7 @@ crate::node_errors! {
     /// Why ip-rewrite drops a packet.
     pub enum IpRewriteError {
         TooBig => "too-big", "Longer than the port's MTU with DF (or IPv6): answered with needs fragmentation / too big.";
-        OwnTooBig => "own-too-big", "A packet the gateway made itself (a tunnel's outer packet, with DF) longer than the port's MTU: dropped; the tunnel's MTU is lowered to fit it (show interfaces, show esp), so its senders hear the MTU that fits.";
+        OwnTooBig => "own-too-big", "A packet the gateway made itself (a tunnel's outer packet, with DF) longer than the port's MTU: dropped; the tunnel's MTU (WireGuard's, an ESP tunnel's, an OpenVPN server's) is lowered to fit it, so its senders hear the MTU that fits.";
         NoPort => "no-port", "Routed to a port that is not configured.";
         NoHeadroom => "no-headroom", "No room in front of the packet for an Ethernet header.";
         QueueFull => "neighbor-queue-full", "Already 4 packets wait for the next hop to answer.";
@@ -169,7 +169,7 @@ fn fit_tunnel_to(cx: &mut Context, h: Handle, src: std::net::IpAddr, mtu: usize)
         4 => <[u8; 4]>::try_from(&data[16..20]).map(|a| std::net::Ipv4Addr::from(a).into()),
         _ => <[u8; 16]>::try_from(&data[24..40]).map(|a| std::net::Ipv6Addr::from(a).into()),
     };
-    if lower_wg_mtu_to_fit(cx, h, mtu) {
+    if lower_wg_mtu_to_fit(cx, h, mtu) || lower_ovpn_mtu_to_fit(cx, h, mtu) {
         return;
     }
     if let Ok(dst) = dst {
@@ -177,24 +177,50 @@ fn fit_tunnel_to(cx: &mut Context, h: Handle, src: std::net::IpAddr, mtu: usize)
     }
 }
 
+/// The IP header's length and the UDP source port of our own outer packet `ip`;
+/// `None` when it is not UDP.
+fn udp_source(ip: &[u8]) -> Option<(usize, u16)> {
+    let (ip_len, proto) = match ip.first()? >> 4 {
+        4 => (usize::from(ip[0] & 0x0f) * 4, *ip.get(9)?),
+        _ => (wire::ipv6::HEADER_LEN, *ip.get(6)?),
+    };
+    let port = ip.get(ip_len..ip_len + 2)?;
+    (proto == wire::ip::protocol::UDP).then(|| (ip_len, u16::from_be_bytes([port[0], port[1]])))
+}
+
 /// Lowers the WireGuard tunnel's MTU when `h` is one of its datagrams too large for
 /// a port of `mtu`; whether `h` was one.
 fn lower_wg_mtu_to_fit(cx: &mut Context, h: Handle, mtu: usize) -> bool {
-    let data = cx.arena.data(h);
-    let (ip_len, proto) = match data[0] >> 4 {
-        4 => (usize::from(data[0] & 0x0f) * 4, data.get(9).copied()),
-        _ => (wire::ipv6::HEADER_LEN, data.get(6).copied()),
-    };
     let listen = cx.wg_listen_port();
-    let from_wg = proto == Some(wire::ip::protocol::UDP)
-        && listen != 0
-        && data.get(ip_len..ip_len + 2) == Some(&listen.to_be_bytes()[..]);
+    let Some((ip_len, port)) = udp_source(cx.arena.data(h)) else {
+        return false;
+    };
+    let from_wg = listen != 0 && port == listen;
     let fits =
         mtu.saturating_sub(ip_len + wire::udp::HEADER_LEN + crate::wg_limits::OUTER_OVERHEAD);
     if from_wg && fits > 0 && (cx.wg_mtu() == 0 || fits < cx.wg_mtu()) {
         cx.set_wg_mtu(fits);
     }
     from_wg
+}
+
+/// Lowers an OpenVPN server's MTU when `h` is one of its data packets too large
+/// for a port of `mtu` (an IPv6 client's: IPv4 ones leave in fragments); whether
+/// `h` was one. Every client of the server then gets the MTU that fits: larger
+/// inner packets are answered from `ip-lookup` (or cut, IPv4 without DF).
+fn lower_ovpn_mtu_to_fit(cx: &mut Context, h: Handle, mtu: usize) -> bool {
+    let Some((ip_len, port)) = udp_source(cx.arena.data(h)) else {
+        return false;
+    };
+    let ovpn = &mut cx.tunnels.ovpn;
+    let Some(server) = ovpn.listening_on(port).and_then(|id| ovpn.get_mut(id)) else {
+        return false;
+    };
+    let fits = mtu.saturating_sub(ip_len + wire::udp::HEADER_LEN + openvpn::data::OVERHEAD);
+    if fits > 0 && fits < server.mtu {
+        server.mtu = fits;
+    }
+    true
 }
 
 #[cfg(test)]
