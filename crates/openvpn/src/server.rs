@@ -477,7 +477,9 @@ impl ServerSession {
             .collect()
     }
 
-    fn renegotiating(&self) -> bool {
+    /// Whether a key is being negotiated (the first, or a renegotiation): a
+    /// renegotiation asked for meanwhile is not started.
+    pub fn renegotiating(&self) -> bool {
         self.keys
             .iter()
             .any(|k| matches!(k.phase, Phase::Handshake))

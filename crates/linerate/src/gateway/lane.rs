@@ -176,6 +176,7 @@ impl Lane {
         r.add_other("buffers.free", arena.available() as u64);
         r.add_other("buffers.driver", held as u64);
         r.add_other("neighbors.news_lost", cx.ip().neighbor_news_lost());
+        r.add_other("ip.reassembled", cx.ip().reassembled());
         r.add_inflight(cx.inflight_counters());
         r.add_late(cx.late_counters());
         r.add_handoff(cx.handoff_counters());

@@ -118,6 +118,8 @@ struct Client {
     /// The keepalive it was told (ping, ping-restart): a reload that changes
     /// the server's applies to clients that connect after it.
     keepalive: (Duration, Duration),
+    /// The server's settings generation its newest key was begun under.
+    generation: u64,
 }
 
 impl Client {
@@ -159,6 +161,9 @@ struct Server {
     name: String,
     port: u16,
     settings: ServerSettings,
+    /// How many times a reload changed the settings: a client whose keys are
+    /// older renegotiates once it is not negotiating already.
+    generation: u64,
     pool: Option<Prefix>,
     pool6: Option<Prefix>,
     mtu: u16,
@@ -242,6 +247,7 @@ pub fn spawn(
             name: c.name.clone(),
             port: c.listen_port,
             settings: ServerSettings::of(c),
+            generation: 0,
             pool: c.pool,
             pool6: c.pool6,
             mtu: c.mtu,
@@ -300,7 +306,7 @@ impl Control {
             });
             let mut step = Step::default();
             for (index, settings) in updates.try_iter() {
-                self.update(index, settings, now, &mut step);
+                self.update(index, settings, &mut step);
             }
             match inbox.recv_timeout(wait) {
                 Ok(input) => {
@@ -323,31 +329,25 @@ impl Control {
 
     /// A reload's new settings for a server: clients that connect from now on
     /// take them; connected clients keep their control channel's protection, the
-    /// keepalive and routes they were pushed, and renegotiate at once under the
-    /// new TLS settings, so that a client the new CA or CRL refuses is let go.
-    fn update(&mut self, index: usize, settings: ServerSettings, now: Instant, step: &mut Step) {
-        let registry = self.keys.clone();
+    /// keepalive and routes they were pushed, and renegotiate under the new TLS
+    /// settings (at the next tick, or once the negotiation under way ends, the
+    /// first one included), so that a client the new CA or CRL refuses is let
+    /// go.
+    fn update(&mut self, index: usize, settings: ServerSettings, step: &mut Step) {
         let Some(s) = self.servers.get_mut(index) else {
             return;
         };
         s.settings = settings;
-        let addrs: Vec<SocketAddr> = s.clients.keys().copied().collect();
-        let connected = s.clients.values().filter(|c| c.added).count();
-        step.log.push(format!(
-            "{}: settings reloaded; {connected} connected client{} renegotiate under them",
-            s.name,
-            if connected == 1 { "" } else { "s" }
-        ));
-        for addr in addrs {
-            let Some(c) = s.clients.get_mut(&addr) else {
-                continue;
-            };
+        s.generation += 1;
+        for c in s.clients.values_mut() {
             c.session.reconfigure(&s.settings.config);
-            if c.added {
-                let out = c.session.renegotiate(now);
-                handle(s, addr, out, now, &registry, step);
-            }
         }
+        let n = s.clients.len();
+        step.log.push(format!(
+            "{}: settings reloaded; {n} client{} to renegotiate under them",
+            s.name,
+            if n == 1 { "" } else { "s" }
+        ));
     }
 
     fn next_due(&self) -> Option<Instant> {
@@ -552,6 +552,7 @@ impl Control {
                 seen_in: (0, now),
                 last_ping: now,
                 keepalive: (s.settings.ping, s.settings.ping_restart),
+                generation: s.generation,
             },
         );
         handle(s, remote, out, now, &registry, step);
@@ -568,11 +569,21 @@ impl Control {
                     let out = c.session.tick(now);
                     handle(s, addr, out, now, &registry, step);
                 }
-                let Some(c) = s.clients.get_mut(&addr) else {
+                let Some(mut c) = s.clients.get_mut(&addr) else {
                     continue;
                 };
                 if !c.added {
                     continue;
+                }
+                if c.generation < s.generation && !c.session.renegotiating() {
+                    // Begun under settings a reload has changed since.
+                    c.generation = s.generation;
+                    let out = c.session.renegotiate(now);
+                    handle(s, addr, out, now, &registry, step);
+                    let Some(again) = s.clients.get_mut(&addr) else {
+                        continue;
+                    };
+                    c = again;
                 }
                 let packets = c.packets_in();
                 if packets != c.seen_in.0 {

@@ -290,26 +290,36 @@ fn say_port_mtus(config: &GatewayConfig) {
     }
 }
 
-/// Says where an OpenVPN server's full-size packets are longer than a port
-/// carries: they go in IP fragments both ways (the gateway cuts its own and makes
-/// the clients' whole), which costs a second packet each; a smaller `mtu` pushes a
-/// tun-mtu that fits to the clients that take one.
+/// Says when an OpenVPN server's full-size packets are longer than the narrowest
+/// port carries, where that port is narrower than Ethernet's 1500 (at 1500 the
+/// clients' own defaults have the same fragments): over IPv4 they go in IP
+/// fragments both ways (the gateway cuts its own and makes the clients' whole),
+/// a second packet each; over IPv6 the server's MTU is lowered on the first that
+/// does not fit. A smaller `mtu` pushes a tun-mtu that fits to clients that take
+/// one.
 fn say_openvpn_fit(config: &GatewayConfig) {
     let outer = wire::ipv4::HEADER_LEN + wire::udp::HEADER_LEN + ::openvpn::data::OVERHEAD;
-    for o in &config.openvpns {
-        let full = usize::from(o.mtu) + outer;
-        for p in &config.ports {
+    let narrowest = config
+        .ports
+        .iter()
+        .map(|p| {
             let m = io::netdev::mtu(&p.interface)
                 .map_or(usize::from(p.mtu), |m| (m as usize).min(usize::from(p.mtu)));
-            if m < full {
-                eprintln!(
-                    "linerate: note: openvpn {}: its full-size packets (mtu {}) are {full} bytes outside, more than port {} carries ({m}): they go in IP fragments, which the gateway cuts and makes whole; mtu = {} in [[openvpn]] pushes a tun-mtu that fits to clients that take one",
-                    o.name,
-                    o.mtu,
-                    p.name,
-                    m.saturating_sub(outer)
-                );
-            }
+            (m, p.name.as_str())
+        })
+        .min();
+    let Some((m, port)) = narrowest.filter(|(m, _)| *m < 1500) else {
+        return;
+    };
+    for o in &config.openvpns {
+        let full = usize::from(o.mtu) + outer;
+        if m < full {
+            eprintln!(
+                "linerate: note: openvpn {}: its full-size packets (mtu {}) are {full} bytes outside over IPv4, more than port {port} carries ({m}): over IPv4 they go in IP fragments, which the gateway cuts and makes whole; over IPv6 the server's mtu is lowered to fit on the first; mtu = {} in [[openvpn]] pushes a tun-mtu that fits to clients that take one",
+                o.name,
+                o.mtu,
+                m.saturating_sub(outer + wire::ipv6::HEADER_LEN - wire::ipv4::HEADER_LEN)
+            );
         }
     }
 }
@@ -815,9 +825,6 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     result
 }
 
-/// Waits for SIGHUP; then reads and validates the file again and hands the worker
-/// what changed. A file with errors, or one that changes what only a restart may,
-/// is refused with the reasons on stderr, and nothing changes.
 /// Where a reload's changes go: the owner worker's (and its wake-up), and the
 /// OpenVPN servers' new settings to their control thread.
 struct Reloaded<'a> {
@@ -826,6 +833,10 @@ struct Reloaded<'a> {
     ovpn: &'a mpsc::Sender<super::ovpn::ServerUpdate>,
 }
 
+/// Waits for SIGHUP; then reads and validates the file again and hands the worker
+/// (and the OpenVPN control thread) what changed. A file with errors, or one that
+/// changes what only a restart may, is refused with the reasons on stderr, and
+/// nothing changes.
 fn reloader(
     path: &Path,
     mut current: GatewayConfig,
