@@ -266,3 +266,34 @@ fn same_peer(a: &PeerConfig, b: &PeerConfig) -> bool {
         && a.persistent_keepalive == b.persistent_keepalive
         && a.preshared_key.as_deref() == b.preshared_key.as_deref()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Changes;
+    use crate::gateway::config::load;
+    use crate::gateway::config::tests_openvpn::{PORTS, SERVER, dir};
+
+    #[test]
+    fn a_reload_applies_a_servers_settings_but_not_its_place() {
+        let d = dir();
+        let text = format!("{PORTS}{SERVER}tls_crypt = \"ta.key\"\npool = \"198.19.50.0/24\"\n");
+        let old = load(&d.write("gw.toml", &text)).unwrap();
+        let same = load(&d.write("gw.toml", &text)).unwrap();
+        assert!(Changes::between(&old, &same).unwrap().is_empty());
+        let keepalive = load(&d.write("gw.toml", &format!("{text}keepalive = [5, 30]\n"))).unwrap();
+        let (workers, servers) = Changes::between(&old, &keepalive).unwrap().take_ovpn();
+        assert!(workers.is_empty());
+        assert_eq!(servers, [0]);
+        for (what, changed) in [
+            ("the pool", text.replace("/24\"\n", "/25\"\n")),
+            ("the port", format!("{text}listen_port = 1195\n")),
+            ("the mtu", format!("{text}mtu = 1400\n")),
+        ] {
+            let new = load(&d.write("gw.toml", &changed)).unwrap();
+            let why = Changes::between(&old, &new)
+                .err()
+                .unwrap_or_else(|| panic!("{what}"));
+            assert!(why.contains("only with a restart"), "{what}: {why}");
+        }
+    }
+}

@@ -495,10 +495,10 @@ impl GatewayConfig {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_esp;
 #[cfg(test)]
 mod tests_ike;
 #[cfg(test)]
-mod tests_openvpn;
+pub(crate) mod tests_openvpn;

@@ -22,7 +22,7 @@ impl TempDir {
         TempDir(dir)
     }
 
-    pub(super) fn write(&self, name: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.0.join(name);
         std::fs::write(&path, text).unwrap();
         path

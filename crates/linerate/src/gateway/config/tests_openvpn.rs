@@ -4,14 +4,14 @@
 use super::tests::{TempDir, errors_of};
 use super::*;
 
-const PORTS: &str = r#"[[port]]
+pub(crate) const PORTS: &str = r#"[[port]]
 name = "wan"
 interface = "wan"
 addresses = ["198.18.2.1/24"]
 "#;
 
 /// A directory with a CA, a server certificate and key, and static keys.
-fn dir() -> TempDir {
+pub(crate) fn dir() -> TempDir {
     let d = TempDir::new();
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -33,7 +33,7 @@ fn dir() -> TempDir {
     d
 }
 
-const SERVER: &str = r#"
+pub(crate) const SERVER: &str = r#"
 [[openvpn]]
 name = "ra"
 certificate = "server.crt"
@@ -71,31 +71,6 @@ fn a_good_table_gives_the_server_with_its_defaults() {
     assert_eq!(again.openvpns[0].fingerprint, o.fingerprint);
     let changed = load(&d.write("gw.toml", &text.replace("/24\"\npool6", "/25\"\npool6"))).unwrap();
     assert_ne!(changed.openvpns[0].fingerprint, o.fingerprint);
-}
-
-#[test]
-fn a_reload_applies_a_servers_settings_but_not_its_place() {
-    use crate::gateway::reload::Changes;
-    let d = dir();
-    let text = format!("{PORTS}{SERVER}tls_crypt = \"ta.key\"\npool = \"198.19.50.0/24\"\n");
-    let old = load(&d.write("gw.toml", &text)).unwrap();
-    let same = load(&d.write("gw.toml", &text)).unwrap();
-    assert!(Changes::between(&old, &same).unwrap().is_empty());
-    let keepalive = load(&d.write("gw.toml", &format!("{text}keepalive = [5, 30]\n"))).unwrap();
-    let (workers, servers) = Changes::between(&old, &keepalive).unwrap().take_ovpn();
-    assert!(workers.is_empty());
-    assert_eq!(servers, [0]);
-    for (what, changed) in [
-        ("the pool", text.replace("/24\"\n", "/25\"\n")),
-        ("the port", format!("{text}listen_port = 1195\n")),
-        ("the mtu", format!("{text}mtu = 1400\n")),
-    ] {
-        let new = load(&d.write("gw.toml", &changed)).unwrap();
-        let why = Changes::between(&old, &new)
-            .err()
-            .unwrap_or_else(|| panic!("{what}"));
-        assert!(why.contains("only with a restart"), "{what}: {why}");
-    }
 }
 
 #[test]
