@@ -2,7 +2,8 @@
 //! protection (none, tls-auth, tls-crypt) and the rest is the packet. Nothing
 //! panics; a control packet that unwraps has a body that parses and writes back
 //! to the same bytes; a data packet's header round-trips; key-method 2 messages
-//! parse or refuse.
+//! parse or refuse; a tls-crypt-v2 reset's wrapped key splits off and unwraps or
+//! is refused.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -31,4 +32,8 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(h.to_bytes()[..], packet[..8]);
     }
     let _ = KeyMethod2::parse(packet, choice & 4 == 0);
+    if let Ok((_, wkc)) = openvpn::tls_crypt_v2::split_reset(packet) {
+        let server = openvpn::tls_crypt_v2::ServerKey::from_bytes(&[9; 128]);
+        let _ = server.unwrap_client_key(wkc);
+    }
 });
