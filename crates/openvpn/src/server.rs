@@ -450,6 +450,7 @@ impl ServerSession {
     pub fn reconfigure(&mut self, config: &ServerConfig) {
         self.config = Arc::new(ServerConfig {
             wrap: self.config.wrap.clone(),
+            tls_crypt_v2: self.config.tls_crypt_v2.clone(),
             ..config.clone()
         });
     }
@@ -475,6 +476,11 @@ impl ServerSession {
                 age: now.saturating_duration_since(k.started),
             })
             .collect()
+    }
+
+    /// Whether the client brought its own control-channel key (tls-crypt-v2).
+    pub fn has_own_key(&self) -> bool {
+        self.config.tls_crypt_v2.is_some()
     }
 
     /// Whether a key is being negotiated (the first, or a renegotiation): a

@@ -135,7 +135,8 @@ fn pem_body(text: &str, begin: &str, end: &str) -> Result<Zeroizing<Vec<u8>>, Re
         .by_ref()
         .find(|l| *l == begin)
         .ok_or(Refusal::BadKeyFile)?;
-    let mut body = Zeroizing::new(String::new());
+    // Room for all of it at once: a reallocation would leave a copy unzeroed.
+    let mut body = Zeroizing::new(String::with_capacity(text.len()));
     for line in lines {
         if line == end {
             return base64::engine::general_purpose::STANDARD

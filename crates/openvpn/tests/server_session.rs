@@ -666,7 +666,19 @@ fn a_tls_crypt_v2_client_brings_its_own_key_and_a_v2_reset_or_a_foreign_key_is_r
     assert_data_flows(&keys[0].1, &client, KeyId::new(0).unwrap());
 
     // The same reset again is seen through its wrapped key: a replay of its
-    // packet id, not a forgery.
+    // packet id, not a forgery; still so after a reload's settings without
+    // tls-crypt-v2 (the session keeps the protection it began with).
+    assert!(matches!(
+        server.receive(&reset[0], now),
+        Err(Refusal::Replay)
+    ));
+    server.reconfigure(&server_config(
+        &pki,
+        crypt(Role::Server),
+        None,
+        TlsVersions::Both,
+    ));
+    assert!(server.has_own_key());
     assert!(matches!(
         server.receive(&reset[0], now),
         Err(Refusal::Replay)

@@ -472,12 +472,10 @@ impl Control {
                 // A new hard reset from a client's address: it restarted, if the
                 // reset verifies and is later than the one that opened the
                 // session (an older or equal one is a replay). Checked below.
-                Err(Refusal::WrongSession)
-                    if matches!(
-                        payload.first().and_then(|b| Opcode::of(*b).ok()),
-                        Some(Opcode::HardResetClientV2 | Opcode::HardResetClientV3)
-                    ) =>
-                {
+                // Under tls-crypt-v2 a client that restarts with another key (a
+                // reissued one, or another client behind the same NAT mapping)
+                // fails the old session's check: the server key decides.
+                Err(why) if may_be_restart(why, payload, c.session.has_own_key()) => {
                     restarted = Some(c.session.reset_time());
                 }
                 Err(why) => {
@@ -900,6 +898,22 @@ fn drop_client(s: &mut Server, c: Client, why: &str, step: &mut Step) {
 }
 
 /// The first free address of a pool, after the server's own.
+/// Whether `packet`, which the session at its address refused for `why`, may be
+/// a new hard reset from a client that restarted: one that names another
+/// session, or, when the session's client brought its own key (`own_key`,
+/// tls-crypt-v2), a V3 reset under another client key.
+fn may_be_restart(why: Refusal, packet: &[u8], own_key: bool) -> bool {
+    let opcode = packet.first().and_then(|b| Opcode::of(*b).ok());
+    match why {
+        Refusal::WrongSession => matches!(
+            opcode,
+            Some(Opcode::HardResetClientV2 | Opcode::HardResetClientV3)
+        ),
+        Refusal::BadAuth => own_key && opcode == Some(Opcode::HardResetClientV3),
+        _ => false,
+    }
+}
+
 fn free_addr(pool: Prefix, taken: &HashSet<IpAddr>) -> Option<IpAddr> {
     let bits = if pool.addr.is_ipv4() { 32 } else { 128 };
     let size = 1u128
@@ -967,4 +981,26 @@ pub fn show(status: &OvpnStatus, now: Instant) -> String {
         out.push_str(&format!("log: {line}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_be_restart;
+    use openvpn::Refusal;
+
+    #[test]
+    fn a_reset_the_session_refuses_may_be_a_restart_and_nothing_else_is() {
+        let (v2, v3, control) = ([7 << 3], [10 << 3], [4 << 3]);
+        // Another session id: either reset.
+        assert!(may_be_restart(Refusal::WrongSession, &v2, false));
+        assert!(may_be_restart(Refusal::WrongSession, &v3, true));
+        // Another client key (tls-crypt-v2): the server key decides.
+        assert!(may_be_restart(Refusal::BadAuth, &v3, true));
+        // A forged packet under a shared key, or anything but a reset: refused.
+        assert!(!may_be_restart(Refusal::BadAuth, &v3, false));
+        assert!(!may_be_restart(Refusal::BadAuth, &v2, true));
+        assert!(!may_be_restart(Refusal::WrongSession, &control, false));
+        assert!(!may_be_restart(Refusal::Replay, &v3, true));
+        assert!(!may_be_restart(Refusal::WrongSession, &[], false));
+    }
 }

@@ -291,34 +291,47 @@ fn say_port_mtus(config: &GatewayConfig) {
 }
 
 /// Says when an OpenVPN server's full-size packets are longer than the narrowest
-/// port carries, where that port is narrower than Ethernet's 1500 (at 1500 the
-/// clients' own defaults have the same fragments): over IPv4 they go in IP
-/// fragments both ways (the gateway cuts its own and makes the clients' whole),
-/// a second packet each; over IPv6 the server's MTU is lowered on the first that
-/// does not fit. A smaller `mtu` pushes a tun-mtu that fits to clients that take
-/// one.
+/// port carries. Over IPv4 they go in IP fragments both ways (the gateway cuts
+/// its own and makes the clients' whole), a second packet each; said only for a
+/// port narrower than Ethernet's 1500, since at 1500 the clients' own defaults
+/// make the same fragments. Over IPv6 the gateway does not cut its own packets:
+/// the first too large lowers the server's MTU, for every client. A smaller
+/// `mtu` pushes a tun-mtu that fits to clients that take one.
 fn say_openvpn_fit(config: &GatewayConfig) {
-    let outer = wire::ipv4::HEADER_LEN + wire::udp::HEADER_LEN + ::openvpn::data::OVERHEAD;
-    let narrowest = config
-        .ports
-        .iter()
-        .map(|p| {
-            let m = io::netdev::mtu(&p.interface)
-                .map_or(usize::from(p.mtu), |m| (m as usize).min(usize::from(p.mtu)));
-            (m, p.name.as_str())
-        })
-        .min();
-    let Some((m, port)) = narrowest.filter(|(m, _)| *m < 1500) else {
-        return;
+    let extra = wire::udp::HEADER_LEN + ::openvpn::data::OVERHEAD;
+    let narrowest = |v6: bool| {
+        config
+            .ports
+            .iter()
+            .filter(|p| !v6 || p.addresses.iter().any(|(a, _)| a.is_ipv6()))
+            .map(|p| {
+                let m = io::netdev::mtu(&p.interface)
+                    .map_or(usize::from(p.mtu), |m| (m as usize).min(usize::from(p.mtu)));
+                (m, p.name.as_str())
+            })
+            .min()
     };
     for o in &config.openvpns {
-        let full = usize::from(o.mtu) + outer;
-        if m < full {
+        let mtu = usize::from(o.mtu);
+        if let Some((m, port)) = narrowest(false)
+            && m < 1500
+            && m < mtu + wire::ipv4::HEADER_LEN + extra
+        {
             eprintln!(
-                "linerate: note: openvpn {}: its full-size packets (mtu {}) are {full} bytes outside over IPv4, more than port {port} carries ({m}): over IPv4 they go in IP fragments, which the gateway cuts and makes whole; over IPv6 the server's mtu is lowered to fit on the first; mtu = {} in [[openvpn]] pushes a tun-mtu that fits to clients that take one",
+                "linerate: note: openvpn {}: its full-size packets (mtu {mtu}) are {} bytes outside over IPv4, more than port {port} carries ({m}): they go in IP fragments, which the gateway cuts and makes whole; mtu = {} in [[openvpn]] pushes a tun-mtu that fits to clients that take one",
                 o.name,
-                o.mtu,
-                m.saturating_sub(outer + wire::ipv6::HEADER_LEN - wire::ipv4::HEADER_LEN)
+                mtu + wire::ipv4::HEADER_LEN + extra,
+                m.saturating_sub(wire::ipv4::HEADER_LEN + extra)
+            );
+        }
+        if let Some((m, port)) = narrowest(true)
+            && m < mtu + wire::ipv6::HEADER_LEN + extra
+        {
+            eprintln!(
+                "linerate: note: openvpn {}: over IPv6 its full-size packets (mtu {mtu}) are {} bytes outside, more than port {port} carries ({m}): the first such packet to a client lowers the server's mtu to {} for every client (the gateway does not cut its own IPv6 packets)",
+                o.name,
+                mtu + wire::ipv6::HEADER_LEN + extra,
+                m.saturating_sub(wire::ipv6::HEADER_LEN + extra)
             );
         }
     }
