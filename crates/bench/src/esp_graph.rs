@@ -12,7 +12,7 @@
 use crate::measure::{self, Loopback};
 use crate::wg_graph;
 use dataplane::esp::{Encapsulation, EspTunnel, EspTunnelId, InboundSa, OutboundSa, SaSpec};
-use dataplane::tunnel_graph::{INNER_OUT, TUNNEL_OUT, TunnelGraph, TunnelKind};
+use dataplane::tunnel_graph::{INNER_OUT, TunnelGraph, TunnelKind};
 use dataplane::{Arena, Context, Handle, NodeCounters};
 use runtime::engines;
 use std::net::{IpAddr, SocketAddr};
@@ -147,15 +147,8 @@ impl Loopback for EspLoopback {
     }
 
     fn seal(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) {
-        let arena = self.graph.context_mut().arena_mut();
-        for &h in inner {
-            arena.meta_mut(h).peer = u32::from(self.tunnel.0);
-        }
-        self.graph.from_inner(inner);
-        self.graph.run(now);
-        back.clear();
+        self.graph.seal(u32::from(self.tunnel.0), inner, back, now);
         let cx = self.graph.context_mut();
-        cx.take_output(TUNNEL_OUT, back);
         let to = SocketAddr::new(IpAddr::from(ADDRESS), 0);
         for &h in back.iter() {
             let m = cx.arena_mut().meta_mut(h);
@@ -166,8 +159,7 @@ impl Loopback for EspLoopback {
     }
 
     fn open(&mut self, back: &[Handle], now: Instant) -> u64 {
-        self.graph.from_outer(back);
-        self.graph.run(now);
+        self.graph.open(back, now);
         wg_graph::delivered(self.graph.context_mut(), INNER_OUT)
     }
 

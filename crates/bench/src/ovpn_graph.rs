@@ -12,7 +12,7 @@
 use crate::measure::{self, Loopback};
 use crate::wg_graph;
 use dataplane::ovpn::{OvpnChange, OvpnKey, OvpnServer, OvpnServerId};
-use dataplane::tunnel_graph::{INNER_OUT, TUNNEL_OUT, TunnelGraph, TunnelKind};
+use dataplane::tunnel_graph::{INNER_OUT, TunnelGraph, TunnelKind};
 use dataplane::{Arena, Context, Handle, NodeCounters};
 use openvpn::DataCipher;
 use runtime::engines;
@@ -140,15 +140,8 @@ impl Loopback for OvpnLoopback {
     }
 
     fn seal(&mut self, inner: &[Handle], back: &mut Vec<Handle>, now: Instant) {
-        let arena = self.graph.context_mut().arena_mut();
-        for &h in inner {
-            arena.meta_mut(h).peer = u32::from(self.server.0);
-        }
-        self.graph.from_inner(inner);
-        self.graph.run(now);
-        back.clear();
+        self.graph.seal(u32::from(self.server.0), inner, back, now);
         let cx = self.graph.context_mut();
-        cx.take_output(TUNNEL_OUT, back);
         // As ip-local hands a data packet on: the server, and where it came from.
         for &h in back.iter() {
             let m = cx.arena_mut().meta_mut(h);
@@ -158,8 +151,7 @@ impl Loopback for OvpnLoopback {
     }
 
     fn open(&mut self, back: &[Handle], now: Instant) -> u64 {
-        self.graph.from_outer(back);
-        self.graph.run(now);
+        self.graph.open(back, now);
         wg_graph::delivered(self.graph.context_mut(), INNER_OUT)
     }
 

@@ -145,4 +145,24 @@ impl TunnelGraph {
         self.cx.now = now;
         self.graph.run(&mut self.cx);
     }
+
+    /// Seals `inner` for tunnel or server `peer` (what `ip-lookup` would set) and
+    /// gives what left the tunnel's output, in order, in `out`.
+    pub fn seal(&mut self, peer: u32, inner: &[Handle], out: &mut Vec<Handle>, now: Instant) {
+        let arena = self.cx.arena_mut();
+        for &h in inner {
+            arena.meta_mut(h).peer = peer;
+        }
+        self.from_inner(inner);
+        self.run(now);
+        out.clear();
+        self.cx.take_output(TUNNEL_OUT, out);
+    }
+
+    /// Opens the tunnel's `packets` (see `from_outer`); what came through waits
+    /// at `INNER_OUT`.
+    pub fn open(&mut self, packets: &[Handle], now: Instant) {
+        self.from_outer(packets);
+        self.run(now);
+    }
 }
