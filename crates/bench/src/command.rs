@@ -148,18 +148,15 @@ fn esp(
     alg: ipsec::EspAlgorithm,
     json_path: Option<String>,
 ) -> Result<(), String> {
-    let workers: Vec<String> = opts.workers.iter().map(usize::to_string).collect();
     println!(
-        "linerate bench --tunnel esp --alg {alg}: the ESP graph (esp-encrypt, esp-decrypt, a tunnel to itself) and the WireGuard graph in turns, {} worker(s) on {} tunnel(s), engines {}, {} s per size, median of {}, on {}",
-        workers.join(", "),
-        opts.peers.label(),
-        opts.engine.as_deref().unwrap_or("calibrated"),
-        opts.seconds,
-        opts.repeat,
-        measure::machine()
+        "linerate bench --tunnel esp --alg {alg}: the ESP graph (esp-encrypt, esp-decrypt, a tunnel to itself) and the WireGuard graph in turns, {}",
+        run_shape(opts, "tunnel(s)")
     );
     println!(
-        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout: its AAD, and the text it seals for the inner size, padding and trailer included (seal-only: the inner size sealed alone, as bench crypto does); graph/raw is per worker (with --repeat, the median of each run's own ratio)"
+        "{}",
+        counted_in_layout(
+            ": its AAD, and the text it seals for the inner size, padding and trailer included (seal-only: the inner size sealed alone, as bench crypto does)"
+        )
     );
     let (esp_rows, wg_rows) = esp_graph::turns(opts, alg)?;
     print_beside_wireguard("ESP", &format!("ESP, {alg}"), &esp_rows, &wg_rows);
@@ -190,6 +187,29 @@ fn esp(
     Ok(())
 }
 
+/// How a tunnel bench runs: its workers on `units`, the engines, the time per
+/// size, the repeats, and the machine.
+fn run_shape(opts: &measure::Options, units: &str) -> String {
+    let workers: Vec<String> = opts.workers.iter().map(usize::to_string).collect();
+    format!(
+        "{} worker(s) on {} {units}, engines {}, {} s per size, median of {}, on {}",
+        workers.join(", "),
+        opts.peers.label(),
+        opts.engine.as_deref().unwrap_or("calibrated"),
+        opts.seconds,
+        opts.repeat,
+        measure::machine()
+    )
+}
+
+/// What a tunnel bench beside its raw engine counts; `layout` says what the raw
+/// engine seals of the tunnel's layout.
+fn counted_in_layout(layout: &str) -> String {
+    format!(
+        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout{layout}; graph/raw is per worker (with --repeat, the median of each run's own ratio)"
+    )
+}
+
 /// `linerate bench --tunnel openvpn`: the OpenVPN data channel's graph and the
 /// ESP graph of the same AEAD, in turns, each beside its raw engine.
 fn openvpn(
@@ -203,20 +223,12 @@ fn openvpn(
         DataCipher::Aes256Gcm => ipsec::EspAlgorithm::Aes256Gcm,
         DataCipher::Chacha20Poly1305 => ipsec::EspAlgorithm::ChaCha20Poly1305,
     };
-    let workers: Vec<String> = opts.workers.iter().map(usize::to_string).collect();
     println!(
-        "linerate bench --tunnel openvpn --alg {}: the OpenVPN data channel's graph (ovpn-encrypt, ovpn-decrypt, a client whose key opens what it seals) and the ESP graph of {esp} in turns, {} worker(s) on {} client(s)/tunnel(s), engines {}, {} s per size, median of {}, on {}",
+        "linerate bench --tunnel openvpn --alg {}: the OpenVPN data channel's graph (ovpn-encrypt, ovpn-decrypt, a client whose key opens what it seals) and the ESP graph of {esp} in turns, {}",
         cipher.name().to_ascii_lowercase(),
-        workers.join(", "),
-        opts.peers.label(),
-        opts.engine.as_deref().unwrap_or("calibrated"),
-        opts.seconds,
-        opts.repeat,
-        measure::machine()
+        run_shape(opts, "client(s)/tunnel(s)")
     );
-    println!(
-        "counted: packet operations (an encryption or a decryption) x inner size; clocks are TSC ticks per operation; raw = the engine of each size alone on one core, sealing and opening each op in the tunnel's layout (its AAD, and the text it seals); graph/raw is per worker (with --repeat, the median of each run's own ratio)"
-    );
+    println!("{}", counted_in_layout(" (its AAD, and the text it seals)"));
     let (ovpn_rows, esp_rows) = ovpn_graph::turns(opts, cipher, esp)?;
     println!("OpenVPN, {}:", cipher.name());
     print!("{}", table::table(&ovpn_rows));
