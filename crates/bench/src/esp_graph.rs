@@ -115,12 +115,7 @@ pub(crate) fn graphs(
     workers: usize,
     peers: usize,
 ) -> Result<Vec<EspLoopback>, String> {
-    let tunnels: Vec<Sas> = (0..peers.clamp(1, workers.max(1)))
-        .map(|_| sas(alg))
-        .collect::<Result<_, _>>()?;
-    (0..workers)
-        .map(|w| worker(engine, alg, &tunnels[w % tunnels.len()]))
-        .collect()
+    wg_graph::on_shared(workers, peers, || sas(alg), |t| worker(engine, alg, t))
 }
 
 impl Loopback for EspLoopback {

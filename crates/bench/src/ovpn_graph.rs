@@ -108,12 +108,12 @@ pub(crate) fn graphs(
     workers: usize,
     peers: usize,
 ) -> Result<Vec<OvpnLoopback>, String> {
-    let clients: Vec<Client> = (0..peers.clamp(1, workers.max(1)))
-        .map(|_| client(cipher))
-        .collect::<Result<_, _>>()?;
-    (0..workers)
-        .map(|w| worker(engine, cipher, &clients[w % clients.len()]))
-        .collect()
+    wg_graph::on_shared(
+        workers,
+        peers,
+        || client(cipher),
+        |c| worker(engine, cipher, c),
+    )
 }
 
 impl Loopback for OvpnLoopback {

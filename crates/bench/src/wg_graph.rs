@@ -229,6 +229,22 @@ impl Loopback for WgGraph {
     }
 }
 
+/// `workers` workers on `peers` shared tunnels (at least one, at most one per
+/// worker): each tunnel made once by `shared`, worker i given tunnel i % peers.
+pub(crate) fn on_shared<T, L>(
+    workers: usize,
+    peers: usize,
+    shared: impl Fn() -> Result<T, String>,
+    worker: impl Fn(&T) -> Result<L, String>,
+) -> Result<Vec<L>, String> {
+    let tunnels: Vec<T> = (0..peers.clamp(1, workers.max(1)))
+        .map(|_| shared())
+        .collect::<Result<_, _>>()?;
+    (0..workers)
+        .map(|w| worker(&tunnels[w % tunnels.len()]))
+        .collect()
+}
+
 /// How many packets reached output `out` of a loopback's graph, which are freed:
 /// they went all the way round.
 pub(crate) fn delivered(cx: &mut Context, out: dataplane::OutputId) -> u64 {
