@@ -63,6 +63,7 @@ fn worker(
     engine: Option<&str>,
     alg: ipsec::EspAlgorithm,
     sas: &Sas,
+    buffer: usize,
 ) -> Result<EspLoopback, String> {
     let now = Instant::now();
     let device = wireguard::Device::new(sas.keys.clone(), now, SystemTime::now());
@@ -70,7 +71,7 @@ fn worker(
         engines::configured_set(&sas.keys, engine, Duration::from_millis(6), &[alg.aead()])?;
     let mut graph = TunnelGraph::new(
         TunnelKind::Esp,
-        Arena::new(4 * dataplane::graph::FRAME_LEN + 64),
+        Arena::with_buffers(4 * dataplane::graph::FRAME_LEN + 64, buffer),
         device,
         engines,
         now,
@@ -84,7 +85,8 @@ fn worker(
         Encapsulation::None,
         all.clone(),
         all,
-        wireguard_mtu(),
+        // The largest packet `linerate bench` sends fits.
+        dataplane::wg::max_mtu(buffer),
     );
     let outer_len = t.outer_len() as u16;
     let table = graph.esp_mut();
@@ -103,19 +105,20 @@ fn worker(
     })
 }
 
-/// The inner MTU: the largest packet `linerate bench` sends.
-fn wireguard_mtu() -> usize {
-    dataplane::wg::MAX_MTU
-}
-
 /// The graphs of `workers` workers on `peers` tunnels: worker i on tunnel i % peers.
 pub(crate) fn graphs(
     engine: Option<&str>,
     alg: ipsec::EspAlgorithm,
     workers: usize,
     peers: usize,
+    buffer: usize,
 ) -> Result<Vec<EspLoopback>, String> {
-    wg_graph::on_shared(workers, peers, || sas(alg), |t| worker(engine, alg, t))
+    wg_graph::on_shared(
+        workers,
+        peers,
+        || sas(alg),
+        |t| worker(engine, alg, t, buffer),
+    )
 }
 
 impl Loopback for EspLoopback {
@@ -183,7 +186,9 @@ pub(crate) fn turns(
     opts: &measure::Options,
     alg: ipsec::EspAlgorithm,
 ) -> Result<(Vec<measure::Row>, Vec<measure::Row>), String> {
-    let build = |workers: usize, peers: usize| graphs(opts.engine.as_deref(), alg, workers, peers);
+    let build = |workers: usize, peers: usize| {
+        graphs(opts.engine.as_deref(), alg, workers, peers, opts.buffer())
+    };
     wg_graph::beside_wireguard(opts, &build)
 }
 
@@ -199,7 +204,9 @@ mod tests {
             ipsec::EspAlgorithm::ChaCha20Poly1305,
             ipsec::EspAlgorithm::Aes128CbcSha1,
         ] {
-            let g = graphs(None, alg, 1, 1).unwrap().remove(0);
+            let g = graphs(None, alg, 1, 1, dataplane::STANDARD_BUFFER)
+                .unwrap()
+                .remove(0);
             let m = crate::driver::drive(g, Size::Fixed(200), 0.02).unwrap();
             assert!(
                 m.packets >= 64 * dataplane::graph::FRAME_LEN as u64 / 2,
@@ -215,7 +222,14 @@ mod tests {
         let (esp, wg) = turns(&opts, ipsec::EspAlgorithm::Aes128Gcm).unwrap();
         assert_eq!((esp[0].workers, esp[0].peers), (2, 1));
         assert!(esp[0].mpps > 0.0 && wg[0].mpps > 0.0);
-        let g = graphs(None, ipsec::EspAlgorithm::Aes128Gcm, 2, 1).unwrap();
+        let g = graphs(
+            None,
+            ipsec::EspAlgorithm::Aes128Gcm,
+            2,
+            1,
+            dataplane::STANDARD_BUFFER,
+        )
+        .unwrap();
         let (a, b) = (g[0].graph.context(), g[1].graph.context());
         assert!(Arc::ptr_eq(a.keys(), b.keys()), "one key registry, one SA");
     }

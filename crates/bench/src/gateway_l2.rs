@@ -475,7 +475,7 @@ pub fn run(
     for &size in sizes {
         let (mut plain, mut routed, mut l2) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..repeat.max(1) {
-            let g = wg_graph::graphs(engine, 1, 1, false)?
+            let g = wg_graph::graphs(engine, 1, 1, false, dataplane::STANDARD_BUFFER)?
                 .pop()
                 .ok_or("no graph")?;
             // Delivered packets, each encrypted and decrypted once, as here.

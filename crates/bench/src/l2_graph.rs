@@ -31,7 +31,7 @@ pub(crate) struct L2Loopback {
     vxlan: Vec<Handle>,
 }
 
-fn worker(engine: Option<&str>) -> Result<L2Loopback, String> {
+fn worker(engine: Option<&str>, buffer: usize) -> Result<L2Loopback, String> {
     let now = Instant::now();
     let device = wg_graph::loopback_device(now)?;
     let (engines, _) = engines::configured_set(
@@ -41,7 +41,7 @@ fn worker(engine: Option<&str>) -> Result<L2Loopback, String> {
         &[crypto::Algorithm::ChaCha20Poly1305],
     )?;
     let graph = L2Graph::new(
-        Arena::new(4 * dataplane::graph::FRAME_LEN + 64),
+        Arena::with_buffers(4 * dataplane::graph::FRAME_LEN + 64, buffer),
         device,
         engines,
         now,
@@ -55,8 +55,12 @@ fn worker(engine: Option<&str>) -> Result<L2Loopback, String> {
 }
 
 /// The graphs of `workers` workers, each with its own tunnel.
-pub(crate) fn graphs(engine: Option<&str>, workers: usize) -> Result<Vec<L2Loopback>, String> {
-    (0..workers).map(|_| worker(engine)).collect()
+pub(crate) fn graphs(
+    engine: Option<&str>,
+    workers: usize,
+    buffer: usize,
+) -> Result<Vec<L2Loopback>, String> {
+    (0..workers).map(|_| worker(engine, buffer)).collect()
 }
 
 /// What ip4-input and ip-local would do with an opened VXLAN packet: the outer
@@ -164,7 +168,8 @@ pub(crate) fn turns(
         engine: opts.engine.clone(),
         ..*opts
     };
-    let build = |workers: usize, _peers: usize| graphs(opts.engine.as_deref(), workers);
+    let build =
+        |workers: usize, _peers: usize| graphs(opts.engine.as_deref(), workers, opts.buffer());
     wg_graph::beside_wireguard(&opts, &build)
 }
 
@@ -176,7 +181,9 @@ mod tests {
     #[test]
     fn a_short_run_delivers_every_frame_at_every_size() {
         for size in [Size::Fixed(64), Size::Fixed(1514), Size::Imix] {
-            let g = graphs(None, 1).unwrap().remove(0);
+            let g = graphs(None, 1, dataplane::STANDARD_BUFFER)
+                .unwrap()
+                .remove(0);
             let m = crate::driver::drive(g, size, 0.02).unwrap();
             assert!(m.packets >= dataplane::graph::FRAME_LEN as u64, "{size:?}");
             assert_eq!(m.late, 0);

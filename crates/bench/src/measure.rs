@@ -7,6 +7,12 @@ use dataplane::{Context, Handle, NodeCounters, RxStarts};
 use std::time::{Duration, Instant};
 
 pub use crypto::calibrate::IMIX;
+
+/// The largest inner packet measured: a 9216-byte jumbo MTU's.
+pub const LARGEST_SIZE: usize = 9216;
+/// The largest inner packet measured on standard buffers; a larger size puts the
+/// whole run on jumbo buffers (every size of it, so that they compare alike).
+const LARGEST_STANDARD_SIZE: usize = 1600;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
     Fixed(usize),
@@ -19,12 +25,17 @@ impl Size {
             return Ok(Size::Imix);
         }
         let n: usize = s.parse().map_err(|_| format!("{s:?}: not a packet size"))?;
-        if !(28..=1600).contains(&n) {
+        if !(28..=LARGEST_SIZE).contains(&n) {
             return Err(format!(
-                "{n}: sizes go from 28 (an empty IPv4/UDP packet) to 1600"
+                "{n}: sizes go from 28 (an empty IPv4/UDP packet) to {LARGEST_SIZE}"
             ));
         }
         Ok(Size::Fixed(n))
+    }
+
+    /// Whether standard buffers carry every packet of this size.
+    pub fn is_standard(self) -> bool {
+        self.sizes().into_iter().all(|n| n <= LARGEST_STANDARD_SIZE)
     }
 
     /// The packet sizes this size is made of.
@@ -115,6 +126,17 @@ pub struct Options {
     /// arrive on one queue); the others help with its full frames
     /// (`crypto_async::spread`).
     pub spread: bool,
+}
+
+impl Options {
+    /// The size of the graphs' buffers: standard, or jumbo where a size needs them.
+    pub fn buffer(&self) -> usize {
+        if self.sizes.iter().all(|s| s.is_standard()) {
+            dataplane::STANDARD_BUFFER
+        } else {
+            dataplane::JUMBO_BUFFER
+        }
+    }
 }
 
 /// What one worker measured at one size.
@@ -249,7 +271,7 @@ pub(crate) trait Loopback: Send + Sized {
     /// buffers: where the tunnel's source of them receives them (a port's frames at
     /// the headroom, unless the tunnel says otherwise).
     fn rx_starts(&self, _largest: usize) -> RxStarts {
-        RxStarts::AT_HEADROOM
+        RxStarts::at_headroom(self.context().arena().buffer_size())
     }
 }
 

@@ -52,14 +52,19 @@ fn client(cipher: DataCipher) -> Result<Client, String> {
     })
 }
 
-fn worker(engine: Option<&str>, cipher: DataCipher, c: &Client) -> Result<OvpnLoopback, String> {
+fn worker(
+    engine: Option<&str>,
+    cipher: DataCipher,
+    c: &Client,
+    buffer: usize,
+) -> Result<OvpnLoopback, String> {
     let now = Instant::now();
     let device = wireguard::Device::new(c.keys.clone(), now, SystemTime::now());
     let alg = alg_of(cipher);
     let (engines, _) = engines::configured_set(&c.keys, engine, Duration::from_millis(6), &[alg])?;
     let mut graph = TunnelGraph::new(
         TunnelKind::OpenVpn,
-        Arena::new(4 * dataplane::graph::FRAME_LEN + 64),
+        Arena::with_buffers(4 * dataplane::graph::FRAME_LEN + 64, buffer),
         device,
         engines,
         now,
@@ -67,7 +72,11 @@ fn worker(engine: Option<&str>, cipher: DataCipher, c: &Client) -> Result<OvpnLo
     let remote: SocketAddr = REMOTE.parse().expect("literal");
     let table = graph.ovpn_mut();
     let server = table
-        .add(OvpnServer::new("bench", 1194, dataplane::wg::MAX_MTU))
+        .add(OvpnServer::new(
+            "bench",
+            1194,
+            dataplane::wg::max_mtu(buffer),
+        ))
         .map_err(|e| e.to_string())?;
     for change in [
         OvpnChange::AddClient {
@@ -107,12 +116,13 @@ pub(crate) fn graphs(
     cipher: DataCipher,
     workers: usize,
     peers: usize,
+    buffer: usize,
 ) -> Result<Vec<OvpnLoopback>, String> {
     wg_graph::on_shared(
         workers,
         peers,
         || client(cipher),
-        |c| worker(engine, cipher, c),
+        |c| worker(engine, cipher, c, buffer),
     )
 }
 
@@ -171,10 +181,17 @@ pub(crate) fn turns(
     cipher: DataCipher,
     esp: ipsec::EspAlgorithm,
 ) -> Result<(Vec<measure::Row>, Vec<measure::Row>), String> {
-    let ovpn =
-        |workers: usize, peers: usize| graphs(opts.engine.as_deref(), cipher, workers, peers);
+    let ovpn = |workers: usize, peers: usize| {
+        graphs(
+            opts.engine.as_deref(),
+            cipher,
+            workers,
+            peers,
+            opts.buffer(),
+        )
+    };
     let esp = |workers: usize, peers: usize| {
-        crate::esp_graph::graphs(opts.engine.as_deref(), esp, workers, peers)
+        crate::esp_graph::graphs(opts.engine.as_deref(), esp, workers, peers, opts.buffer())
     };
     wg_graph::in_turns(opts, &ovpn, &esp)
 }
@@ -187,7 +204,9 @@ mod tests {
     #[test]
     fn a_short_run_delivers_everything_on_every_cipher() {
         for cipher in DataCipher::ALL {
-            let g = graphs(None, cipher, 1, 1).unwrap().remove(0);
+            let g = graphs(None, cipher, 1, 1, dataplane::STANDARD_BUFFER)
+                .unwrap()
+                .remove(0);
             let m = crate::driver::drive(g, Size::Fixed(200), 0.02).unwrap();
             assert!(
                 m.packets >= 64 * dataplane::graph::FRAME_LEN as u64 / 2,

@@ -31,7 +31,7 @@ use dataplane::graph::FRAME_LEN as FRAME;
 const SLICES: usize = 4;
 
 /// A worker's graph: a device whose only peer is itself, on a loopback session.
-fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
+fn loopback_graph(engine: Option<&str>, buffer: usize) -> Result<WgGraph, String> {
     let now = Instant::now();
     let device = loopback_device(now)?;
     let (engines, _) = engines::configured_set(
@@ -41,7 +41,7 @@ fn loopback_graph(engine: Option<&str>) -> Result<WgGraph, String> {
         &[crypto::Algorithm::ChaCha20Poly1305],
     )?;
     Ok(WgGraph::new(
-        Arena::new(4 * FRAME + 64),
+        Arena::with_buffers(4 * FRAME + 64, buffer),
         device,
         engines,
         now,
@@ -68,7 +68,11 @@ pub(crate) fn loopback_device(now: Instant) -> Result<Device, String> {
 }
 
 /// A graph that follows `owner`'s device: the same sessions, its own engines.
-fn follower_graph(engine: Option<&str>, owner: &mut WgGraph) -> Result<WgGraph, String> {
+fn follower_graph(
+    engine: Option<&str>,
+    owner: &mut WgGraph,
+    buffer: usize,
+) -> Result<WgGraph, String> {
     let now = Instant::now();
     let device = owner.context().wg_device();
     let keys = device.keys().clone();
@@ -81,7 +85,12 @@ fn follower_graph(engine: Option<&str>, owner: &mut WgGraph) -> Result<WgGraph, 
         &[crypto::Algorithm::ChaCha20Poly1305],
     )?;
     let own = Device::new(keys, now, SystemTime::now());
-    let mut g = WgGraph::new(Arena::new(4 * FRAME + 64), own, engines, now);
+    let mut g = WgGraph::new(
+        Arena::with_buffers(4 * FRAME + 64, buffer),
+        own,
+        engines,
+        now,
+    );
     g.context_mut().follow_wg_device(link);
     Ok(g)
 }
@@ -93,14 +102,15 @@ pub fn graphs(
     workers: usize,
     peers: usize,
     spread: bool,
+    buffer: usize,
 ) -> Result<Vec<WgGraph>, String> {
     let peers = peers.clamp(1, workers.max(1));
     let mut out: Vec<WgGraph> = Vec::with_capacity(workers);
     for w in 0..workers {
         let g = if w < peers {
-            loopback_graph(engine)?
+            loopback_graph(engine, buffer)?
         } else {
-            follower_graph(engine, &mut out[w % peers])?
+            follower_graph(engine, &mut out[w % peers], buffer)?
         };
         out.push(g);
     }
@@ -225,7 +235,7 @@ impl Loopback for WgGraph {
 
     /// Where a host's TUN read puts them, on an interface whose MTU carries them.
     fn rx_starts(&self, largest: usize) -> RxStarts {
-        dataplane::wg::tun_rx_starts(largest)
+        dataplane::wg::tun_rx_starts(self.context().arena().buffer_size(), largest)
     }
 }
 
@@ -257,9 +267,18 @@ pub(crate) fn delivered(cx: &mut Context, out: dataplane::OutputId) -> u64 {
 /// times in turns, and keeps each point's median run (by Mpps) with the median of
 /// the runs' graph-over-raw ratios (see `median_run`).
 pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
-    let build =
-        |workers: usize, peers: usize| graphs(opts.engine.as_deref(), workers, peers, opts.spread);
-    run_with(opts, &build)
+    run_with(opts, &|workers, peers| graphs_of(opts, workers, peers))
+}
+
+/// The WireGuard graphs of `workers` workers on `peers` tunnels, as `opts` asks.
+fn graphs_of(opts: &Options, workers: usize, peers: usize) -> Result<Vec<WgGraph>, String> {
+    graphs(
+        opts.engine.as_deref(),
+        workers,
+        peers,
+        opts.spread,
+        opts.buffer(),
+    )
 }
 
 /// `build`'s graphs and the WireGuard graph on the same workers, each point
@@ -270,9 +289,9 @@ pub(crate) fn beside_wireguard<G: Loopback>(
     opts: &Options,
     build: &Build<G>,
 ) -> Result<(Vec<Row>, Vec<Row>), String> {
-    let wg =
-        |workers: usize, peers: usize| graphs(opts.engine.as_deref(), workers, peers, opts.spread);
-    in_turns(opts, build, &wg)
+    in_turns(opts, build, &|workers, peers| {
+        graphs_of(opts, workers, peers)
+    })
 }
 
 /// Two graphs on the same workers, each point `repeat` times in turns (`a`,
@@ -467,8 +486,12 @@ pub(crate) mod tests {
 
     #[test]
     fn a_short_run_delivers_everything() {
-        let m =
-            crate::driver::drive(loopback_graph(None).unwrap(), Size::Fixed(200), 0.05).unwrap();
+        let m = crate::driver::drive(
+            loopback_graph(None, dataplane::STANDARD_BUFFER).unwrap(),
+            Size::Fixed(200),
+            0.05,
+        )
+        .unwrap();
         assert!(m.packets >= 64 * FRAME as u64 / 2);
     }
 

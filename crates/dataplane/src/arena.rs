@@ -1,6 +1,9 @@
-//! One block of fixed-size packet buffers, allocated once. A packet is a handle (the
-//! buffer's number) plus [`PacketMeta`]. Buffers are 2048 bytes with [`HEADROOM`]
-//! bytes kept free in front for outer headers, so encapsulation never copies (a
+//! One block of equal packet buffers, allocated once. A packet is a handle (the
+//! buffer's number) plus [`PacketMeta`]. Buffers are [`STANDARD_BUFFER`] bytes, or
+//! [`JUMBO_BUFFER`] in an arena made for jumbo frames (one size per arena: a packet
+//! is always whole in one buffer, so every node and engine sees it contiguous), with
+//! [`HEADROOM`] bytes kept free in front for outer headers, so encapsulation never
+//! copies (a
 //! receive that needs less in front may start its packets elsewhere: see
 //! [`RxStarts`]); the layout (equal frames, one page-aligned block) is what an
 //! AF_XDP UMEM wants: a driver registers the block ([`Arena::umem`]) and the kernel
@@ -15,14 +18,25 @@ use rx_starts::RxStarts;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 
-pub const FRAME_SIZE: usize = 2048;
+/// The size of every buffer of an arena for standard frames, and of an AF_XDP UMEM's
+/// chunks.
+pub const STANDARD_BUFFER: usize = 2048;
+/// The size of every buffer of an arena for jumbo frames: a 9216-byte port's frame
+/// (VLAN tag included) or a 9000-byte inner packet with a tunnel's headers, with the
+/// headroom and tail room. Not a power of two on purpose: consecutive buffers then
+/// start at different offsets modulo 4 KiB and spread over the caches' sets.
+pub const JUMBO_BUFFER: usize = 10240;
+/// The largest buffer any arena has: what scratch copies of a packet are sized by.
+pub const LARGEST_BUFFER: usize = JUMBO_BUFFER;
 /// Room in front of received data for headers added on the way out: up to an
 /// Ethernet, IPv6 and UDP header and the WireGuard data header (14 + 40 + 8 + 16).
 pub const HEADROOM: usize = 128;
 /// Room kept at the end for the AEAD tag and padding.
 pub const TAILROOM: usize = 32;
-/// The most data one buffer holds between its headroom and tailroom.
-pub const MAX_DATA: usize = FRAME_SIZE - HEADROOM - TAILROOM;
+/// The most data a buffer of `buffer` bytes holds between its headroom and tail room.
+pub const fn max_data(buffer: usize) -> usize {
+    buffer - HEADROOM - TAILROOM
+}
 
 pub type Handle = u32;
 
@@ -106,8 +120,12 @@ pub const MEM_ALIGN: usize = 4096;
 /// that it lives for as long as the driver that registered it, whatever is dropped
 /// first).
 pub struct PageMemory {
-    ptr: std::ptr::NonNull<u8>,
+    /// What the allocator gave, a page more than asked for.
+    raw: std::ptr::NonNull<u8>,
     layout: std::alloc::Layout,
+    /// The first page boundary in it.
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
 }
 
 // SAFETY: the memory is owned by this value alone and handed out only as a raw
@@ -117,15 +135,30 @@ unsafe impl Send for PageMemory {}
 unsafe impl Sync for PageMemory {}
 
 impl PageMemory {
-    /// `len` zeroed bytes (not zero) starting on a page.
+    /// `len` zeroed bytes (not zero) starting on a page. The memory is asked for
+    /// with the allocator's own alignment and a page more, and starts at its first
+    /// page boundary: asked for page-aligned, zeroed memory the allocator writes
+    /// every byte, where asked for plainly it takes fresh pages from the system,
+    /// which are zero already and backed only once written (a jumbo arena is
+    /// mostly never touched).
     pub fn new(len: usize) -> PageMemory {
-        let layout = std::alloc::Layout::from_size_align(len, MEM_ALIGN).expect("memory size");
         assert!(len > 0, "memory size");
-        // SAFETY: the layout's size is not zero (asserted).
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr =
-            std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        PageMemory { ptr, layout }
+        let layout = std::alloc::Layout::from_size_align(len + MEM_ALIGN, 16).expect("memory size");
+        // SAFETY: the layout's size is not zero.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let raw =
+            std::ptr::NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let skip = raw.as_ptr().align_offset(MEM_ALIGN);
+        assert!(skip < MEM_ALIGN, "page alignment");
+        // SAFETY: `skip` < MEM_ALIGN, so the page boundary and the `len` bytes after
+        // it lie inside the `len + MEM_ALIGN` bytes allocated.
+        let ptr = unsafe { raw.add(skip) };
+        PageMemory {
+            raw,
+            layout,
+            ptr,
+            len,
+        }
     }
 
     /// The first byte, on a page.
@@ -134,7 +167,7 @@ impl PageMemory {
     }
 
     pub fn len(&self) -> usize {
-        self.layout.size()
+        self.len
     }
 
     /// Never: the memory has at least one byte.
@@ -146,7 +179,7 @@ impl PageMemory {
 impl Drop for PageMemory {
     fn drop(&mut self) {
         // SAFETY: allocated in PageMemory::new with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+        unsafe { std::alloc::dealloc(self.raw.as_ptr(), self.layout) }
     }
 }
 
@@ -167,6 +200,8 @@ pub struct Arena {
     free: Vec<Handle>,
     /// Debug aid and double-free guard: which buffers are out.
     in_use: Vec<bool>,
+    /// Every buffer's size: [`STANDARD_BUFFER`] or [`JUMBO_BUFFER`].
+    buffer: usize,
 }
 
 // SAFETY: `base` points into `mem`, which the arena holds and moves with it (shared
@@ -176,13 +211,25 @@ pub struct Arena {
 unsafe impl Send for Arena {}
 
 impl Arena {
-    /// `count` buffers; memory is taken once here and never grows.
+    /// `count` buffers of [`STANDARD_BUFFER`] bytes; memory is taken once here and
+    /// never grows.
     pub fn new(count: usize) -> Arena {
+        Arena::with_buffers(count, STANDARD_BUFFER)
+    }
+
+    /// `count` buffers of `buffer` bytes ([`STANDARD_BUFFER`] or [`JUMBO_BUFFER`]).
+    /// The memory is reserved here; the system backs a page only once a packet has
+    /// been written to it, so a jumbo arena costs what its busiest moment held.
+    pub fn with_buffers(count: usize, buffer: usize) -> Arena {
         assert!(
-            count > 0 && count * FRAME_SIZE <= u32::MAX as usize,
+            buffer == STANDARD_BUFFER || buffer == JUMBO_BUFFER,
+            "buffer size {buffer}"
+        );
+        assert!(
+            count > 0 && count * buffer <= u32::MAX as usize,
             "arena size"
         );
-        let mem = Arc::new(PageMemory::new(count * FRAME_SIZE));
+        let mem = Arc::new(PageMemory::new(count * buffer));
         let base = mem.base();
         Arena {
             mem,
@@ -192,7 +239,18 @@ impl Arena {
             meta: vec![PacketMeta::default(); count],
             free: (0..count as Handle).rev().collect(),
             in_use: vec![false; count],
+            buffer,
         }
+    }
+
+    /// Every buffer's size in bytes.
+    pub fn buffer_size(&self) -> usize {
+        self.buffer
+    }
+
+    /// The most data a buffer holds between its headroom and tail room.
+    pub fn max_data(&self) -> usize {
+        max_data(self.buffer)
     }
 
     pub fn capacity(&self) -> usize {
@@ -229,27 +287,28 @@ impl Arena {
 
     /// Where buffer `h` starts in [`Arena::mem_mut`], in bytes: what engine ops
     /// address packets by.
-    pub fn offset_of(h: Handle) -> usize {
-        h as usize * FRAME_SIZE
+    #[inline]
+    pub fn offset_of(&self, h: Handle) -> usize {
+        h as usize * self.buffer
     }
 
     /// `len` bytes at `offset` of buffer `h`, checked to stay inside that buffer.
     fn bytes(&self, h: Handle, offset: usize, len: usize) -> *mut u8 {
         assert!(
-            (h as usize) < self.meta.len() && offset + len <= FRAME_SIZE,
+            (h as usize) < self.meta.len() && offset + len <= self.buffer,
             "range outside buffer {h}"
         );
         // SAFETY: the checks above keep the pointer inside the allocation.
-        unsafe { self.base.add(Self::offset_of(h) + offset) }
+        unsafe { self.base.add(self.offset_of(h) + offset) }
     }
 
     /// The whole buffer.
     pub fn buffer_mut(&mut self, h: Handle) -> &mut [u8] {
-        let p = self.bytes(h, 0, FRAME_SIZE);
-        // SAFETY: `p..p+FRAME_SIZE` is buffer `h` alone; `&mut self` excludes other
+        let p = self.bytes(h, 0, self.buffer);
+        // SAFETY: `p..p+buffer` is buffer `h` alone; `&mut self` excludes other
         // references into the arena, and a buffer lent to an engine is not handed to
         // anyone (its packet is parked) until the engine gives it back.
-        unsafe { std::slice::from_raw_parts_mut(p, FRAME_SIZE) }
+        unsafe { std::slice::from_raw_parts_mut(p, self.buffer) }
     }
 
     /// The packet's bytes.
@@ -341,6 +400,11 @@ impl Arena {
         for &h in handles {
             self.seen[h as usize] = false;
         }
+        assert_eq!(
+            starts.buffer(),
+            self.buffer,
+            "starts for another buffer size"
+        );
         let len = starts.least_room();
         let mut views: [&mut [u8]; RX_BATCH] = std::array::from_fn(|_| Default::default());
         for (view, &h) in views.iter_mut().zip(handles) {
@@ -355,9 +419,22 @@ impl Arena {
         f(&mut views[..handles.len()])
     }
 
+    /// Copies `len` bytes from offset `from` of buffer `src` to offset `to` of
+    /// another buffer `dst`, with no copy in between (what cutting a packet into
+    /// pieces does).
+    pub fn copy_between(&mut self, src: Handle, from: usize, dst: Handle, to: usize, len: usize) {
+        assert_ne!(src, dst, "a buffer copied onto itself");
+        let s = self.bytes(src, from, len);
+        let d = self.bytes(dst, to, len);
+        // SAFETY: both ranges lie inside their own buffers (checked by `bytes`), and
+        // the buffers differ, so they do not overlap; `&mut self` excludes any other
+        // reference into the arena meanwhile.
+        unsafe { std::ptr::copy_nonoverlapping(s, d, len) }
+    }
+
     /// Copies `bytes` into a new buffer at the usual headroom.
     pub fn alloc_with(&mut self, bytes: &[u8]) -> Option<Handle> {
-        if bytes.len() > MAX_DATA {
+        if bytes.len() > self.max_data() {
             return None;
         }
         let h = self.alloc()?;
@@ -388,10 +465,10 @@ mod tests {
         let mut a = Arena::new(4);
         let hs = [a.alloc().unwrap(), a.alloc().unwrap(), a.alloc().unwrap()];
         let order = [hs[2], hs[0], hs[1]];
-        a.with_rx_slices(&order, RxStarts::AT_HEADROOM, |views| {
+        a.with_rx_slices(&order, RxStarts::at_headroom(STANDARD_BUFFER), |views| {
             assert_eq!(views.len(), 3);
             for (i, s) in views.iter_mut().enumerate() {
-                assert_eq!(s.len(), FRAME_SIZE - HEADROOM - TAILROOM);
+                assert_eq!(s.len(), STANDARD_BUFFER - HEADROOM - TAILROOM);
                 s[0] = i as u8 + 1;
             }
         });
@@ -405,7 +482,7 @@ mod tests {
     fn rx_slices_begin_at_each_buffers_start_and_the_packet_with_them() {
         let mut a = Arena::new(8);
         let hs: Vec<Handle> = (0..8).map(|_| a.alloc().unwrap()).collect();
-        let starts = RxStarts::spread(0, 1888).unwrap();
+        let starts = RxStarts::spread(STANDARD_BUFFER, 0, 1888).unwrap();
         a.with_rx_slices(&hs, starts, |views| {
             for (s, &h) in views.iter_mut().zip(&hs) {
                 assert_eq!(s.len(), 1888);
@@ -427,7 +504,7 @@ mod tests {
     fn a_buffer_lent_twice_in_one_batch_is_caught() {
         let mut a = Arena::new(2);
         let x = a.alloc().unwrap();
-        a.with_rx_slices(&[x, x], RxStarts::AT_HEADROOM, |_| ());
+        a.with_rx_slices(&[x, x], RxStarts::at_headroom(STANDARD_BUFFER), |_| ());
     }
 
     #[test]
@@ -444,7 +521,7 @@ mod tests {
         let mut a = Arena::new(3);
         let umem = a.umem();
         assert_eq!(umem.base() as usize % MEM_ALIGN, 0);
-        assert_eq!(umem.len(), 3 * FRAME_SIZE);
+        assert_eq!(umem.len(), 3 * STANDARD_BUFFER);
         assert!(a.mem_mut().iter().all(|&b| b == 0), "zeroed");
     }
 }

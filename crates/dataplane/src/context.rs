@@ -395,6 +395,11 @@ impl Context {
         self.tunnels.wg.mtu
     }
 
+    /// The largest inner WireGuard MTU this worker's buffers carry.
+    pub fn max_wg_mtu(&self) -> usize {
+        crate::wg_limits::max_mtu(self.arena.buffer_size())
+    }
+
     pub(crate) fn set_wg_mtu(&mut self, mtu: usize) {
         self.tunnels.wg.mtu = mtu;
     }
@@ -403,7 +408,7 @@ impl Context {
     /// buffer carries); `None` for a number no tunnel has.
     pub fn tunnel_mtu(&self, t: TunnelId) -> Option<usize> {
         match self.tunnels.entry(t)? {
-            TunnelEntry::WireGuard { mtu: 0 } => Some(crate::wg_limits::MAX_MTU),
+            TunnelEntry::WireGuard { mtu: 0 } => Some(self.max_wg_mtu()),
             TunnelEntry::WireGuard { mtu }
             | TunnelEntry::Esp { mtu, .. }
             | TunnelEntry::OpenVpn { mtu, .. } => Some(mtu),

@@ -72,11 +72,20 @@ use std::time::Instant;
 use wire::ethernet::{MacAddr, ethertype};
 use wireguard::Device;
 
-/// The largest MTU a port may have: an Ethernet frame must fit a buffer's room.
-pub const MAX_PORT_MTU: u16 = (crate::arena::FRAME_SIZE
-    - crate::arena::HEADROOM
-    - crate::arena::TAILROOM
-    - wire::ethernet::HEADER_LEN) as u16;
+/// The largest MTU a port may have with buffers of `buffer` bytes: an Ethernet
+/// frame must fit a buffer's room.
+pub const fn max_port_mtu(buffer: usize) -> u16 {
+    let room = crate::arena::max_data(buffer) - wire::ethernet::HEADER_LEN;
+    if room > u16::MAX as usize {
+        u16::MAX
+    } else {
+        room as u16
+    }
+}
+
+/// The largest MTU a gateway port may be given at all: the jumbo frames of data
+/// centres (9216 bytes, what switches take), which need jumbo buffers.
+pub const LARGEST_PORT_MTU: u16 = 9216;
 
 /// Every node of the gateway graph that drops packets, with its reasons: what `show
 /// errors` explains a gateway's counters with. (A test checks it against the graph.)
@@ -237,7 +246,7 @@ impl GatewayGraph {
     /// unlimited, up to what a buffer carries).
     pub fn set_wireguard(&mut self, listen_port: u16, mtu: usize) {
         self.cx.tunnels.wg.listen_port = listen_port;
-        self.cx.set_wg_mtu(mtu.min(crate::wg_limits::MAX_MTU));
+        self.cx.set_wg_mtu(mtu.min(self.cx.max_wg_mtu()));
     }
 
     /// Turns IKE on: datagrams to the IKE ports go to `inbox`.
@@ -288,7 +297,8 @@ impl GatewayGraph {
     pub fn add_port(&mut self, mut port: Interface) -> Result<PortId, InterfaceError> {
         port.output = self.cx.add_output();
         let addrs = port.addrs.clone();
-        let id = self.cx.ip.interfaces.add(port, MAX_PORT_MTU)?;
+        let max = max_port_mtu(self.cx.arena.buffer_size());
+        let id = self.cx.ip.interfaces.add(port, max)?;
         for p in addrs {
             let host = Prefix::new(p.addr, if p.addr.is_ipv4() { 32 } else { 128 });
             let fib = &mut self.cx.ip.fib;

@@ -16,13 +16,13 @@ use crate::arena::Arena;
 use crate::context::{Context, OutputId};
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::gateway::MAX_PORT_MTU;
+use crate::gateway::max_port_mtu;
 use crate::graph::{NodeId, Rebind};
 use crate::interfaces::Interface;
 use crate::l2::L2Interface;
 use crate::nodes::{IpLookup, L2Xconnect, Output, PortOutput, VxlanDecap, VxlanEncap, WgEncrypt};
 use crate::vxlan::{OVERHEAD_V4, OVERHEAD_V6, VxlanId, VxlanTunnel};
-use crate::wg::{MAX_MTU, WgGraph};
+use crate::wg::WgGraph;
 use crypto::EngineSet;
 use std::net::IpAddr;
 use std::time::Instant;
@@ -92,7 +92,7 @@ impl L2Graph {
                     addrs: Vec::new(),
                     output: L2_OUT,
                 },
-                MAX_PORT_MTU,
+                max_port_mtu(cx.arena.buffer_size()),
             )
             .map_err(|e| e.to_string())?;
         let overhead = if vtep.is_ipv4() {
@@ -107,7 +107,7 @@ impl L2Graph {
             remote: vtep,
             udp_port: wire::vxlan::PORT,
             // The most the WireGuard tunnel it leads into carries.
-            max_frame: MAX_MTU - overhead,
+            max_frame: cx.max_wg_mtu() - overhead,
         };
         let vxlan: VxlanId = cx.tunnels.vxlan.add(tunnel).map_err(|e| e.to_string())?;
         for (rx, tx) in [

@@ -84,7 +84,7 @@ impl Context {
         // Open each with the counter it was sealed with.
         let mut ops: Vec<AeadOp> = late
             .iter()
-            .map(|l| transport_op(l, Direction::Decrypt, l.counter))
+            .map(|l| transport_op(&self.arena, l, Direction::Decrypt, l.counter))
             .collect();
         self.run_ops(&mut ops);
         let mut fresh = Vec::with_capacity(late.len());
@@ -109,7 +109,7 @@ impl Context {
             }
             let buf = self.arena.buffer_mut(l.h);
             buf[l.at + 8..l.at + 16].copy_from_slice(&fresh[i].to_le_bytes());
-            ops.push(transport_op(l, Direction::Encrypt, fresh[i]));
+            ops.push(transport_op(&self.arena, l, Direction::Encrypt, fresh[i]));
             sealed.push(i);
         }
         self.run_ops(&mut ops);
@@ -187,7 +187,7 @@ impl Context {
 }
 
 /// The in-place op over a late packet's text with `counter`.
-fn transport_op(l: &Late, dir: Direction, counter: u64) -> AeadOp {
+fn transport_op(arena: &Arena, l: &Late, dir: Direction, counter: u64) -> AeadOp {
     AeadOp::in_place(
         Algorithm::ChaCha20Poly1305,
         l.keypair.send_key,
@@ -195,7 +195,7 @@ fn transport_op(l: &Late, dir: Direction, counter: u64) -> AeadOp {
         crypto::seal::counter_nonce(counter),
         Span::EMPTY,
         Span::new(
-            (Arena::offset_of(l.h) + l.at + TRANSPORT_HEADER_LEN) as u32,
+            (arena.offset_of(l.h) + l.at + TRANSPORT_HEADER_LEN) as u32,
             l.text_len as u32,
         ),
     )

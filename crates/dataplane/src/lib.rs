@@ -61,7 +61,7 @@ mod wg_actions;
 pub mod wg_follow;
 mod wg_limits;
 
-pub use arena::{Arena, FRAME_SIZE, HEADROOM, Handle, IcmpReason, PacketMeta};
+pub use arena::{Arena, HEADROOM, Handle, IcmpReason, JUMBO_BUFFER, PacketMeta, STANDARD_BUFFER};
 pub use context::{Context, OutputId};
 pub use counters::{ErrorInfo, NodeCounters};
 pub use graph::{FREE, Graph, HasArena, KEEP, Node, NodeId, NodeInfo, Rebind};

@@ -24,30 +24,29 @@ use crypto::EngineSet;
 use std::time::Instant;
 use wireguard::Device;
 
-pub use crate::wg_limits::{MAX_MTU, OUTER_OVERHEAD};
+pub use crate::wg_limits::{OUTER_OVERHEAD, max_datagram, max_mtu};
 
-/// The largest datagram a host takes whole: a transport message carrying an inner
-/// packet of [`MAX_MTU`].
-pub const MAX_DATAGRAM: usize = wire::wireguard::TRANSPORT_HEADER_LEN + MAX_MTU + crypto::TAG_LEN;
-
-/// Where a host reads datagrams from its UDP socket: nothing is ever put in front of
-/// a received datagram in its buffer (it only loses its header on the way in), so
-/// no headroom is kept, and every start leaves room for [`MAX_DATAGRAM`].
-pub fn udp_rx_starts() -> RxStarts {
-    // FRAME_SIZE - TAILROOM holds MAX_DATAGRAM from offset HEADROOM on (MAX_MTU's
+/// Where a host reads datagrams from its UDP socket into buffers of `buffer` bytes:
+/// nothing is ever put in front of a received datagram in its buffer (it only loses
+/// its header on the way in), so no headroom is kept, and every start leaves room
+/// for [`max_datagram`].
+pub fn udp_rx_starts(buffer: usize) -> RxStarts {
+    // buffer - TAILROOM holds max_datagram from offset HEADROOM on (max_mtu's
     // definition), so from 0 too.
-    RxStarts::spread(0, MAX_DATAGRAM).unwrap_or(RxStarts::AT_HEADROOM)
+    RxStarts::spread(buffer, 0, max_datagram(buffer)).unwrap_or(RxStarts::at_headroom(buffer))
 }
 
-/// Where a host reads inner packets from its TUN: the WireGuard header goes in front
-/// of them in place, and every start leaves room for a packet of the interface's
-/// `mtu` ([`MAX_MTU`] while it is not known, 0). An MTU raised on the interface is
-/// followed when the worker next looks at it; until then a packet longer than the
-/// old MTU's starts leave room for is cut and counted (`tun.too_big`), as one longer
-/// than [`MAX_MTU`] always is.
-pub fn tun_rx_starts(mtu: usize) -> RxStarts {
-    let room = if mtu == 0 { MAX_MTU } else { mtu.min(MAX_MTU) };
-    RxStarts::spread(wire::wireguard::TRANSPORT_HEADER_LEN, room).unwrap_or(RxStarts::AT_HEADROOM)
+/// Where a host reads inner packets from its TUN into buffers of `buffer` bytes:
+/// the WireGuard header goes in front of them in place, and every start leaves room
+/// for a packet of the interface's `mtu` ([`max_mtu`] while it is not known, 0). An
+/// MTU raised on the interface is followed when the worker next looks at it; until
+/// then a packet longer than the old MTU's starts leave room for is cut and counted
+/// (`tun.too_big`), as one longer than [`max_mtu`] always is.
+pub fn tun_rx_starts(buffer: usize, mtu: usize) -> RxStarts {
+    let max = max_mtu(buffer);
+    let room = if mtu == 0 { max } else { mtu.min(max) };
+    RxStarts::spread(buffer, wire::wireguard::TRANSPORT_HEADER_LEN, room)
+        .unwrap_or(RxStarts::at_headroom(buffer))
 }
 
 /// Encrypted datagrams for the UDP socket; each buffer's meta.addr is its destination.
@@ -143,9 +142,14 @@ impl WgGraph {
     }
 
     /// The inner interface's MTU: no encrypted packet is padded past it. At most
-    /// [`MAX_MTU`]; larger values are clamped (the caller refuses them first).
+    /// [`WgGraph::max_mtu`]; larger values are clamped (the caller refuses them first).
     pub fn set_mtu(&mut self, mtu: usize) {
-        self.cx.set_wg_mtu(mtu.min(MAX_MTU));
+        self.cx.set_wg_mtu(mtu.min(self.max_mtu()));
+    }
+
+    /// The largest inner MTU this graph's buffers carry.
+    pub fn max_mtu(&self) -> usize {
+        self.cx.max_wg_mtu()
     }
 
     /// A node of the graph by name.
@@ -193,29 +197,36 @@ impl WgGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arena::FRAME_SIZE;
     use crate::arena::rx_starts::LINE;
+    use crate::arena::{JUMBO_BUFFER, STANDARD_BUFFER};
     use wire::wireguard::TRANSPORT_HEADER_LEN;
 
-    /// Every start leaves what each direction does in place room in its buffer.
+    /// Every start leaves what each direction does in place room in its buffer, in
+    /// standard and jumbo buffers alike.
     #[test]
     fn host_receive_starts_leave_each_packet_its_room() {
-        let udp = udp_rx_starts();
-        assert_eq!(udp.least_room(), MAX_DATAGRAM);
-        for mtu in [0, 576, 1280, 1420, 1500, 1800, MAX_MTU, MAX_MTU + 1, 9000] {
-            let tun = tun_rx_starts(mtu);
-            let largest = if mtu == 0 { MAX_MTU } else { mtu.min(MAX_MTU) };
-            assert!(tun.least_room() >= largest, "{mtu}");
-            for h in 0..4 {
-                let at = tun.of(h);
-                // The header goes in front; the padded packet and its tag behind.
-                assert!(at >= TRANSPORT_HEADER_LEN, "{mtu}: {at}");
-                let padded = wire::wireguard::padded_len(largest, mtu);
-                assert!(at + padded + crypto::TAG_LEN <= FRAME_SIZE, "{mtu}: {at}");
+        for buffer in [STANDARD_BUFFER, JUMBO_BUFFER] {
+            let udp = udp_rx_starts(buffer);
+            assert_eq!(udp.least_room(), max_datagram(buffer));
+            let max = max_mtu(buffer);
+            for mtu in [0, 576, 1280, 1420, 1500, 1800, max, max + 1, 9000, 9216] {
+                let tun = tun_rx_starts(buffer, mtu);
+                let largest = if mtu == 0 { max } else { mtu.min(max) };
+                assert!(tun.least_room() >= largest, "{mtu}");
+                for h in 0..4 {
+                    let at = tun.of(h);
+                    // The header goes in front; the padded packet and its tag behind.
+                    assert!(at >= TRANSPORT_HEADER_LEN, "{mtu}: {at}");
+                    let padded = wire::wireguard::padded_len(largest, mtu);
+                    assert!(at + padded + crypto::TAG_LEN <= buffer, "{mtu}: {at}");
+                }
             }
         }
+        assert!(max_mtu(JUMBO_BUFFER) >= 9216, "a 9216-byte tunnel MTU fits");
         // At the usual MTUs the starts spread over three lines, on their boundaries.
-        let mut at: Vec<usize> = (0..4).map(|h| tun_rx_starts(1420).of(h)).collect();
+        let mut at: Vec<usize> = (0..4)
+            .map(|h| tun_rx_starts(STANDARD_BUFFER, 1420).of(h))
+            .collect();
         at.sort_unstable();
         at.dedup();
         assert_eq!(at.len(), 3);

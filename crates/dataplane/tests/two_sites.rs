@@ -42,8 +42,15 @@ fn padding_is_stripped_and_sizes_survive() {
 fn no_encrypted_packet_is_padded_past_the_mtu() {
     // Transport header and tag: what WireGuard adds to the padded inner packet.
     const OVERHEAD: usize = 16 + 16;
-    for mtu in [1420usize, 1280, dataplane::wg::MAX_MTU] {
-        let mut net = Net::new();
+    use dataplane::{JUMBO_BUFFER, STANDARD_BUFFER};
+    let standard = [1420usize, 1280, dataplane::wg::max_mtu(STANDARD_BUFFER)];
+    let jumbo = [9000, dataplane::wg::max_mtu(JUMBO_BUFFER)];
+    let runs = standard
+        .map(|m| (m, false))
+        .into_iter()
+        .chain(jumbo.map(|m| (m, true)));
+    for (mtu, large) in runs {
+        let mut net = if large { Net::jumbo() } else { Net::new() };
         net.a.graph.set_mtu(mtu);
         net.b.graph.set_mtu(mtu);
         assert!(net.ping_a_to_b(0));

@@ -37,9 +37,14 @@ fn is_ours(f: &[u8]) -> bool {
 
 /// Receives what is waiting (after polling up to `wait`), keeping only test frames.
 fn drain(port: &mut PacketPort, wait: Duration, got: &mut Vec<Vec<u8>>) {
+    drain_into(port, wait, 2048, got)
+}
+
+/// [`drain`] into buffers of `size` bytes.
+fn drain_into(port: &mut PacketPort, wait: Duration, size: usize, got: &mut Vec<Vec<u8>>) {
     let mut fds = [PollFd::new(port.as_raw_fd(), Interest::READABLE)];
     poll(&mut fds, Some(wait)).unwrap();
-    let mut storage = vec![[0u8; 2048]; BATCH];
+    let mut storage = vec![vec![0u8; size]; BATCH];
     // Bounded: the ring holds a limited number of frames and each turn empties some.
     for _ in 0..64 {
         let mut bufs: Vec<&mut [u8]> = storage.iter_mut().map(|b| b.as_mut_slice()).collect();
@@ -66,12 +71,12 @@ fn frames_cross_a_veth_in_order() {
     let frames: Vec<Vec<u8>> = (0..COUNT).map(frame).collect();
     let (got, echoed, tx) = ns
         .run(|| {
-            let mut tx = PacketPort::open("pa", 256).unwrap();
-            let mut rx = PacketPort::open("pb", 1024).unwrap();
+            let mut tx = PacketPort::open("pa", 256, 2048).unwrap();
+            let mut rx = PacketPort::open("pb", 1024, 2048).unwrap();
             rx.set_promiscuous(true).unwrap();
             // A second port on the sending end: it must not see frames leaving there
             // either (a socket never sees its own, so this is what tests the option).
-            let mut watch = PacketPort::open("pa", 64).unwrap();
+            let mut watch = PacketPort::open("pa", 64, 2048).unwrap();
             assert!(tx.frames() >= 256 && rx.frames() >= 1024);
             let mut got = Vec::new();
             let mut echoed = Vec::new();
@@ -108,6 +113,54 @@ fn frames_cross_a_veth_in_order() {
     );
 }
 
+/// Rings made for jumbo frames carry a 9216-byte MTU's frames whole both ways; a
+/// frame past the slot is still counted, not sent.
+#[test]
+fn jumbo_frames_cross_a_veth_whole() {
+    if !root_or_skip("jumbo_frames_cross_a_veth_whole") {
+        return;
+    }
+    let ns = veth_ns();
+    for dev in ["pa", "pb"] {
+        ns.exec_checked(&["ip", "link", "set", dev, "mtu", "9216"])
+            .unwrap();
+    }
+    let sizes = [14 + 9216, 9014, 5000, 60, 2000];
+    let frames: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(seq, &len)| {
+            let mut f = frame(seq);
+            f.resize(len, seq as u8);
+            f
+        })
+        .collect();
+    let (got, counts) = ns
+        .run(|| {
+            let mut tx = PacketPort::open("pa", 64, 9216 + 14).unwrap();
+            let mut rx = PacketPort::open("pb", 64, 9216 + 14).unwrap();
+            rx.set_promiscuous(true).unwrap();
+            assert!(tx.max_frame() >= 9216 + 14);
+            let batch: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            let mut too_long = frames[0].clone();
+            too_long.resize(tx.max_frame() + 1, 1);
+            assert_eq!(tx.send_batch(&batch), frames.len());
+            assert_eq!(tx.send_batch(&[&too_long]), 0);
+            let mut got = Vec::new();
+            let deadline = Instant::now() + WAIT;
+            while got.len() < frames.len() && Instant::now() < deadline {
+                drain_into(&mut rx, Duration::from_millis(20), 10240, &mut got);
+            }
+            (got, (tx.tx_too_big(), rx.rx_truncated(), rx.rx_dropped()))
+        })
+        .unwrap();
+    assert_eq!(counts, (1, 0, 0), "too big, truncated, dropped");
+    assert_eq!(got.len(), frames.len());
+    for (seq, (g, f)) in got.iter().zip(&frames).enumerate() {
+        assert!(g == f, "frame {seq}: {} bytes, sent {}", g.len(), f.len());
+    }
+}
+
 #[test]
 fn oversized_frame_is_counted_not_sent() {
     if !root_or_skip("oversized_frame_is_counted_not_sent") {
@@ -116,8 +169,8 @@ fn oversized_frame_is_counted_not_sent() {
     let ns = veth_ns();
     let (got, too_big, full, queued) = ns
         .run(|| {
-            let mut tx = PacketPort::open("pa", 16).unwrap();
-            let mut rx = PacketPort::open("pb", 16).unwrap();
+            let mut tx = PacketPort::open("pa", 16, 2048).unwrap();
+            let mut rx = PacketPort::open("pb", 16, 2048).unwrap();
             let mut big = frame(1);
             big.resize(tx.max_frame() + 1, 0xee);
             let small = frame(2);
@@ -149,7 +202,7 @@ fn full_tx_ring_counts_the_rest() {
         .unwrap();
     let (frames, queued, full, flush_errors) = ns
         .run(|| {
-            let mut tx = PacketPort::open("pa", 1).unwrap();
+            let mut tx = PacketPort::open("pa", 1, 2048).unwrap();
             let f = frame(3);
             let batch = vec![f.as_slice(); tx.frames() + 5];
             let queued = tx.send_batch(&batch);
@@ -168,7 +221,7 @@ fn missing_interface_is_named() {
     }
     let ns = NetNs::new("lr-io-pkt").unwrap();
     let err = ns
-        .run(|| PacketPort::open("nosuch0", 16).unwrap_err())
+        .run(|| PacketPort::open("nosuch0", 16, 2048).unwrap_err())
         .unwrap();
     let msg = err.to_string();
     assert!(msg.contains("\"nosuch0\" not found"), "{msg}");
@@ -182,8 +235,8 @@ fn a_fanout_group_sees_each_frame_once() {
     let ns = veth_ns();
     let got = ns
         .run(|| {
-            let mut tx = PacketPort::open("pa", 256).unwrap();
-            let mut group = [(); 2].map(|_| PacketPort::open("pb", 2048).unwrap());
+            let mut tx = PacketPort::open("pa", 256, 2048).unwrap();
+            let mut group = [(); 2].map(|_| PacketPort::open("pb", 2048, 2048).unwrap());
             for p in &group {
                 p.join_fanout(0x4c52, io::Fanout::Hash).unwrap();
             }
@@ -216,9 +269,9 @@ fn a_fanout_group_sees_each_frame_once() {
     // A socket of another interface cannot join the group.
     let err = ns
         .run(|| {
-            let a = PacketPort::open("pb", 64).unwrap();
+            let a = PacketPort::open("pb", 64, 2048).unwrap();
             a.join_fanout(0x4c53, io::Fanout::Hash).unwrap();
-            let b = PacketPort::open("pa", 64).unwrap();
+            let b = PacketPort::open("pa", 64, 2048).unwrap();
             b.join_fanout(0x4c53, io::Fanout::Hash).unwrap_err()
         })
         .unwrap();
@@ -243,8 +296,8 @@ fn a_vlan_tag_the_kernel_takes_out_is_put_back() {
     tagged.extend((0..50u8).collect::<Vec<_>>());
     let got = ns
         .run(|| {
-            let mut tx = PacketPort::open("pa", 64).unwrap();
-            let mut rx = PacketPort::open("pb", 64).unwrap();
+            let mut tx = PacketPort::open("pa", 64, 2048).unwrap();
+            let mut rx = PacketPort::open("pb", 64, 2048).unwrap();
             assert_eq!(tx.send_batch(&[&tagged]), 1);
             let mut storage = [0u8; 2048];
             let mut lens = [0usize; 1];

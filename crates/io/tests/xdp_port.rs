@@ -244,7 +244,7 @@ fn run_send_test(skb_mode: bool) {
                 XdpMode::Native
             };
             assert_eq!(xdp.mode(), want_mode, "veth takes native XDP");
-            let mut peer = PacketPort::open(PEER_IF, 1024).unwrap();
+            let mut peer = PacketPort::open(PEER_IF, 1024, 2048).unwrap();
             peer.set_promiscuous(true).unwrap();
 
             // 256 buffers for sending, recycled through completions: 1000 frames need
@@ -326,9 +326,9 @@ fn run_receive_test(skb_mode: bool) {
         .run(|| {
             let mut xdp = umem.open(0, &opts).unwrap();
             // Frames that reach the kernel on the XDP side show here.
-            let mut watch = PacketPort::open(XDP_IF, 64).unwrap();
+            let mut watch = PacketPort::open(XDP_IF, 64, 2048).unwrap();
             watch.set_promiscuous(true).unwrap();
-            let mut peer = PacketPort::open(PEER_IF, 64).unwrap();
+            let mut peer = PacketPort::open(PEER_IF, 64, 2048).unwrap();
 
             let filled: Vec<u32> = (1000..2024).collect();
             assert_eq!(
@@ -459,9 +459,9 @@ fn frames_before_the_start_go_to_the_kernel() {
     let (kernel_saw, fill_empty) = ns
         .run(|| {
             let xdp = umem.open(0, &opts).unwrap();
-            let mut watch = PacketPort::open(XDP_IF, 64).unwrap();
+            let mut watch = PacketPort::open(XDP_IF, 64, 2048).unwrap();
             watch.set_promiscuous(true).unwrap();
-            let mut peer = PacketPort::open(PEER_IF, 16).unwrap();
+            let mut peer = PacketPort::open(PEER_IF, 16, 2048).unwrap();
             let frame = ipv4_udp();
             let mut got = Vec::new();
             for _ in 0..50 {
@@ -494,7 +494,7 @@ fn received_data_starts_after_both_headrooms() {
         let offset = ns
             .run(|| {
                 let mut xdp = umem.open(0, &opts).unwrap();
-                let mut peer = PacketPort::open(PEER_IF, 16).unwrap();
+                let mut peer = PacketPort::open(PEER_IF, 16, 2048).unwrap();
                 let bufs: Vec<u32> = (0..32).collect();
                 assert_eq!(xdp.fill(&bufs), 32);
                 xdp.start_receiving().unwrap();
@@ -652,7 +652,7 @@ fn one_program_serves_a_port_per_queue() {
                 assert_eq!(p.fill(&bufs), 512);
                 p.start_receiving().unwrap();
             }
-            let mut peer = PacketPort::open(PEER_IF, 256).unwrap();
+            let mut peer = PacketPort::open(PEER_IF, 256, 2048).unwrap();
             let frames: Vec<Vec<u8>> = (0..FLOWS).map(|i| ipv4_udp_from(10_000 + i)).collect();
             let sent: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
             let mut n = 0;

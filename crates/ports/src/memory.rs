@@ -100,7 +100,7 @@ mod tests {
     use dataplane::context::OutputId;
     use dataplane::gateway::GatewayGraph;
     use dataplane::interfaces::Interface;
-    use dataplane::{Arena, FRAME_SIZE};
+    use dataplane::{Arena, STANDARD_BUFFER as FRAME_SIZE};
     use std::time::Instant;
 
     /// A gateway graph with one port, and no tunnel.

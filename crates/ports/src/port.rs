@@ -41,16 +41,18 @@ pub struct Port {
 }
 
 impl Port {
-    /// An AF_PACKET port on `ifname`, promiscuous (it routes for every address);
-    /// with `fanout`, one socket of that fanout group (one per worker).
+    /// An AF_PACKET port on `ifname` for a worker whose buffers are `buffer` bytes,
+    /// promiscuous (it routes for every address); with `fanout`, one socket of that
+    /// fanout group (one per worker).
     pub fn open_packet(
         id: PortId,
         name: &str,
         ifname: &str,
         mtu: u16,
+        buffer: usize,
         fanout: Option<(u16, Fanout)>,
     ) -> Result<Port, String> {
-        let driver = PacketDriver::open(name, ifname, mtu, fanout)?;
+        let driver = PacketDriver::open(name, ifname, mtu, buffer, fanout)?;
         Ok(Port::new(
             id,
             name,

@@ -23,7 +23,7 @@ impl TunPort {
     /// Reads one batch of packets into the graph (not run); how many came, or
     /// `None` when the arena has no buffer to spare (the packets wait in the queue).
     pub fn receive(&mut self, wg: &mut WgGraph) -> std::io::Result<Option<usize>> {
-        let starts = tun_rx_starts(wg.context().wg_mtu());
+        let starts = tun_rx_starts(wg.context().arena().buffer_size(), wg.context().wg_mtu());
         let arena = wg.context_mut().arena_mut();
         if self.buffers.take(arena, io::MAX_BATCH, HOST_RESERVE) == 0 {
             return Ok(None);

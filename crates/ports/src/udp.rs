@@ -58,9 +58,13 @@ impl UdpPort {
             return None;
         }
         let (socket, rx, metas) = (&self.socket, &mut self.rx, &mut self.metas);
-        let Ok(datagrams) = self.buffers.read(arena, udp_rx_starts(), |bufs| {
-            Ok::<_, std::convert::Infallible>(socket.recv_batch_with(rx, bufs, metas).unwrap_or(0))
-        });
+        let Ok(datagrams) = self
+            .buffers
+            .read(arena, udp_rx_starts(arena.buffer_size()), |bufs| {
+                Ok::<_, std::convert::Infallible>(
+                    socket.recv_batch_with(rx, bufs, metas).unwrap_or(0),
+                )
+            });
         self.good.clear();
         for (&h, m) in datagrams.iter().zip(&self.metas) {
             if m.truncated {

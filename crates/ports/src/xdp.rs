@@ -29,9 +29,9 @@ pub fn xdp_fill_target(arena: usize, ports: usize) -> usize {
 pub(crate) const XDP_DATA_OFFSET: usize = io::xdp::XDP_PACKET_HEADROOM as usize;
 
 /// The frames an AF_XDP port on `mtu` needs room for, or why they do not fit a
-/// buffer after the kernel's headroom.
-pub(crate) fn check_mtu(name: &str, mtu: u16) -> Result<(), String> {
-    let room = dataplane::FRAME_SIZE - XDP_DATA_OFFSET - dataplane::arena::TAILROOM;
+/// UMEM chunk (a standard buffer) after the kernel's headroom.
+pub fn check_mtu(name: &str, mtu: u16) -> Result<(), String> {
+    let room = dataplane::STANDARD_BUFFER - XDP_DATA_OFFSET - dataplane::arena::TAILROOM;
     let frame = usize::from(mtu) + wire::ethernet::HEADER_LEN;
     if frame > room {
         return Err(format!(
@@ -77,7 +77,15 @@ impl XdpDriver {
             skb_mode: false,
             headroom: 0,
         };
-        let umem = graph.context_mut().arena_mut().umem();
+        let arena = graph.context_mut().arena_mut();
+        if arena.buffer_size() != io::xdp::FRAME_SIZE {
+            return Err(format!(
+                "port {name}: AF_XDP lends the kernel {}-byte buffers, and this worker's are {} bytes (jumbo frames run on af_packet ports)",
+                io::xdp::FRAME_SIZE,
+                arena.buffer_size()
+            ));
+        }
+        let umem = arena.umem();
         // SAFETY: the arena's memory is page-aligned and a whole number of 2048-byte
         // buffers, and the driver keeps it alive past the socket (`_umem`, dropped
         // after `xsk`). The kernel only writes buffers this driver lent it: each is

@@ -60,8 +60,10 @@ fn run_gateway(macs: ([u8; 6], [u8; 6]), stop: &AtomicBool) -> Vec<(String, u64)
             .unwrap(),
     ];
     let mut ports = [
-        Port::open_packet(ids[0], "lan", "lan", 1500, None).expect("lan port"),
-        Port::open_packet(ids[1], "wan", "wan", 1500, None).expect("wan port"),
+        Port::open_packet(ids[0], "lan", "lan", 1500, dataplane::STANDARD_BUFFER, None)
+            .expect("lan port"),
+        Port::open_packet(ids[1], "wan", "wan", 1500, dataplane::STANDARD_BUFFER, None)
+            .expect("wan port"),
     ];
     let start = Instant::now();
     while !stop.load(Ordering::Relaxed) && start.elapsed() < RUN_AT_MOST {

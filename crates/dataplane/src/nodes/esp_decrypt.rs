@@ -7,7 +7,7 @@
 //! check it against the tunnel's selectors, and only then commit its sequence
 //! number and charge the lifetime, so a forged or malformed packet changes nothing.
 
-use crate::arena::{Arena, Handle};
+use crate::arena::Handle;
 use crate::context::Context;
 use crate::esp::SaCounters;
 use crate::nodes::TunnelInput;
@@ -126,7 +126,7 @@ fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, EspDecryptResume), EspDe
     let (key, esn, icv_len) = (sa.key.key, sa.esn, alg.icv_len());
     let header = m.offset as usize;
     let text_end = header + front + text_len;
-    let base = Arena::offset_of(h);
+    let base = cx.arena.offset_of(h);
     let at = |offset: usize| (base + offset) as u32;
     let text = Span::new(at(header + front), text_len as u32);
     // With ESN, what the ICV or AAD needs beside the packet goes in front of the

@@ -17,7 +17,7 @@
 //! also covers the high half of the sequence number, put where the ICV goes while
 //! the ICV is made in the headroom and moved into place after.
 
-use crate::arena::{Arena, FRAME_SIZE, Handle};
+use crate::arena::Handle;
 use crate::context::Context;
 use crate::esp::{EspTunnel, EspTunnelId, SaCounters};
 use crate::nodes::aead::{AeadStage, Skip};
@@ -169,7 +169,7 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, EspEncryptResume), EspE
     // the outer headers (written after sealing), or what the op reads or writes
     // there while sealing (the ESN AAD, or a chained op's ICV with ESN).
     let room = front + SCRATCH.max(t.outer_len());
-    if start < room || start + text_len + icv_len > FRAME_SIZE {
+    if start < room || start + text_len + icv_len > cx.arena.buffer_size() {
         return Err(EspEncryptError::TooBig);
     }
     // The number first: an exhausted SA charges nothing. A packet the lifetime
@@ -192,11 +192,11 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, EspEncryptResume), EspE
     };
     let header = start - front;
     let text_end = start + text_len;
+    let base = cx.arena.offset_of(h);
     let buf = cx.arena.buffer_mut(h);
     esp::emit_trailer(&mut buf[start..text_end], inner_len, next_header)
         .expect("padded_len leaves room for the trailer");
     esp::emit_header(&mut buf[header..], spi, seq).expect("room checked");
-    let base = Arena::offset_of(h);
     let at = |offset: usize| (base + offset) as u32;
     let text = Span::new(at(start), text_len as u32);
     let (op, icv) = if alg.is_chained() {

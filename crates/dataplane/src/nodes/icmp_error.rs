@@ -92,7 +92,7 @@ fn build(
     let v4 = offending[0] >> 4 == 4;
     // The packet is copied out first: the error's headers are written over what
     // precedes it, and the quote is taken from the copy.
-    let mut copy = [0u8; crate::arena::FRAME_SIZE];
+    let mut copy = [0u8; crate::arena::LARGEST_BUFFER];
     copy[..len].copy_from_slice(offending);
     let quote = &copy[..len];
     let dst = if v4 {

@@ -74,19 +74,17 @@ pub(crate) fn fragment(
         let from = header_len + i * chunk;
         let len = chunk.min(payload_len - i * chunk);
         let (src, dst) = (h, f);
-        let mut header = [0u8; ipv4::HEADER_LEN];
-        header.copy_from_slice(&cx.arena.data(src)[..header_len]);
-        let mut body = [0u8; crate::arena::FRAME_SIZE];
-        body[..len].copy_from_slice(&cx.arena.data(src)[from..from + len]);
         let meta = *cx.arena.meta(src);
+        let at = meta.offset as usize;
+        cx.arena.copy_between(src, at, dst, at, header_len);
+        cx.arena
+            .copy_between(src, at + from, dst, at + header_len, len);
         let m = cx.arena.meta_mut(dst);
         *m = meta;
         m.len = (header_len + len) as u16;
         // A piece of a sealed packet cannot be sealed again.
         m.seal = crate::arena::SealMark::NONE;
         let out = cx.arena.data_mut(dst);
-        out[..header_len].copy_from_slice(&header);
-        out[header_len..].copy_from_slice(&body[..len]);
         let last = i + 1 == pieces;
         set_fragment(out, base + i * chunk, !last || more);
         rest.push(dst);

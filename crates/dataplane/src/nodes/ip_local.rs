@@ -18,7 +18,7 @@
 //! the worker's reassembly table, and the datagram they complete comes through
 //! here again, whole. Anything else for the gateway is dropped and counted.
 
-use crate::arena::{HEADROOM, Handle, MAX_DATA};
+use crate::arena::{HEADROOM, Handle};
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::graph::FREE;
@@ -163,7 +163,7 @@ impl IpLocal {
             }
             Err(e) => return Err(IpLocalError::from(e)),
         };
-        if whole.len() <= MAX_DATA {
+        if whole.len() <= cx.arena.max_data() {
             let m = cx.arena.meta_mut(h);
             m.offset = HEADROOM as u16;
             m.len = whole.len() as u16;

@@ -10,7 +10,7 @@
 //! the client followed to a new address if it sent from one, and the key's usage
 //! counted, so a forged or malformed packet changes nothing.
 
-use crate::arena::{Arena, Handle};
+use crate::arena::Handle;
 use crate::context::Context;
 use crate::nodes::TunnelInput;
 use crate::nodes::aead::{AeadStage, Skip};
@@ -108,7 +108,7 @@ fn open(cx: &mut Context, h: Handle) -> Result<(AeadOp, OvpnDecryptResume), Ovpn
         .check(header.packet_id)
         .map_err(|e| replay_error(e, &key.usage))?;
     let start = m.offset as usize;
-    let base = Arena::offset_of(h);
+    let base = cx.arena.offset_of(h);
     let at = |offset: usize| (base + offset) as u32;
     let text = Span::new(at(start + OVERHEAD), (data.len() - OVERHEAD) as u32);
     let op = AeadOp::in_place_tag_at(

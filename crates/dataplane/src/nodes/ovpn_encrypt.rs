@@ -7,7 +7,7 @@
 //! packet id, and room for the tag, which OpenVPN puts before the ciphertext),
 //! and seal the whole frame as one batch of AEAD ops.
 
-use crate::arena::{Arena, FRAME_SIZE, Handle};
+use crate::arena::Handle;
 use crate::context::Context;
 use crate::nodes::UdpEncap;
 use crate::nodes::aead::{AeadStage, Skip};
@@ -112,7 +112,7 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, OvpnEncryptResume), Ovp
         .and_then(|c| c.send_key())
         .ok_or(OvpnEncryptError::NoKey)?;
     let (start, inner_len) = (m.offset as usize, m.len as usize);
-    if start < OVERHEAD + OUTER_ROOM || start + inner_len > FRAME_SIZE {
+    if start < OVERHEAD + OUTER_ROOM || start + inner_len > cx.arena.buffer_size() {
         return Err(OvpnEncryptError::NoHeadroom);
     }
     let (packet_id, due) = key.take_packet_id().ok_or(OvpnEncryptError::IdsExhausted)?;
@@ -137,7 +137,7 @@ fn frame(cx: &mut Context, h: Handle) -> Result<(AeadOp, OvpnEncryptResume), Ovp
         packet_id,
     };
     cx.arena.buffer_mut(h)[header..header + HEADER_LEN].copy_from_slice(&head.to_bytes());
-    let base = Arena::offset_of(h);
+    let base = cx.arena.offset_of(h);
     let at = |offset: usize| (base + offset) as u32;
     let op = AeadOp::in_place_tag_at(
         alg,

@@ -6,7 +6,7 @@
 //! With an asynchronous engine the frame is parked instead and `wg-decrypt-post`
 //! finishes it.
 
-use crate::arena::{Arena, Handle};
+use crate::arena::Handle;
 use crate::context::Context;
 use crate::counters::NodeCounters;
 use crate::graph::FREE;
@@ -74,7 +74,7 @@ impl AeadStage for WgDecrypt {
         let ticket = run.ticket(counter, cx.now).map_err(Skip::drop)?;
         let m = cx.arena.meta(h);
         let text_len = m.len as usize - TRANSPORT_HEADER_LEN - TAG_LEN;
-        let text = Arena::offset_of(h) + m.offset as usize + TRANSPORT_HEADER_LEN;
+        let text = cx.arena.offset_of(h) + m.offset as usize + TRANSPORT_HEADER_LEN;
         let op = AeadOp::in_place(
             Algorithm::ChaCha20Poly1305,
             ticket.key,

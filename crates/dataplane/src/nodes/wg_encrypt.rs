@@ -5,7 +5,7 @@
 //! AEAD ops, and queue the results for the outer socket. With an asynchronous engine
 //! the frame is parked instead and `wg-encrypt-post` finishes it.
 
-use crate::arena::{Arena, FRAME_SIZE, Handle};
+use crate::arena::Handle;
 use crate::context::{Context, WgTunnel};
 use crate::nodes::Output;
 use crate::nodes::aead::{AeadStage, Skip};
@@ -153,9 +153,10 @@ impl AeadStage for WgEncrypt {
         let inner_len = m.len as usize;
         let padded = padded_len(inner_len, wg.mtu);
         let start = m.offset as usize;
-        if start < TRANSPORT_HEADER_LEN || start + padded + TAG_LEN > FRAME_SIZE {
+        if start < TRANSPORT_HEADER_LEN || start + padded + TAG_LEN > cx.arena.buffer_size() {
             return Err(EncryptError::TooBig.into());
         }
+        let base = cx.arena.offset_of(h);
         let buf = cx.arena.buffer_mut(h);
         if padded > inner_len {
             // Often there is nothing to pad (a length already a multiple of 16, or
@@ -175,7 +176,7 @@ impl AeadStage for WgEncrypt {
             Direction::Encrypt,
             crypto::seal::counter_nonce(ticket.counter),
             Span::EMPTY,
-            Span::new((Arena::offset_of(h) + start) as u32, padded as u32),
+            Span::new((base + start) as u32, padded as u32),
         );
         let wire_len = TRANSPORT_HEADER_LEN + padded + TAG_LEN;
         let meta = cx.arena.meta_mut(h);

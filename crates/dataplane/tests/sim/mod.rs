@@ -17,6 +17,8 @@ use wireguard::{Device, PeerId, Prefix};
 thread_local! {
     /// Sites built on this thread use the asynchronous engine (see `Net::with_async`).
     static ASYNC: Cell<bool> = const { Cell::new(false) };
+    /// The size of the buffers of sites built on this thread (see `Net::jumbo`).
+    static BUFFER: Cell<usize> = const { Cell::new(dataplane::STANDARD_BUFFER) };
 }
 
 pub struct Site {
@@ -106,7 +108,12 @@ fn site(
         EngineSet::new(vec![Box::new(crypto_awslc::AwsLcEngine::new())])
     };
     Site {
-        graph: WgGraph::new(Arena::new(buffers), device, engines, now),
+        graph: WgGraph::new(
+            Arena::with_buffers(buffers, BUFFER.with(|b| b.get())),
+            device,
+            engines,
+            now,
+        ),
         addr: addr.parse().unwrap(),
         peer,
         delivered: Vec::new(),
@@ -124,6 +131,14 @@ impl Net {
         ASYNC.with(|a| a.set(true));
         let net = Net::with_buffers(1024);
         ASYNC.with(|a| a.set(false));
+        net
+    }
+
+    /// Both sites on jumbo buffers.
+    pub fn jumbo() -> Net {
+        BUFFER.with(|b| b.set(dataplane::JUMBO_BUFFER));
+        let net = Net::with_buffers(1024);
+        BUFFER.with(|b| b.set(dataplane::STANDARD_BUFFER));
         net
     }
 

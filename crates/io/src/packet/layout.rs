@@ -19,13 +19,21 @@ pub(crate) const HDRLEN: usize =
 /// `PACKET_TX_HAS_OFF`): right after the aligned `tpacket2_hdr`.
 pub(crate) const TX_DATA_OFFSET: usize = HDRLEN - size_of::<libc::sockaddr_ll>();
 
-/// The longest Ethernet frame a slot must hold, headers included.
-pub(crate) const MAX_FRAME: usize = 2048;
+/// The longest Ethernet frame a slot holds at least, headers included: what a
+/// standard MTU needs.
+pub const MIN_FRAME: usize = 2048;
 
-/// Bytes per slot. On receive the kernel starts an Ethernet frame at
-/// `align(HDRLEN + 16) - 14` (it leaves room for a 16-byte link header), so the slot is
-/// that offset plus [`MAX_FRAME`], rounded up to the alignment.
-pub(crate) const FRAME_SIZE: usize = align(align(HDRLEN + 16) + MAX_FRAME);
+/// The longest Ethernet frame a slot may be asked to hold: a jumbo frame of 9216
+/// bytes of payload, two VLAN tags and the header, with room to spare.
+pub const MAX_FRAME: usize = 10240;
+
+/// Bytes per slot for frames of up to `max_frame` bytes. On receive the kernel
+/// starts an Ethernet frame at `align(HDRLEN + 16) - 14` (it leaves room for a
+/// 16-byte link header), so the slot is that offset plus the frame, rounded up to
+/// the alignment.
+pub(crate) const fn slot_size(max_frame: usize) -> usize {
+    align(align(HDRLEN + 16) + max_frame)
+}
 
 /// Bytes per block: a multiple of the page size, as the kernel requires, large enough
 /// to hold several slots without wasting much of each block.
@@ -41,26 +49,31 @@ pub(crate) struct Layout {
     pub(crate) block_nr: usize,
     pub(crate) frames_per_block: usize,
     pub(crate) frame_nr: usize,
+    /// Bytes per slot (see [`slot_size`]).
+    pub(crate) frame_size: usize,
 }
 
 impl Layout {
     /// The smallest ring of whole blocks that holds at least `frames` slots (at least
-    /// one), for pages of `page_size` bytes; `None` past [`MAX_FRAMES`].
-    pub(crate) fn new(frames: usize, page_size: usize) -> Option<Layout> {
-        if frames > MAX_FRAMES || page_size == 0 {
+    /// one) for frames of up to `max_frame` bytes (at least [`MIN_FRAME`]), for pages
+    /// of `page_size` bytes; `None` past [`MAX_FRAMES`] or [`MAX_FRAME`].
+    pub(crate) fn new(frames: usize, page_size: usize, max_frame: usize) -> Option<Layout> {
+        if frames > MAX_FRAMES || page_size == 0 || max_frame > MAX_FRAME {
             return None;
         }
+        let frame_size = slot_size(max_frame.max(MIN_FRAME));
         let mut block_size = page_size * BLOCK_PAGES;
-        while block_size < FRAME_SIZE {
+        while block_size < frame_size {
             block_size += page_size;
         }
-        let frames_per_block = block_size / FRAME_SIZE;
+        let frames_per_block = block_size / frame_size;
         let block_nr = frames.max(1).div_ceil(frames_per_block);
         Some(Layout {
             block_size,
             block_nr,
             frames_per_block,
             frame_nr: block_nr * frames_per_block,
+            frame_size,
         })
     }
 
@@ -69,7 +82,7 @@ impl Layout {
         libc::tpacket_req {
             tp_block_size: self.block_size as libc::c_uint,
             tp_block_nr: self.block_nr as libc::c_uint,
-            tp_frame_size: FRAME_SIZE as libc::c_uint,
+            tp_frame_size: self.frame_size as libc::c_uint,
             tp_frame_nr: self.frame_nr as libc::c_uint,
         }
     }
@@ -83,12 +96,13 @@ impl Layout {
     /// straddle blocks: the tail of a block that no whole slot fits is unused.
     pub(crate) fn offset(&self, i: usize) -> usize {
         debug_assert!(i < self.frame_nr);
-        (i / self.frames_per_block) * self.block_size + (i % self.frames_per_block) * FRAME_SIZE
+        (i / self.frames_per_block) * self.block_size
+            + (i % self.frames_per_block) * self.frame_size
     }
 
     /// The longest frame a TX slot takes.
     pub(crate) fn tx_capacity(&self) -> usize {
-        FRAME_SIZE - TX_DATA_OFFSET
+        self.frame_size - TX_DATA_OFFSET
     }
 }
 
@@ -100,35 +114,47 @@ mod tests {
     fn header_sizes_match_the_kernel() {
         assert_eq!(HDRLEN, 52);
         assert_eq!(TX_DATA_OFFSET, 32);
-        assert_eq!(FRAME_SIZE % ALIGNMENT, 0);
-        // A full-size Ethernet frame fits where the kernel places received ones.
-        assert!(align(HDRLEN + 16) - 14 + MAX_FRAME <= FRAME_SIZE);
+        for max in [MIN_FRAME, 9216 + 22, MAX_FRAME] {
+            assert_eq!(slot_size(max) % ALIGNMENT, 0);
+            // A full-size Ethernet frame fits where the kernel places received ones.
+            assert!(align(HDRLEN + 16) - 14 + max <= slot_size(max));
+        }
     }
 
     #[test]
     fn rounds_up_to_whole_blocks() {
-        let l = Layout::new(1000, 4096).unwrap();
+        let l = Layout::new(1000, 4096, MIN_FRAME).unwrap();
         assert_eq!(l.block_size % 4096, 0);
         assert!(l.frame_nr >= 1000);
         assert_eq!(l.frame_nr, l.block_nr * l.frames_per_block);
         assert!(l.frame_nr - 1000 < l.frames_per_block);
-        let one = Layout::new(0, 4096).unwrap();
+        let one = Layout::new(0, 4096, MIN_FRAME).unwrap();
         assert_eq!(one.block_nr, 1);
-        assert!(Layout::new(MAX_FRAMES + 1, 4096).is_none());
+        assert!(Layout::new(MAX_FRAMES + 1, 4096, MIN_FRAME).is_none());
+        assert!(Layout::new(16, 4096, MAX_FRAME + 1).is_none());
+        // A short frame still gets a standard slot.
+        assert_eq!(
+            Layout::new(16, 4096, 64).unwrap().frame_size,
+            slot_size(MIN_FRAME)
+        );
     }
 
     #[test]
     fn slots_stay_inside_their_block() {
-        for page in [4096, 16384, 65536] {
-            let l = Layout::new(100, page).unwrap();
+        for (page, max) in [4096, 16384, 65536]
+            .into_iter()
+            .flat_map(|p| [(p, MIN_FRAME), (p, 9216 + 22), (p, MAX_FRAME)])
+        {
+            let l = Layout::new(100, page, max).unwrap();
+            let size = l.frame_size;
             for i in 0..l.frame_nr {
                 let off = l.offset(i);
                 assert_eq!(off % ALIGNMENT, 0);
                 let block = off / l.block_size;
-                assert_eq!((off + FRAME_SIZE - 1) / l.block_size, block, "slot {i}");
-                assert!(off + FRAME_SIZE <= l.ring_bytes());
+                assert_eq!((off + size - 1) / l.block_size, block, "slot {i}");
+                assert!(off + size <= l.ring_bytes());
             }
-            assert!(l.tx_capacity() >= MAX_FRAME);
+            assert!(l.tx_capacity() >= max, "{page} {max}");
         }
     }
 }

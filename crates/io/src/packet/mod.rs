@@ -20,7 +20,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::{context, cvt};
-use layout::{FRAME_SIZE, Layout, MAX_FRAMES};
+use layout::{Layout, MAX_FRAMES};
+pub use layout::{MAX_FRAME, MIN_FRAME};
 
 /// `TPACKET_V2` in `enum tpacket_versions`.
 const TPACKET_V2: libc::c_int = 1;
@@ -67,19 +68,23 @@ pub enum Fanout {
 
 impl PacketPort {
     /// Opens a port on `ifname` (in the calling thread's network namespace) with rings
-    /// of at least `frames` slots each (rounded up to whole blocks; at most 65,536).
-    /// The port does not see the frames it sends itself, where the kernel supports that.
-    pub fn open(ifname: &str, frames: usize) -> io::Result<PacketPort> {
+    /// of at least `frames` slots each (rounded up to whole blocks; at most 65,536),
+    /// each slot holding an Ethernet frame of up to `max_frame` bytes (at least
+    /// [`MIN_FRAME`], at most [`MAX_FRAME`]). The port does not see the frames it
+    /// sends itself, where the kernel supports that.
+    pub fn open(ifname: &str, frames: usize, max_frame: usize) -> io::Result<PacketPort> {
         let ifindex = if_index(ifname)?;
         // SAFETY: sysconf has no memory-safety preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let layout =
-            Layout::new(frames, usize::try_from(page).unwrap_or(4096)).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("AF_PACKET ring of {frames} frames on {ifname}: at most {MAX_FRAMES}"),
-                )
-            })?;
+        let page = usize::try_from(page).unwrap_or(4096);
+        let layout = Layout::new(frames, page, max_frame).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "AF_PACKET ring of {frames} frames of {max_frame} bytes on {ifname}: at most {MAX_FRAMES} frames of {MAX_FRAME} bytes"
+                ),
+            )
+        })?;
 
         // Protocol 0 until bind: with ETH_P_ALL here the socket would take frames from
         // every interface into its ring until it is bound to the one it serves.

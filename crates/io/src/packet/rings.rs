@@ -57,7 +57,7 @@ impl PacketPort {
             let buf = &mut *bufs[n];
             if snap < len
                 || len + extra > buf.len()
-                || mac + snap > super::FRAME_SIZE
+                || mac + snap > self.layout.frame_size
                 || (tag.is_some() && len < 12)
             {
                 self.rx_truncated += 1;

@@ -72,7 +72,8 @@ fn build_graph(
     sas: &[EspSas],
     now: Instant,
 ) -> Result<GatewayGraph, String> {
-    let mut gw = GatewayGraph::new(Arena::new(config.buffers), engines, device, now);
+    let arena = Arena::with_buffers(config.buffers, config.buffer_size());
+    let mut gw = GatewayGraph::new(arena, engines, device, now);
     if let Some(wg) = config.wireguard.first() {
         gw.set_wireguard(wg.listen_port, wg.mtu.into());
     }
@@ -535,7 +536,10 @@ fn open_ports(
                 let group = (workers > 1)
                     .then(|| ((std::process::id() as u16).wrapping_add(i as u16), how));
                 (0..workers)
-                    .map(|_| Port::open_packet(id, &p.name, &p.interface, port_mtu(p), group))
+                    .map(|_| {
+                        let buffer = config.buffer_size();
+                        Port::open_packet(id, &p.name, &p.interface, port_mtu(p), buffer, group)
+                    })
                     .collect::<Result<Vec<_>, _>>()?
             }
         };

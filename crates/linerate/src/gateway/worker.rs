@@ -318,13 +318,14 @@ impl Worker {
         let mut text = String::new();
         let mut unsent = 0;
         for (src_port, to, payload) in datagrams {
-            if payload.len() > dataplane::arena::MAX_DATA {
+            let max = self.lane.gw.context().arena().max_data();
+            if payload.len() > max {
                 // Only an IKE peer that takes no IKE fragments (RFC 7383) is
                 // sent one message this large.
                 text.push_str(&format!(
                     "a message of {} bytes to {to} not sent: more than a buffer holds ({}), and the peer takes no IKE fragments\n",
                     payload.len(),
-                    dataplane::arena::MAX_DATA
+                    max
                 ));
                 continue;
             }

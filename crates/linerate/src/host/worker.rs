@@ -239,14 +239,15 @@ impl Worker {
             return; // the interface is going; the loop notices
         };
         let mut mtu = mtu as usize;
-        if mtu > dataplane::wg::MAX_MTU {
-            let max = dataplane::wg::MAX_MTU;
+        let max = self.path.wg.max_mtu();
+        if mtu > max {
             self.mtu_refused += 1;
             match self.path.tun.device.set_mtu(max as u32) {
                 Ok(()) => {
                     eprintln!(
-                        "linerate: {}: MTU {mtu} refused: this data path carries inner packets of at most {max} bytes (2048-byte buffers); MTU set back to {max}",
-                        self.path.tun.device.name()
+                        "linerate: {}: MTU {mtu} refused: this data path carries inner packets of at most {max} bytes ({}-byte buffers); MTU set back to {max}",
+                        self.path.tun.device.name(),
+                        self.path.wg.context().arena().buffer_size()
                     );
                     mtu = max;
                 }

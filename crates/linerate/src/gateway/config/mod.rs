@@ -487,7 +487,32 @@ pub fn parse(text: &str, file: &Path) -> Result<GatewayConfig, ConfigErrors> {
     }
 }
 
+/// What makes a gateway run on jumbo buffers, in words ("port wan's MTU 9216"), or
+/// `None` where standard ones carry every port's frames and the tunnel's packets.
+pub(crate) fn jumbo_reason(ports: &[PortConfig], wireguard: &[WgConfig]) -> Option<String> {
+    let standard = dataplane::STANDARD_BUFFER;
+    if let Some(p) = ports
+        .iter()
+        .find(|p| p.mtu > dataplane::gateway::max_port_mtu(standard))
+    {
+        return Some(format!("port {}'s MTU {}", p.name, p.mtu));
+    }
+    wireguard
+        .iter()
+        .find(|w| usize::from(w.mtu) > dataplane::wg::max_mtu(standard))
+        .map(|w| format!("wireguard {}'s MTU {}", w.name, w.mtu))
+}
+
 impl GatewayConfig {
+    /// The size of every worker's packet buffers: jumbo where a port or the tunnel
+    /// needs them ([`jumbo_reason`]), else standard.
+    pub fn buffer_size(&self) -> usize {
+        match jumbo_reason(&self.ports, &self.wireguard) {
+            Some(_) => dataplane::JUMBO_BUFFER,
+            None => dataplane::STANDARD_BUFFER,
+        }
+    }
+
     /// What `linerate gateway --check` prints: every port, tunnel, peer and route.
     pub fn summary(&self) -> String {
         summary::summary(self)

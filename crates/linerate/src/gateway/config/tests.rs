@@ -269,7 +269,16 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         "port mtu out of range",
         false,
         "[[port]]\nname = \"lan\"\ninterface = \"eth0\"\naddresses = [\"198.18.1.1/24\"]\nmtu = 575\n",
-        &["gw.toml:5: port[0].mtu: 575 is out of range (576..=1982)"],
+        &["gw.toml:5: port[0].mtu: 575 is out of range (576..=9216)"],
+    ),
+    (
+        "a jumbo port beside an AF_XDP port",
+        false,
+        "[[port]]\nname = \"lan\"\ninterface = \"eth0\"\naddresses = [\"198.18.1.1/24\"]\nmtu = 9000\ndriver = \"af_packet\"\n\
+         [[port]]\nname = \"wan\"\ninterface = \"eth1\"\naddresses = [\"198.18.2.1/24\"]\ndriver = \"af_xdp\"\n",
+        &[
+            "gw.toml:11: port[1].driver: af_xdp, but port lan's MTU 9000 needs jumbo buffers, which AF_XDP ports do not take: give every port driver = \"af_packet\" (or keep every MTU standard)",
+        ],
     ),
     (
         "IPv6 on a port with mtu 1279",
@@ -380,8 +389,8 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
     (
         "wireguard mtu out of range",
         true,
-        "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\nmtu = 1921\n",
-        &["gw.toml:9: wireguard[0].mtu: 1921 is out of range (1280..=1920)"],
+        "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\nmtu = 9217\n",
+        &["gw.toml:9: wireguard[0].mtu: 9217 is out of range (1280..=9216)"],
     ),
     (
         "route with two targets",
@@ -607,7 +616,7 @@ via = "198.18.1.300"
 name = "lan"
 interface = "eth0"
 addresses = ["198.18.1.1/24"]
-mtu = 9000
+mtu = 9217
 
 [gateway]
 cores = [3, 3]
@@ -624,7 +633,7 @@ allowed_ips = ["198.18.3.0/33"]
 "#,
         &[
             "gw.toml:4: route[0].via: \"198.18.1.300\" is not an IP address",
-            "gw.toml:10: port[0].mtu: 9000 is out of range (576..=1982)",
+            "gw.toml:10: port[0].mtu: 9217 is out of range (576..=9216)",
             "gw.toml:13: gateway.cores[1]: core 3 is already gateway.cores[0]",
             "gw.toml:14: gateway.colour: unknown key (allowed: cores, control, metrics, buffers, spread)",
             "gw.toml:18: wireguard[0].private_key_file: garbage.key: not a base64 32-byte key (as `wg genkey` writes it)",
@@ -835,5 +844,38 @@ fn the_example_with_any_line_lost_or_doubled_gives_errors_with_lines_or_validate
                 }
             }
         }
+    }
+}
+
+/// Standard ports run on standard buffers; a jumbo port (AF_PACKET) or a jumbo
+/// tunnel puts every worker on jumbo ones.
+#[test]
+fn jumbo_ports_or_tunnels_choose_jumbo_buffers() {
+    let (_dir, config) = example();
+    let c = config.unwrap();
+    assert_eq!(c.buffer_size(), dataplane::STANDARD_BUFFER);
+    let dir = key_dir();
+    let port = |mtu: u16| {
+        format!(
+            "[[port]]\nname = \"lan\"\ninterface = \"eth0\"\ndriver = \"af_packet\"\naddresses = [\"198.18.1.1/24\"]\nmtu = {mtu}\n"
+        )
+    };
+    let wg = |mtu: u16| {
+        format!(
+            "[[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\nmtu = {mtu}\n"
+        )
+    };
+    for (text, buffer) in [
+        (port(1500), dataplane::STANDARD_BUFFER),
+        (port(1874), dataplane::STANDARD_BUFFER),
+        (port(1875), dataplane::JUMBO_BUFFER),
+        (port(9216), dataplane::JUMBO_BUFFER),
+        (port(9216) + &wg(9000), dataplane::JUMBO_BUFFER),
+        (port(1500) + &wg(1856), dataplane::STANDARD_BUFFER),
+        (port(1500) + &wg(1857), dataplane::JUMBO_BUFFER),
+    ] {
+        let path = dir.write("gw.toml", &text);
+        let c = load(&path).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(c.buffer_size(), buffer, "{text}");
     }
 }

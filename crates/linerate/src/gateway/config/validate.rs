@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 
 const MAX_CORES: i64 = 1024;
 const BUFFERS: RangeInclusive<i64> = 1024..=262144;
-const PORT_MTU_V4: RangeInclusive<i64> = 576..=1982;
-const PORT_MTU_V6: RangeInclusive<i64> = 1280..=1982;
+const PORT_MTU_V4: RangeInclusive<i64> = 576..=LARGEST_PORT_MTU as i64;
+const PORT_MTU_V6: RangeInclusive<i64> = 1280..=LARGEST_PORT_MTU as i64;
+use dataplane::gateway::LARGEST_PORT_MTU;
 
 /// Validates what `raw::split` made of the file; `None` when anything is wrong (the
 /// errors are in `sink`).
@@ -128,6 +129,7 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         }
     }
     ok &= l2_ports_connected(&mut cx, &raw.ports, &ports, &xconnects);
+    ok &= jumbo_ports_on_af_packet(&mut cx, &raw.ports, &ports, &wireguard);
 
     let mut openvpns = Vec::new();
     // UDP ports the gateway answers on: WireGuard's, ESP's in UDP, OpenVPN's.
@@ -596,6 +598,44 @@ fn tunnel_addresses_unique(
                 seen.push((a, format!("an address of {}", cfg.name)));
             }
         }
+    }
+    ok
+}
+
+/// A gateway whose ports or tunnel carry jumbo frames runs on jumbo buffers, and an
+/// AF_XDP port lends the kernel standard ones (its UMEM's chunks): such a gateway's
+/// ports must all be af_packet. Reported at each AF_XDP port's driver (or name,
+/// where the driver is the default).
+fn jumbo_ports_on_af_packet(
+    cx: &mut Ctx<'_, '_>,
+    raw_ports: &[Item<super::raw::RawPort>],
+    ports: &[PortConfig],
+    wireguard: &[WgConfig],
+) -> bool {
+    let Some(why) = super::jumbo_reason(ports, wireguard) else {
+        return true;
+    };
+    let mut ok = true;
+    for (i, r) in raw_ports.iter().enumerate() {
+        let Item::Ok { value, .. } = r else { continue };
+        let Some(p) = ports.iter().find(|p| p.name == *value.name.get_ref()) else {
+            continue;
+        };
+        if p.driver != Driver::AfXdp {
+            continue;
+        }
+        let (span, key) = match &value.driver {
+            Some(d) => (d.span(), format!("port[{i}].driver")),
+            None => (value.name.span(), format!("port[{i}].driver")),
+        };
+        cx.err(
+            span,
+            &key,
+            format!(
+                "af_xdp, but {why} needs jumbo buffers, which AF_XDP ports do not take: give every port driver = \"af_packet\" (or keep every MTU standard)"
+            ),
+        );
+        ok = false;
     }
     ok
 }

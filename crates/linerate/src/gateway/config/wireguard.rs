@@ -9,7 +9,7 @@ use crate::keyfile::decode_key;
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
 
-const WG_MTU: RangeInclusive<i64> = 1280..=1920;
+const WG_MTU: RangeInclusive<i64> = 1280..=dataplane::gateway::LARGEST_PORT_MTU as i64;
 const LISTEN_PORT: RangeInclusive<i64> = 1..=65535;
 const KEEPALIVE: RangeInclusive<i64> = 1..=65535;
 
