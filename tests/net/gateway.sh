@@ -30,7 +30,7 @@ GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
 SCENARIOS=(ping tcp one_flow one_flow_busy ttl_and_pmtu small_wan neighbors bad_input reload interop_a_initiates
-  interop_b_initiates metrics workers crash_restart)
+  interop_b_initiates metrics workers crash_restart jumbo)
 
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
@@ -234,6 +234,52 @@ scenario_small_wan() {
   assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
   assert "20 MiB host a -> host b over a 1460-byte WAN, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
   assert "20 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H4_A"
+}
+
+# Jumbo frames, as a data centre runs them: 9216-byte LANs and WAN, a tunnel
+# MTU of 9000, every port on AF_PACKET (a jumbo gateway runs on jumbo buffers,
+# which AF_XDP ports do not take). Full-size DF pings cross both ways; a larger
+# DF packet is answered with fragmentation needed quoting 9000 (Packet Too Big
+# for IPv6); TCP carries 20 MiB each way.
+scenario_jumbo() {
+  topology
+  local ns s out p
+  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 9216; done
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan mtu 9216; ip -n "$ns" link set wan mtu 9216; done
+  gw_config a "$W4_B:51820"
+  gw_config b
+  for s in a b; do
+    sed -i -e 's/^driver = "af_xdp"$/driver = "af_packet"/' \
+      -e '/^interface = "\(lan\|wan\)"$/a mtu = 9216' \
+      -e "s/^mtu = $TUNNEL_MTU\$/mtu = 9000/" "$LR_TMP/gw-$s.toml"
+  done
+  gw_start a
+  gw_start b
+  assert "tunnel up" ping_ok "$NS_HA" "$H4_B" 3 15
+  # Before any large packet has taught host a the path MTU.
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -M do -s $((9216 - 28)) "$H4_B" 2>&1 || true)
+  log "    ping -M do -s 9188: $(head -2 <<<"$out" | tail -1)"
+  assert "a 9216-byte DF packet: fragmentation needed, mtu = 9000" grep -q "mtu = 9000" <<<"$out"
+  out=$(in_ns "$NS_HA" ping -6 -n -c 1 -W 2 -M do -s $((9216 - 48)) "$H6_B" 2>&1 || true)
+  log "    ping -6 -M do -s 9168: $(head -2 <<<"$out" | tail -1)"
+  assert "IPv6: a 9216-byte packet: packet too big, mtu = 9000" grep -qiE "mtu ?= ?9000" <<<"$out"
+  assert "9000-byte DF pings a -> b cross whole" full_size_pings "$NS_HA" "$H4_B" $((9000 - 28))
+  assert "9000-byte DF pings b -> a cross whole" full_size_pings "$NS_HB" "$H4_A" $((9000 - 28))
+  assert "9000-byte IPv6 pings a -> b cross whole" full_size_pings "$NS_HA" "$H6_B" $((9000 - 48))
+  make_payload 20
+  assert "20 MiB host a -> host b at MTU 9216, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
+  assert "20 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H4_A"
+  for s in a b; do
+    out=$(gw_show "$s" interfaces)
+    log "    gateway $s: $(grep -c 'rx_truncated 0,' <<<"$out") ports with no frame truncated"
+    assert "gateway $s: both AF_PACKET ports took every frame whole" \
+      test "$(grep -c 'rx_truncated 0,' <<<"$out")" -eq 2
+  done
+}
+
+# full_size_pings NS ADDR SIZE: three DF pings of SIZE payload bytes, none lost.
+full_size_pings() {
+  in_ns "$1" ping -n -q -c 3 -i 0.2 -W 2 -M do -s "$3" "$2" 2>&1 | grep -q ' 0% packet loss'
 }
 
 scenario_neighbors() {

@@ -385,6 +385,32 @@ dgram_ok() {
 
 udp_bound() { [ -n "$(ip netns exec "$1" ss -Hlun "sport = :$2")" ]; }
 
+# dgram_whole FROM_NS TO_NS TO_ADDR BYTES TO_IFACE: a datagram of BYTES sent with
+# fragmenting forbidden (IPv4: DF) arrives intact, in one IP packet of BYTES and
+# its headers as TO_IFACE (the far tunnel interface) saw it, with no IP fragment
+# of UDP seen there meanwhile.
+dgram_whole() {
+  local from=$1 to=$2 addr=$3 bytes=$4 iface=$5 port=$((XFER_PORT + 2)) rpid sent got want
+  want=$((bytes + 28))
+  case $addr in *:*) want=$((bytes + 48)) ;; esac
+  timeout 10 ip netns exec "$to" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" dgram-recv "$addr" "$port" 5 "$iface" \
+    >"$LR_TMP/dgram.out" 2>"$LR_TMP/dgram.err" &
+  rpid=$!
+  wait_until 5 "the datagram receiver to bind" udp_bound "$to" "$port" || return 1
+  sent=$(timeout 10 ip netns exec "$from" "$PYTHON" "$LR_ROOT/tests/net/xfer.py" dgram-send "$addr" "$port" "$bytes" df) || {
+    log "    the sender refused it (EMSGSIZE: its route's MTU is too small)"
+    wait "$rpid" || true
+    return 1
+  }
+  if ! wait "$rpid"; then
+    log "    receiver: $(cat "$LR_TMP/dgram.err")"
+    return 1
+  fi
+  got=$(cat "$LR_TMP/dgram.out")
+  log "    $addr: sent '$sent', received '$got' (sha256, bytes, IP packet length on $iface, fragments seen)"
+  [ "$got" = "$sent $want 0" ]
+}
+
 # ---------------------------------------------------------------------------
 # UAPI and linerate's own counters
 
