@@ -36,7 +36,7 @@ LINERATE=${LINERATE:-target/release/linerate}
 GW_DRIVER=${GW_DRIVER:-af_xdp}
 GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
-SCENARIOS=(over_wireguard cleartext_interop bad_input vlan_offload)
+SCENARIOS=(over_wireguard cleartext_interop bad_input vlan_offload jumbo)
 
 # frames_cross FROM_NS TO_NS: the test frames sent on FROM_NS's eth0 arrive on
 # TO_NS's eth0 byte for byte (tagged, unknown EtherTypes, broadcast).
@@ -102,6 +102,57 @@ scenario_vlan_offload() {
   [ "$got" = "$want" ] || diff <(echo "$want" | cut -c1-60) <(echo "$got" | cut -c1-60) | head -5 >&2
   assert "untagged, VLAN and QinQ frames of every size up to 1500 + tags arrive byte for byte" \
     test "$got" = "$want"
+}
+
+# Jumbo frames across the cross-connect, as the MACsec replacement runs it: two
+# sites' 9000-byte LANs joined over WireGuard on a 9216-byte underlay, every
+# port on AF_PACKET (jumbo buffers). Full-size DF pings both ways; untagged,
+# VLAN and QinQ frames of sizes up to 9000 + tags byte for byte (the links take
+# the tags above their MTU, as switches do); TCP across the segment.
+scenario_jumbo() {
+  WAN_MTU=9216 WG_MTU=9156
+  l2_topology
+  local ns s pid got want
+  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 9008; done
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan2 mtu 9008; done
+  l2_config a wireguard
+  l2_config b wireguard
+  for s in a b; do
+    sed -i -e 's/^driver = "af_xdp"$/driver = "af_packet"/' \
+      -e '/^interface = "lan2"$/a mtu = 9000' "$LR_TMP/gw-$s.toml"
+  done
+  log "    $("$LINERATE" gateway --check -c "$LR_TMP/gw-a.toml" | grep '^vxlan')"
+  gw_start a
+  gw_start b
+  assert "the segment is up" ping_ok "$NS_HA" "$L2_B" 3 15
+  assert "9000-byte DF pings a -> b cross whole" \
+    in_ns "$NS_HA" ping -n -q -c 3 -i 0.2 -W 2 -M do -s 8972 "$L2_B"
+  assert "9000-byte DF pings b -> a cross whole" \
+    in_ns "$NS_HB" ping -n -q -c 3 -i 0.2 -W 2 -M do -s 8972 "$L2_A"
+  in_ns "$NS_HB" "$PYTHON" tests/net/l2_frames.py recv eth0 4 >"$LR_TMP/sizes.got" &
+  pid=$!
+  sleep 0.5
+  in_ns "$NS_HA" "$PYTHON" tests/net/l2_frames.py send-sizes eth0 9000 89
+  wait "$pid"
+  got=$(sort "$LR_TMP/sizes.got")
+  want=$("$PYTHON" tests/net/l2_frames.py expected-sizes 9000 89 | sort)
+  log "    frames up to 9000 + tags: $(wc -l <<<"$want") sent, $(wc -l <<<"$got") received"
+  if [ "$got" != "$want" ]; then
+    log "    lengths of those missing: $(comm -23 <(echo "$want") <(echo "$got") | awk '{ printf "%d ", length($0) / 2 }')"
+    gw_show a errors | sed 's/^/    a| /' >&2 || true
+    gw_show b errors | sed 's/^/    b| /' >&2 || true
+  fi
+  assert "untagged, VLAN and QinQ frames up to 9000 + tags arrive byte for byte" test "$got" = "$want"
+  # The hosts' own packets at the segment's MTU (the links keep taking tags).
+  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 9000; done
+  make_payload 20
+  assert "20 MiB host a -> host b across the segment at MTU 9000, sha256 matches" \
+    xfer "$NS_HA" "$NS_HB" "$L2_B"
+  assert "20 MiB host b -> host a over IPv6, sha256 matches" xfer "$NS_HB" "$NS_HA" "$L2_A6"
+  for s in a b; do
+    assert "gateway $s: nothing too big for the tunnel or the port" \
+      test "$(gw_counter "$s" 'vxlan-encap\.drop\..*|l2-xconnect\.drop\..*')" -eq 0
+  done
 }
 
 scenario_over_wireguard() {

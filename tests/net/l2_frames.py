@@ -6,11 +6,14 @@ byte for byte.
     l2_frames.py recv IFNAME SECONDS  print (hex, one a line) every test frame
                                       that arrives on IFNAME within SECONDS
     l2_frames.py expected             print the test frames as recv would
-    l2_frames.py send-sizes IFNAME MTU   send, for each size a link of MTU
-                                      carries, an untagged frame (EtherType
-                                      0x88b5), a VLAN 100 one and a QinQ one
-                                      (802.1ad 300, then 802.1Q 100)
-    l2_frames.py expected-sizes MTU [offloaded]
+    l2_frames.py send-sizes IFNAME MTU [STEP]
+                                      send, for each size a link of MTU
+                                      carries (every STEP-th payload length and
+                                      the largest, with STEP; every one without),
+                                      an untagged frame (EtherType 0x88b5), a
+                                      VLAN 100 one and a QinQ one (802.1ad 300,
+                                      then 802.1Q 100)
+    l2_frames.py expected-sizes MTU [offloaded] [STEP]
                                       print those as recv would; with
                                       offloaded, the untagged ones as the
                                       sender's tc program tags them (VLAN 100)
@@ -52,29 +55,33 @@ def payload(n):
     return bytes((i * 7 + n) & 0xFF for i in range(n))
 
 
-def sized(mtu):
-    """Frames of every length from the least (60 bytes without FCS) to what a link
-    of `mtu` carries: untagged up to mtu + 14, VLAN up to mtu + 18, QinQ up to
-    mtu + 22; each payload made from its length, so no two are alike."""
+def sized(mtu, step=1):
+    """Frames of every length (every `step`-th, and the largest) from the least
+    (60 bytes without FCS) to what a link of `mtu` carries: untagged up to mtu +
+    14, VLAN up to mtu + 18, QinQ up to mtu + 22; each payload made from its
+    length, so no two are alike."""
     out = []
-    for n in range(46, mtu + 1):
+    lengths = list(range(46, mtu + 1, step))
+    if lengths[-1] != mtu:
+        lengths.append(mtu)
+    for n in lengths:
         out.append(DST + SRC + b"\x88\xb5" + payload(n))
         out.append(DST + SRC + bytes.fromhex("81000064") + b"\x88\xb5" + payload(n))
         out.append(DST + SRC + bytes.fromhex("88a8012c81000064") + b"\x88\xb5" + payload(n))
     return out
 
 
-def send_sizes(ifname, mtu):
+def send_sizes(ifname, mtu, step):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((ifname, 0))
-    for i, f in enumerate(sized(mtu)):
+    for i, f in enumerate(sized(mtu, step)):
         s.send(f)
         if i % 32 == 31:
             time.sleep(0.004)
 
 
-def expected_sizes(mtu, offloaded):
-    for f in sized(mtu):
+def expected_sizes(mtu, offloaded, step):
+    for f in sized(mtu, step):
         if offloaded and f[12:14] == b"\x88\xb5":
             f = f[:12] + bytes.fromhex("81000064") + f[12:]
         print(f.hex())
@@ -92,11 +99,14 @@ def recv(ifname, seconds):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((ifname, 0))
     s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    # Room for a whole burst of jumbo frames while each is printed (the default
+    # holds about twenty). SO_RCVBUFFORCE: past rmem_max, as root.
+    s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)
     s.settimeout(0.1)
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
-            data, anc, _flags, addr = s.recvmsg(4096, socket.CMSG_SPACE(20))
+            data, anc, _flags, addr = s.recvmsg(1 << 16, socket.CMSG_SPACE(20))
         except socket.timeout:
             continue
         if addr[2] == socket.PACKET_OUTGOING or data[6:12] != SRC:
@@ -120,9 +130,12 @@ def main():
         for f in frames():
             print(f.hex())
     elif sys.argv[1:2] == ["send-sizes"]:
-        send_sizes(sys.argv[2], int(sys.argv[3]))
+        send_sizes(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     elif sys.argv[1:2] == ["expected-sizes"]:
-        expected_sizes(int(sys.argv[2]), sys.argv[3:4] == ["offloaded"])
+        rest = sys.argv[3:]
+        offloaded = "offloaded" in rest
+        steps = [int(a) for a in rest if a != "offloaded"]
+        expected_sizes(int(sys.argv[2]), offloaded, steps[0] if steps else 1)
     else:
         sys.exit(__doc__)
 

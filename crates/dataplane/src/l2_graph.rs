@@ -16,7 +16,7 @@ use crate::arena::Arena;
 use crate::context::{Context, OutputId};
 use crate::counters::NodeCounters;
 use crate::fib::PortId;
-use crate::gateway::max_port_mtu;
+use crate::gateway::{LARGEST_PORT_MTU, max_port_mtu};
 use crate::graph::{NodeId, Rebind};
 use crate::interfaces::Interface;
 use crate::l2::L2Interface;
@@ -33,7 +33,9 @@ pub use crate::wg::{TUN_OUT, UDP_OUT};
 pub const L2_OUT: OutputId = OutputId(2);
 
 const L2_EXIT: &str = "l2-output";
-/// The cross-connected port's MTU: the largest IP packet in a frame it sends.
+/// The cross-connected port's MTU on standard buffers: the largest IP packet in a
+/// frame it sends. On jumbo buffers the port is a jumbo one, of
+/// [`LARGEST_PORT_MTU`].
 pub const PORT_MTU: u16 = 1600;
 
 pub struct L2Graph {
@@ -81,6 +83,11 @@ impl L2Graph {
             1,
         );
         let cx = wg.context_mut();
+        let mtu = if cx.arena.buffer_size() == crate::arena::STANDARD_BUFFER {
+            PORT_MTU
+        } else {
+            LARGEST_PORT_MTU
+        };
         let port = cx
             .ip
             .interfaces
@@ -88,7 +95,7 @@ impl L2Graph {
                 Interface {
                     name: "l2".into(),
                     mac: [0x02, 0, 0, 0, 0, 0x01],
-                    mtu: PORT_MTU,
+                    mtu,
                     addrs: Vec::new(),
                     output: L2_OUT,
                 },
