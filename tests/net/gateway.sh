@@ -242,16 +242,13 @@ scenario_small_wan() {
 # DF packet is answered with fragmentation needed quoting 9000 (Packet Too Big
 # for IPv6); TCP carries 20 MiB each way.
 scenario_jumbo() {
-  topology
-  local ns s out p
-  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 9216; done
-  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan mtu 9216; ip -n "$ns" link set wan mtu 9216; done
+  jumbo_topology
+  local s out
   gw_config a "$W4_B:51820"
   gw_config b
   for s in a b; do
-    sed -i -e 's/^driver = "af_xdp"$/driver = "af_packet"/' \
-      -e '/^interface = "\(lan\|wan\)"$/a mtu = 9216' \
-      -e "s/^mtu = $TUNNEL_MTU\$/mtu = 9000/" "$LR_TMP/gw-$s.toml"
+    jumbo_ports "$s"
+    sed -i "s/^mtu = $TUNNEL_MTU\$/mtu = 9000/" "$LR_TMP/gw-$s.toml"
   done
   gw_start a
   gw_start b
@@ -275,11 +272,6 @@ scenario_jumbo() {
     assert "gateway $s: both AF_PACKET ports took every frame whole" \
       test "$(grep -c 'rx_truncated 0,' <<<"$out")" -eq 2
   done
-}
-
-# full_size_pings NS ADDR SIZE: three DF pings of SIZE payload bytes, none lost.
-full_size_pings() {
-  in_ns "$1" ping -n -q -c 3 -i 0.2 -W 2 -M do -s "$3" "$2" 2>&1 | grep -q ' 0% packet loss'
 }
 
 scenario_neighbors() {

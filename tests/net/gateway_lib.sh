@@ -55,6 +55,26 @@ topology() {
   for ns in "$NS_GA" "$NS_GB"; do gateway_side "$ns" lan wan; done
 }
 
+# jumbo_topology: the topology with every link at 9216 bytes.
+jumbo_topology() {
+  local ns
+  topology
+  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 9216; done
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan mtu 9216; ip -n "$ns" link set wan mtu 9216; done
+}
+
+# jumbo_ports SIDE: that gateway's file (gw_config's or another made with gw_head)
+# with both ports at MTU 9216 on AF_PACKET, which jumbo gateways need.
+jumbo_ports() {
+  sed -i -e 's/^driver = "af_xdp"$/driver = "af_packet"/' \
+    -e '/^interface = "\(lan\|wan\)"$/a mtu = 9216' "$LR_TMP/gw-$1.toml"
+}
+
+# full_size_pings NS ADDR SIZE: three DF pings of SIZE payload bytes, none lost.
+full_size_pings() {
+  in_ns "$1" ping -n -q -c 3 -i 0.2 -W 2 -M do -s "$3" "$2" 2>&1 | grep -q ' 0% packet loss'
+}
+
 # host_side NS ADDR4 ADDR6 GW4 GW6: a LAN host behind a gateway. The kernel's
 # TX checksum offload is off: on veth it would hand the gateway TCP segments
 # with their checksums not yet computed, which a router passes on as they are.
