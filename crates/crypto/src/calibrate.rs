@@ -335,7 +335,7 @@ mod tests {
             mpps,
             gbps: 0.0,
         };
-        let [s0, s1, s2, s3, s4] = size_class::SIZES;
+        let [s0, s1, s2, s3, s4, s5] = size_class::SIZES;
         let all = [
             m("a", s0, 10.0),
             m("b", s0, 5.0),
@@ -352,11 +352,21 @@ mod tests {
             m("a", s4, 1.96),
             m("b", s4, 2.0),
             m("async", s4, 9.0),
+            // a ahead by 20% at a jumbo frame's size: a takes it back.
+            m("a", s5, 0.36),
+            m("b", s5, 0.30),
         ];
         let names = choose_classes(alg, &all, &["a", "b"]);
         assert_eq!(
             names,
-            [Some("a"), Some("a"), Some("b"), Some("b"), Some("b")]
+            [
+                Some("a"),
+                Some("a"),
+                Some("b"),
+                Some("b"),
+                Some("b"),
+                Some("a")
+            ]
         );
         // Nothing measured for another algorithm: no choice.
         assert_eq!(

@@ -429,8 +429,8 @@ mod tests {
     fn split_set() -> (EngineSet, Log) {
         let (mut set, log) = two_engines();
         let (s, l) = (Some("small"), Some("large"));
-        set.choose_by_class(CHACHA, [s, s, l, l, l]).unwrap();
-        set.choose_by_class(AES, [l, s, s, s, s]).unwrap();
+        set.choose_by_class(CHACHA, [s, s, l, l, l, l]).unwrap();
+        set.choose_by_class(AES, [l, s, s, s, s, s]).unwrap();
         (set, log)
     }
 
@@ -515,7 +515,7 @@ mod tests {
     fn a_class_between_the_shortest_and_the_longest_is_not_skipped() {
         let (mut set, log) = two_engines();
         let (s, l) = (Some("small"), Some("large"));
-        set.choose_by_class(CHACHA, [s, l, s, s, s]).unwrap();
+        set.choose_by_class(CHACHA, [s, l, s, s, s, s]).unwrap();
         let keys = KeyRegistry::new(1);
         for lens in [vec![64, 600], vec![64, 300, 600]] {
             let mut ops: Vec<AeadOp> = lens
@@ -591,7 +591,7 @@ mod tests {
         ]);
         assert_eq!(set.describe(CBC), "small for every size");
         let (s, l) = (Some("small"), Some("large"));
-        set.choose_by_class(CBC, [l, l, s, s, s]).unwrap();
+        set.choose_by_class(CBC, [l, l, s, s, s, s]).unwrap();
         let keys = KeyRegistry::new(1);
         let chained = |id: u32, len| {
             let mut o = AeadOp::chained_in_place(
@@ -688,16 +688,16 @@ mod tests {
         ]);
         assert!(set.async_for(CHACHA).is_none());
         let (s, a) = (Some("small"), Some("looks-async"));
-        assert!(set.choose_by_class(CHACHA, [s, s, a, a, a]).is_err());
+        assert!(set.choose_by_class(CHACHA, [s, s, a, a, a, a]).is_err());
         assert_eq!(set.describe(CHACHA), "small for every size", "unchanged");
         set.choose(CHACHA, "looks-async").unwrap();
         assert!(set.async_for(CHACHA).is_some());
         assert!(
-            set.choose_by_class(CHACHA, [s, None, None, None, None])
+            set.choose_by_class(CHACHA, [s, None, None, None, None, None])
                 .is_err()
         );
         assert!(set.async_for(CHACHA).is_some(), "unchanged");
-        set.choose_by_class(CHACHA, [s; 5]).unwrap();
+        set.choose_by_class(CHACHA, [s; 6]).unwrap();
         assert!(set.async_for(CHACHA).is_none());
         assert!(set.async_for(AES).is_none());
     }

@@ -240,7 +240,7 @@ mod tests {
             "aws-lc"
         };
         let (s, l) = (Some("mb"), Some(other));
-        set.choose_by_class(alg, [s, s, l, l, l]).unwrap();
+        set.choose_by_class(alg, [s, s, l, l, l, l]).unwrap();
         let keys = KeyRegistry::new(4);
         let key = keys.insert(alg, &[7; 32]).unwrap();
         let lens = [64usize, 1424, 576, 1520, 32, 800, 64, 1424];
