@@ -295,7 +295,10 @@ impl Arena {
     /// `len` bytes at `offset` of buffer `h`, checked to stay inside that buffer.
     fn bytes(&self, h: Handle, offset: usize, len: usize) -> *mut u8 {
         assert!(
-            (h as usize) < self.meta.len() && offset + len <= self.buffer,
+            (h as usize) < self.meta.len()
+                && offset
+                    .checked_add(len)
+                    .is_some_and(|end| end <= self.buffer),
             "range outside buffer {h}"
         );
         // SAFETY: the checks above keep the pointer inside the allocation.
@@ -356,8 +359,11 @@ impl Arena {
     /// keep for as long as the kernel may write into it. The driver lends the kernel
     /// only buffers it allocated from this arena and frees each when the kernel gives
     /// it back, so the kernel never writes a buffer the graph holds.
-    pub fn umem(&self) -> Arc<PageMemory> {
-        Arc::clone(&self.mem)
+    /// Only an arena of standard buffers has one: an AF_XDP socket addresses its
+    /// memory in chunks of [`STANDARD_BUFFER`] bytes, and a larger buffer would be
+    /// several chunks the kernel could lend apart.
+    pub fn umem(&self) -> Option<Arc<PageMemory>> {
+        (self.buffer == STANDARD_BUFFER).then(|| Arc::clone(&self.mem))
     }
 
     /// One lent frame is back.
@@ -519,7 +525,8 @@ mod tests {
     #[test]
     fn the_memory_starts_on_a_page_for_a_umem() {
         let mut a = Arena::new(3);
-        let umem = a.umem();
+        let umem = a.umem().unwrap();
+        assert!(Arena::with_buffers(3, JUMBO_BUFFER).umem().is_none());
         assert_eq!(umem.base() as usize % MEM_ALIGN, 0);
         assert_eq!(umem.len(), 3 * STANDARD_BUFFER);
         assert!(a.mem_mut().iter().all(|&b| b == 0), "zeroed");

@@ -66,7 +66,7 @@ fn the_example_checks_and_is_summarized() {
         "workers: 2 (core 1, core 2)",
         "control: /run/linerate/gw-a.sock",
         "metrics: 198.18.0.1:9586",
-        "buffers: 8192 per worker",
+        "buffers: 8192 per worker, 2048 bytes each (16 MiB reserved per worker)",
         "port lan: interface gwa-lan, af_xdp, mtu 1500, 198.18.1.1/24 2001:2:0:1::1/64",
         "port wan: interface gwa-wan, af_packet, mtu 1500, 198.18.2.1/24",
         "  peer X++HHLxQ/IfLpkcthgOLGH0QhngZiW0CPQyNcixePt0=: endpoint 198.18.2.2:51820, \

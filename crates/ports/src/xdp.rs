@@ -78,16 +78,16 @@ impl XdpDriver {
             headroom: 0,
         };
         let arena = graph.context_mut().arena_mut();
-        if arena.buffer_size() != io::xdp::FRAME_SIZE {
+        let Some(umem) = arena.umem() else {
             return Err(format!(
                 "port {name}: AF_XDP lends the kernel {}-byte buffers, and this worker's are {} bytes (jumbo frames run on af_packet ports)",
                 io::xdp::FRAME_SIZE,
                 arena.buffer_size()
             ));
-        }
-        let umem = arena.umem();
+        };
         // SAFETY: the arena's memory is page-aligned and a whole number of 2048-byte
-        // buffers, and the driver keeps it alive past the socket (`_umem`, dropped
+        // buffers (`umem` is only had from an arena of standard buffers, which are
+        // the UMEM's chunks), and the driver keeps it alive past the socket (`_umem`, dropped
         // after `xsk`). The kernel only writes buffers this driver lent it: each is
         // allocated from the arena before it goes on the fill ring and freed only
         // when the kernel hands it back on the receive or completion ring, so

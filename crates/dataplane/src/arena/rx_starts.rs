@@ -32,6 +32,7 @@ impl RxStarts {
 
     /// Every receive into a buffer of `buffer` bytes at `offset`.
     pub const fn fixed(buffer: usize, offset: u16) -> RxStarts {
+        assert!(buffer <= u16::MAX as usize, "buffer size");
         RxStarts {
             by_low_bits: [offset; 4],
             buffer: buffer as u16,
@@ -62,7 +63,7 @@ impl RxStarts {
         // With three starts the first takes the fourth slot too.
         Some(RxStarts {
             by_low_bits: [start(0), start(1), start(2), start(3)],
-            buffer: buffer as u16,
+            buffer: u16::try_from(buffer).expect("buffer size"),
         })
     }
 

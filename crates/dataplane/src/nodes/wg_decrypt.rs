@@ -284,8 +284,8 @@ fn verify(
         return Err(DropReason::SourceNotAllowed.into());
     }
     let p = Packet {
-        // A frame holds at most FRAME_LEN packets and a buffer at most FRAME_SIZE
-        // bytes, so both fit.
+        // A frame holds at most FRAME_LEN packets and a buffer at most
+        // LARGEST_BUFFER bytes, so both fit.
         index: d.index as u32,
         inner_len: inner_len as u16,
         data: inner_src.is_some(),

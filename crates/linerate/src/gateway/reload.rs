@@ -49,6 +49,14 @@ impl Changes {
         if old.workers != new.workers || old.buffers != new.buffers || old.spread != new.spread {
             return Err("cores, buffers or spread changed: they change only with a restart".into());
         }
+        if old.buffer_size() != new.buffer_size() {
+            let why = super::config::jumbo_reason(&new.ports, &new.wireguard)
+                .or_else(|| super::config::jumbo_reason(&old.ports, &old.wireguard))
+                .unwrap_or_default();
+            return Err(format!(
+                "{why} moves the gateway between standard and jumbo buffers: the buffers change only with a restart"
+            ));
+        }
         if old.control != new.control || old.metrics != new.metrics {
             return Err(
                 "the control socket or metrics address changed: restart to move them".into(),
@@ -295,5 +303,29 @@ mod tests {
                 .unwrap_or_else(|| panic!("{what}"));
             assert!(why.contains("only with a restart"), "{what}: {why}");
         }
+    }
+
+    /// A WireGuard MTU that crosses into jumbo buffers cannot be applied to the
+    /// running workers' arenas: refused, naming it; one that stays standard is
+    /// applied.
+    #[test]
+    fn a_reload_across_the_jumbo_line_is_refused() {
+        let d = dir();
+        d.write("wg0.key", &format!("{}\n", "A".repeat(43) + "="));
+        let wg = |mtu: u16| {
+            format!(
+                "[[port]]\nname = \"wan\"\ninterface = \"wan\"\ndriver = \"af_packet\"\naddresses = [\"198.18.2.1/24\"]\n\
+                 [[wireguard]]\nname = \"wg0\"\nprivate_key_file = \"wg0.key\"\nlisten_port = 51820\nmtu = {mtu}\n"
+            )
+        };
+        let old = load(&d.write("gw.toml", &wg(1420))).unwrap();
+        let lower = load(&d.write("gw.toml", &wg(1400))).unwrap();
+        assert!(Changes::between(&old, &lower).is_ok());
+        let jumbo = load(&d.write("gw.toml", &wg(9000))).unwrap();
+        let why = Changes::between(&old, &jumbo).err().expect("refused");
+        assert!(
+            why.contains("wireguard wg0's MTU 9000") && why.contains("only with a restart"),
+            "{why}"
+        );
     }
 }

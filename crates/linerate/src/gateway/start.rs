@@ -535,9 +535,11 @@ fn open_ports(
                 };
                 let group = (workers > 1)
                     .then(|| ((std::process::id() as u16).wrapping_add(i as u16), how));
-                (0..workers)
-                    .map(|_| {
-                        let buffer = config.buffer_size();
+                // Each worker's port copies into that worker's buffers.
+                graphs
+                    .iter()
+                    .map(|g| {
+                        let buffer = g.context().arena().buffer_size();
                         Port::open_packet(id, &p.name, &p.interface, port_mtu(p), buffer, group)
                     })
                     .collect::<Result<Vec<_>, _>>()?

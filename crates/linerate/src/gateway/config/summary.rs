@@ -18,7 +18,16 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         Some(m) => _ = writeln!(out, "metrics: {m}"),
         None => _ = writeln!(out, "metrics: off"),
     }
-    let _ = writeln!(out, "buffers: {} per worker", c.buffers);
+    let size = c.buffer_size();
+    let why = super::jumbo_reason(&c.ports, &c.wireguard)
+        .map(|r| format!(", jumbo for {r}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "buffers: {} per worker, {size} bytes each{why} ({} MiB reserved per worker)",
+        c.buffers,
+        (c.buffers * size) >> 20
+    );
     if c.spread {
         let _ = writeln!(out, "spread: full frames shared with idle workers");
     }

@@ -624,15 +624,19 @@ fn jumbo_ports_on_af_packet(
         if p.driver != Driver::AfXdp {
             continue;
         }
-        let (span, key) = match &value.driver {
-            Some(d) => (d.span(), format!("port[{i}].driver")),
-            None => (value.name.span(), format!("port[{i}].driver")),
+        let (span, key, what) = match &value.driver {
+            Some(d) => (d.span(), format!("port[{i}].driver"), "af_xdp"),
+            None => (
+                value.name.span(),
+                format!("port[{i}]"),
+                "its driver is af_xdp (the default)",
+            ),
         };
         cx.err(
             span,
             &key,
             format!(
-                "af_xdp, but {why} needs jumbo buffers, which AF_XDP ports do not take: give every port driver = \"af_packet\" (or keep every MTU standard)"
+                "{what}, but {why} needs jumbo buffers, which AF_XDP ports do not take: give every port driver = \"af_packet\" (or keep every MTU standard)"
             ),
         );
         ok = false;
