@@ -26,7 +26,7 @@ const ARENA_BUFFERS: usize = 4096;
 const ARENA_BUFFER: usize = dataplane::JUMBO_BUFFER;
 /// Live transport keys the registry holds: six per peer (three keypairs).
 const KEY_CAPACITY: usize = 6 * 65536;
-/// Time per engine, algorithm and size class of the start-up calibration: five
+/// Time per engine, algorithm and size class of the start-up calibration: six
 /// classes, each engine's algorithms (the AEADs and AES-CBC with HMAC), about two
 /// seconds in all.
 const CALIBRATION_TIME: std::time::Duration = std::time::Duration::from_millis(12);
