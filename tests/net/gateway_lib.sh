@@ -70,6 +70,27 @@ jumbo_ports() {
     -e '/^interface = "\(lan\|wan\)"$/a mtu = 9216' "$LR_TMP/gw-$1.toml"
 }
 
+# jumbo_through MTU: over the jumbo topology, whose tunnel carries MTU: a DF
+# packet of the links' 9216 bytes is answered with fragmentation needed (IPv4)
+# or Packet Too Big (IPv6) quoting MTU, before any other large packet has
+# taught host a the path's; full-size DF pings cross both ways and over IPv6;
+# TCP carries 20 MiB each way, sha256 compared.
+jumbo_through() {
+  local mtu=$1 out
+  out=$(in_ns "$NS_HA" ping -n -c 1 -W 2 -M do -s $((9216 - 28)) "$H4_B" 2>&1 || true)
+  log "    ping -M do -s 9188: $(head -2 <<<"$out" | tail -1)"
+  assert "a 9216-byte DF packet: fragmentation needed, mtu = $mtu" grep -q "mtu = $mtu" <<<"$out"
+  out=$(in_ns "$NS_HA" ping -6 -n -c 1 -W 2 -M do -s $((9216 - 48)) "$H6_B" 2>&1 || true)
+  log "    ping -6 -M do -s 9168: $(head -2 <<<"$out" | tail -1)"
+  assert "IPv6: a 9216-byte packet: packet too big, mtu = $mtu" grep -qiE "mtu ?= ?$mtu" <<<"$out"
+  assert "$mtu-byte DF pings a -> b cross whole" full_size_pings "$NS_HA" "$H4_B" $((mtu - 28))
+  assert "$mtu-byte DF pings b -> a cross whole" full_size_pings "$NS_HB" "$H4_A" $((mtu - 28))
+  assert "$mtu-byte IPv6 pings a -> b cross whole" full_size_pings "$NS_HA" "$H6_B" $((mtu - 48))
+  make_payload 20
+  assert "20 MiB host a -> host b at MTU $mtu, sha256 matches" xfer "$NS_HA" "$NS_HB" "$H4_B"
+  assert "20 MiB host b -> host a, sha256 matches" xfer "$NS_HB" "$NS_HA" "$H4_A"
+}
+
 # full_size_pings NS ADDR SIZE: three DF pings of SIZE payload bytes, none lost.
 full_size_pings() {
   in_ns "$1" ping -n -q -c 3 -i 0.2 -W 2 -M do -s "$3" "$2" 2>&1 | grep -q ' 0% packet loss'
