@@ -3,8 +3,7 @@
 //! [`JUMBO_BUFFER`] in an arena made for jumbo frames (one size per arena: a packet
 //! is always whole in one buffer, so every node and engine sees it contiguous), with
 //! [`HEADROOM`] bytes kept free in front for outer headers, so encapsulation never
-//! copies (a
-//! receive that needs less in front may start its packets elsewhere: see
+//! copies (a receive that needs less in front may start its packets elsewhere: see
 //! [`RxStarts`]); the layout (equal frames, one page-aligned block) is what an
 //! AF_XDP UMEM wants: a driver registers the block ([`Arena::umem`]) and the kernel
 //! writes and reads the buffers in place.
