@@ -50,8 +50,8 @@ impl Changes {
             return Err("cores, buffers or spread changed: they change only with a restart".into());
         }
         if old.buffer_size() != new.buffer_size() {
-            let why = super::config::jumbo_reason(&new.ports, &new.wireguard)
-                .or_else(|| super::config::jumbo_reason(&old.ports, &old.wireguard))
+            let why = super::config::jumbo_reason(&new.ports, &new.wireguard, &new.openvpns)
+                .or_else(|| super::config::jumbo_reason(&old.ports, &old.wireguard, &old.openvpns))
                 .unwrap_or_default();
             return Err(format!(
                 "{why} moves the gateway between standard and jumbo buffers: the buffers change only with a restart"

@@ -487,9 +487,18 @@ pub fn parse(text: &str, file: &Path) -> Result<GatewayConfig, ConfigErrors> {
     }
 }
 
+/// The largest OpenVPN server MTU standard buffers carry: a client's full-size
+/// packet over IPv6 outside, with its Ethernet, IPv6, UDP and data-channel headers
+/// (14 + 40 + 8 + 24), fits their 1,888 bytes of room with some to spare.
+pub const STANDARD_OVPN_MTU: u16 = 1600;
+
 /// What makes a gateway run on jumbo buffers, in words ("port wan's MTU 9216"), or
-/// `None` where standard ones carry every port's frames and the tunnel's packets.
-pub(crate) fn jumbo_reason(ports: &[PortConfig], wireguard: &[WgConfig]) -> Option<String> {
+/// `None` where standard ones carry every port's frames and the tunnels' packets.
+pub(crate) fn jumbo_reason(
+    ports: &[PortConfig],
+    wireguard: &[WgConfig],
+    openvpns: &[OvpnConfig],
+) -> Option<String> {
     let standard = dataplane::STANDARD_BUFFER;
     if let Some(p) = ports
         .iter()
@@ -497,17 +506,23 @@ pub(crate) fn jumbo_reason(ports: &[PortConfig], wireguard: &[WgConfig]) -> Opti
     {
         return Some(format!("port {}'s MTU {}", p.name, p.mtu));
     }
-    wireguard
+    if let Some(w) = wireguard
         .iter()
         .find(|w| usize::from(w.mtu) > dataplane::wg::max_mtu(standard))
-        .map(|w| format!("wireguard {}'s MTU {}", w.name, w.mtu))
+    {
+        return Some(format!("wireguard {}'s MTU {}", w.name, w.mtu));
+    }
+    openvpns
+        .iter()
+        .find(|o| o.mtu > STANDARD_OVPN_MTU)
+        .map(|o| format!("openvpn {}'s MTU {}", o.name, o.mtu))
 }
 
 impl GatewayConfig {
     /// The size of every worker's packet buffers: jumbo where a port or the tunnel
     /// needs them ([`jumbo_reason`]), else standard.
     pub fn buffer_size(&self) -> usize {
-        match jumbo_reason(&self.ports, &self.wireguard) {
+        match jumbo_reason(&self.ports, &self.wireguard, &self.openvpns) {
             Some(_) => dataplane::JUMBO_BUFFER,
             None => dataplane::STANDARD_BUFFER,
         }

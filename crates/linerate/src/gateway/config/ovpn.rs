@@ -191,7 +191,11 @@ pub(super) fn server(
         },
     };
     let mtu = match &raw.mtu {
-        Some(m) => cx.int::<u16>(m, 576..=1600, &key("mtu")),
+        Some(m) => cx.int::<u16>(
+            m,
+            576..=dataplane::gateway::LARGEST_PORT_MTU as i64,
+            &key("mtu"),
+        ),
         None => Some(DEFAULT_MTU),
     };
     let fingerprint = fingerprint(raw, &files);

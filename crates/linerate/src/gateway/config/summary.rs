@@ -19,7 +19,7 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         None => _ = writeln!(out, "metrics: off"),
     }
     let size = c.buffer_size();
-    let why = super::jumbo_reason(&c.ports, &c.wireguard)
+    let why = super::jumbo_reason(&c.ports, &c.wireguard, &c.openvpns)
         .map(|r| format!(", jumbo for {r}"))
         .unwrap_or_default();
     let _ = writeln!(

@@ -148,3 +148,26 @@ fn bad_tables_are_refused_naming_the_line_and_key() {
         ["gw.toml:14: openvpn[1].listen_port: UDP port 1194 is already openvpn[0]'s"]
     );
 }
+
+/// A server past 1600 bytes of MTU puts the gateway on jumbo buffers, which its
+/// AF_XDP port (the default driver) cannot take: refused there; on AF_PACKET, run.
+#[test]
+fn a_jumbo_server_needs_af_packet_ports() {
+    let d = dir();
+    let server = format!("{SERVER}tls_crypt = \"ta.key\"\npool = \"198.19.50.0/24\"\n");
+    let standard = load(&d.write("gw.toml", &format!("{PORTS}{server}mtu = 1600\n"))).unwrap();
+    assert_eq!(standard.buffer_size(), dataplane::STANDARD_BUFFER);
+    let err = load(&d.write("gw.toml", &format!("{PORTS}{server}mtu = 9000\n")))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.contains("port[0]: its driver is af_xdp (the default), but openvpn ra's MTU 9000 needs jumbo buffers"),
+        "{err}"
+    );
+    let ports = PORTS.replace(
+        "interface = \"wan\"\n",
+        "interface = \"wan\"\ndriver = \"af_packet\"\n",
+    );
+    let jumbo = load(&d.write("gw.toml", &format!("{ports}{server}mtu = 9000\n"))).unwrap();
+    assert_eq!(jumbo.buffer_size(), dataplane::JUMBO_BUFFER);
+}

@@ -129,7 +129,6 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
         }
     }
     ok &= l2_ports_connected(&mut cx, &raw.ports, &ports, &xconnects);
-    ok &= jumbo_ports_on_af_packet(&mut cx, &raw.ports, &ports, &wireguard);
 
     let mut openvpns = Vec::new();
     // UDP ports the gateway answers on: WireGuard's, ESP's in UDP, OpenVPN's.
@@ -153,6 +152,7 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
             Item::Broken(_) => ok = false,
         }
     }
+    ok &= jumbo_ports_on_af_packet(&mut cx, &raw.ports, &ports, &wireguard, &openvpns);
 
     let GatewayParts {
         workers,
@@ -611,8 +611,9 @@ fn jumbo_ports_on_af_packet(
     raw_ports: &[Item<super::raw::RawPort>],
     ports: &[PortConfig],
     wireguard: &[WgConfig],
+    openvpns: &[super::OvpnConfig],
 ) -> bool {
-    let Some(why) = super::jumbo_reason(ports, wireguard) else {
+    let Some(why) = super::jumbo_reason(ports, wireguard, openvpns) else {
         return true;
     };
     let mut ok = true;
