@@ -125,10 +125,8 @@ scenario_jumbo() {
   gw_start a
   gw_start b
   assert "the segment is up" ping_ok "$NS_HA" "$L2_B" 3 15
-  assert "9000-byte DF pings a -> b cross whole" \
-    in_ns "$NS_HA" ping -n -q -c 3 -i 0.2 -W 2 -M do -s 8972 "$L2_B"
-  assert "9000-byte DF pings b -> a cross whole" \
-    in_ns "$NS_HB" ping -n -q -c 3 -i 0.2 -W 2 -M do -s 8972 "$L2_A"
+  assert "9000-byte DF pings a -> b cross whole" full_size_pings "$NS_HA" "$L2_B" 8972
+  assert "9000-byte DF pings b -> a cross whole" full_size_pings "$NS_HB" "$L2_A" 8972
   in_ns "$NS_HB" "$PYTHON" tests/net/l2_frames.py recv eth0 4 >"$LR_TMP/sizes.got" &
   pid=$!
   sleep 0.5

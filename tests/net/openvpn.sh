@@ -314,9 +314,10 @@ scenario_small_mtu() {
 
 # Jumbo frames: every link at 9216 bytes, the gateway's ports on AF_PACKET, the
 # crypt server at mtu 9000 and the stock client at tun-mtu 9000: full-size
-# pings both ways, TCP each way, nothing cut into fragments.
+# pings both ways, fragmentation needed past 9000, TCP each way, nothing cut
+# into fragments; a second client left at its defaults is told about.
 scenario_jumbo() {
-  ovpn_topology 1
+  ovpn_topology 2
   ip -n "$NS_GA" link set wan mtu 9216
   ip -n "$NS_GA" link set lan mtu 9216
   ip -n "$NS_H" link set eth0 mtu 9216
@@ -328,15 +329,26 @@ scenario_jumbo() {
   gw_up
   # A 2.6 client takes a pushed tun-mtu up to 1600 only: its own is given.
   up 1 crypt AES-256-GCM --tun-mtu 9000
+  assert "the server pushed tun-mtu 9000" grep -q "PUSH_REPLY.*tun-mtu 9000" "$LR_TMP/c1.log"
   assert "the client runs at tun-mtu 9000" \
     eval '[ "$(ip -n "$NS_C1" -o link show tun0 | sed -n "s/.* mtu \([0-9]*\) .*/\1/p")" = 9000 ]'
+  local out
+  out=$(in_ns "$NS_H" ping -n -c 1 -W 2 -M do -s $((9216 - 28)) 198.19.62.2 2>&1 || true)
+  log "    ping -M do -s 9188: $(head -2 <<<"$out" | tail -1)"
+  assert "a 9216-byte DF packet to the client: fragmentation needed, mtu = 9000" grep -q "mtu = 9000" <<<"$out"
   assert "9000-byte DF pings from the client cross whole" full_size_pings "$NS_C1" "$HOST4" $((9000 - 28))
   assert "9000-byte DF pings from the LAN host cross whole" full_size_pings "$NS_H" 198.19.62.2 $((9000 - 28))
+  assert "9000-byte IPv6 pings from the LAN host cross whole" full_size_pings "$NS_H" 2001:2:0:62::2 $((9000 - 48))
   make_payload 20
   assert "20 MiB from the LAN host to the client arrive whole" xfer "$NS_H" "$NS_C1" 198.19.62.2
   assert "20 MiB from the client to the LAN host arrive whole" xfer "$NS_C1" "$NS_H" "$HOST4"
   assert_eq "no IP fragment on the way" 0 "$(gw_counter a 'ip\.reassembled|ip4-fragment\.packets')"
+  # A client left at its defaults says it takes a pushed tun-mtu of 1600 at most.
+  up 2 crypt AES-256-GCM
+  assert "the log says client 2 takes a pushed tun-mtu of at most 1600" \
+    grep -q "client at 198.18.60.12:[0-9]* takes a pushed tun-mtu of at most 1600, less than the server's mtu 9000" "$LR_TMP/gw-a.log"
   client_stop 1
+  client_stop 2
 }
 
 run_scenarios "openvpn" "$GW_DRIVER" "OpenVPN on the gateway against stock OpenVPN 2.6 clients" "$@"

@@ -39,7 +39,7 @@ pub const IMIX: [(usize, u32); 3] = [(64, 7), (570, 4), (1518, 1)];
 /// The class of an op of `len` bytes of text.
 #[inline]
 pub fn of(len: u32) -> usize {
-    // Four compares; no lookup table is smaller or faster for so few classes.
+    // Five compares; no lookup table is smaller or faster for so few classes.
     STARTS.iter().take_while(|&&s| len >= s).count()
 }
 

@@ -22,7 +22,7 @@ const AFTER_HELP: &str = "\
 ENGINES:
     SPEC is an engine name for every algorithm it serves, or a list like
     chacha20-poly1305=mb,aes-128-gcm=ipsecmb. Algorithms not named go to the
-    engine a calibration at start-up measures cheapest (about two seconds).
+    engine a calibration at start-up measures cheapest (under a second).
 
 ENVIRONMENT:
     LINERATE_ENGINES               the same as --engine (wg-quick passes no flags)
@@ -142,7 +142,7 @@ pub enum Show {
     /// refused by reason, and the recent log
     Openvpn(GatewaySocket),
     /// Measure every engine on every algorithm it serves at the size of every size
-    /// class (64, 256, 570, 1024, 1518 bytes; batches of 256) and show which engine
+    /// class (64, 256, 570, 1024, 1518, 9000 bytes; batches of 256) and show which engine
     /// each algorithm would get for each class: the one with the most packets per
     /// second at that size
     Crypto {

@@ -765,6 +765,16 @@ fn handle(
                         continue;
                     };
                     let info = c.session.peer_info().cloned().unwrap_or_default();
+                    // A client says the largest tun-mtu it takes pushed; one
+                    // below the server's keeps its own, and what the server
+                    // sends it past that is lost in the client. Said, as a
+                    // stock server says it.
+                    if let Some(max) = info.number("IV_MTU").filter(|&m| m < u32::from(s.mtu)) {
+                        step.log.push(format!(
+                            "{}: the client at {} takes a pushed tun-mtu of at most {max}, less than the server's mtu {}: packets to it past its own tun-mtu are lost at the client (give it tun-mtu {}, or tun-mtu-max {} from OpenVPN 2.7)",
+                            s.name, c.remote, s.mtu, s.mtu, s.mtu
+                        ));
+                    }
                     let addr4 = c.addrs.iter().find(|a| a.is_ipv4()).copied();
                     let addr6 = c.addrs.iter().find(|a| a.is_ipv6()).copied();
                     let reply = PushReply {

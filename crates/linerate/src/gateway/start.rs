@@ -315,7 +315,7 @@ fn say_openvpn_fit(config: &GatewayConfig) {
     for o in &config.openvpns {
         let mtu = usize::from(o.mtu);
         if let Some((m, port)) = narrowest(false)
-            && m < 1500
+            && (m < 1500 || mtu > 1500)
             && m < mtu + wire::ipv4::HEADER_LEN + extra
         {
             eprintln!(

@@ -27,8 +27,8 @@ const ARENA_BUFFER: usize = dataplane::JUMBO_BUFFER;
 /// Live transport keys the registry holds: six per peer (three keypairs).
 const KEY_CAPACITY: usize = 6 * 65536;
 /// Time per engine, algorithm and size class of the start-up calibration: six
-/// classes, each engine's algorithms (the AEADs and AES-CBC with HMAC), about two
-/// seconds in all.
+/// classes, each engine's algorithms (the AEADs and AES-CBC with HMAC); host mode
+/// is up 0.45 s after it starts on a 2-core Zen 4.
 const CALIBRATION_TIME: std::time::Duration = std::time::Duration::from_millis(12);
 /// Everything host mode needs, made, for `workers` workers (one TUN queue and one
 /// UDP socket on the shared port each; the first owns the device; with `spread`,

@@ -76,7 +76,15 @@ fn a_good_table_gives_the_server_with_its_defaults() {
 #[test]
 fn bad_tables_are_refused_naming_the_line_and_key() {
     let d = dir();
-    let cases: [(&str, &str); 11] = [
+    let cases: [(&str, &str); 13] = [
+        (
+            "pool = \"198.19.50.0/24\"\nmtu = 575\n",
+            "gw.toml:12: openvpn[0].mtu: 575 is out of range (576..=9216)",
+        ),
+        (
+            "pool = \"198.19.50.0/24\"\nmtu = 9217\n",
+            "gw.toml:12: openvpn[0].mtu: 9217 is out of range (576..=9216)",
+        ),
         (
             "pool = \"198.19.50.0/24\"\ndata_ciphers = \"AES-256-GCM:BF-CBC\"\n",
             "gw.toml:12: openvpn[0].data_ciphers: \"BF-CBC\" is not a data cipher this server serves (it serves AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305)",
