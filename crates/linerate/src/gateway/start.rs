@@ -314,26 +314,32 @@ fn say_openvpn_fit(config: &GatewayConfig) {
     };
     for o in &config.openvpns {
         let mtu = usize::from(o.mtu);
-        if let Some((m, port)) = narrowest(false)
-            && (m < 1500 || mtu > 1500)
-            && m < mtu + wire::ipv4::HEADER_LEN + extra
-        {
-            eprintln!(
-                "linerate: note: openvpn {}: its full-size packets (mtu {mtu}) are {} bytes outside over IPv4, more than port {port} carries ({m}): they go in IP fragments, which the gateway cuts and makes whole; mtu = {} in [[openvpn]] pushes a tun-mtu that fits to clients that take one",
-                o.name,
-                mtu + wire::ipv4::HEADER_LEN + extra,
-                m.saturating_sub(wire::ipv4::HEADER_LEN + extra)
-            );
-        }
-        if let Some((m, port)) = narrowest(true)
-            && m < mtu + wire::ipv6::HEADER_LEN + extra
-        {
-            eprintln!(
-                "linerate: note: openvpn {}: over IPv6 its full-size packets (mtu {mtu}) are {} bytes outside, more than port {port} carries ({m}): the first such packet to a client lowers the server's mtu to {} for every client (the gateway does not cut its own IPv6 packets)",
-                o.name,
-                mtu + wire::ipv6::HEADER_LEN + extra,
-                m.saturating_sub(wire::ipv6::HEADER_LEN + extra)
-            );
+        // IPv4 packets too large go in fragments, which is said only where a port
+        // is narrower than usual or the server wider; IPv6 ones lower the MTU.
+        for v6 in [false, true] {
+            let ip = if v6 {
+                wire::ipv6::HEADER_LEN
+            } else {
+                wire::ipv4::HEADER_LEN
+            };
+            let Some((m, port)) = narrowest(v6) else {
+                continue;
+            };
+            if m >= mtu + ip + extra || (!v6 && m >= 1500 && mtu <= 1500) {
+                continue;
+            }
+            let (full, fits) = (mtu + ip + extra, m.saturating_sub(ip + extra));
+            if v6 {
+                eprintln!(
+                    "linerate: note: openvpn {}: over IPv6 its full-size packets (mtu {mtu}) are {full} bytes outside, more than port {port} carries ({m}): the first such packet to a client lowers the server's mtu to {fits} for every client (the gateway does not cut its own IPv6 packets)",
+                    o.name
+                );
+            } else {
+                eprintln!(
+                    "linerate: note: openvpn {}: its full-size packets (mtu {mtu}) are {full} bytes outside over IPv4, more than port {port} carries ({m}): they go in IP fragments, which the gateway cuts and makes whole; mtu = {fits} in [[openvpn]] pushes a tun-mtu that fits to clients that take one",
+                    o.name
+                );
+            }
         }
     }
 }
