@@ -67,8 +67,13 @@ fn worker(
 ) -> Result<EspLoopback, String> {
     let now = Instant::now();
     let device = wireguard::Device::new(sas.keys.clone(), now, SystemTime::now());
-    let (engines, _) =
-        engines::configured_set(&sas.keys, engine, Duration::from_millis(6), &[alg.aead()])?;
+    let (engines, _) = engines::configured_set(
+        &sas.keys,
+        engine,
+        Duration::from_millis(6),
+        &[alg.aead()],
+        buffer,
+    )?;
     let mut graph = TunnelGraph::new(
         TunnelKind::Esp,
         Arena::with_buffers(4 * dataplane::graph::FRAME_LEN + 64, buffer),

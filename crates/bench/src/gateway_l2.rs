@@ -109,6 +109,7 @@ fn site(
         engine,
         Duration::from_millis(6),
         &crypto::Algorithm::ALL,
+        dataplane::STANDARD_BUFFER,
     )?;
     let mut gw = GatewayGraph::new(Arena::new(4 * FRAME + 256), engines, device, now);
     gw.set_wireguard(51820, TUNNEL_MTU);

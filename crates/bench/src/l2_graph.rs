@@ -39,6 +39,7 @@ fn worker(engine: Option<&str>, buffer: usize) -> Result<L2Loopback, String> {
         engine,
         Duration::from_millis(6),
         &[crypto::Algorithm::ChaCha20Poly1305],
+        buffer,
     )?;
     let graph = L2Graph::new(
         Arena::with_buffers(4 * dataplane::graph::FRAME_LEN + 64, buffer),

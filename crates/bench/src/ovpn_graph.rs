@@ -61,7 +61,8 @@ fn worker(
     let now = Instant::now();
     let device = wireguard::Device::new(c.keys.clone(), now, SystemTime::now());
     let alg = alg_of(cipher);
-    let (engines, _) = engines::configured_set(&c.keys, engine, Duration::from_millis(6), &[alg])?;
+    let (engines, _) =
+        engines::configured_set(&c.keys, engine, Duration::from_millis(6), &[alg], buffer)?;
     let mut graph = TunnelGraph::new(
         TunnelKind::OpenVpn,
         Arena::with_buffers(4 * dataplane::graph::FRAME_LEN + 64, buffer),

@@ -39,6 +39,7 @@ fn loopback_graph(engine: Option<&str>, buffer: usize) -> Result<WgGraph, String
         engine,
         std::time::Duration::from_millis(6),
         &[crypto::Algorithm::ChaCha20Poly1305],
+        buffer,
     )?;
     Ok(WgGraph::new(
         Arena::with_buffers(4 * FRAME + 64, buffer),
@@ -83,6 +84,7 @@ fn follower_graph(
         engine,
         Duration::from_millis(6),
         &[crypto::Algorithm::ChaCha20Poly1305],
+        buffer,
     )?;
     let own = Device::new(keys, now, SystemTime::now());
     let mut g = WgGraph::new(

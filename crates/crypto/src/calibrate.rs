@@ -162,17 +162,20 @@ pub const SAME_SPEED: f64 = 0.05;
 /// [`SAME_SPEED`] of it). Algorithms pinned in `keep` are measured but not
 /// rerouted. Returns all measurements.
 pub fn calibrate(set: &mut EngineSet, time: Duration, keep: &[Algorithm]) -> Vec<Measurement> {
-    calibrate_only(set, time, keep, &Algorithm::ALL)
+    calibrate_only(set, time, keep, &Algorithm::ALL, usize::MAX)
 }
 
 /// [`calibrate`] for the algorithms in `only`: the others are neither measured
 /// nor rerouted (a process that runs one algorithm spends no start-up time on the
-/// rest).
+/// rest). Classes whose size is past `largest` (the most a worker's buffers hold)
+/// are not measured either, since no op of theirs can come: they follow the
+/// largest class measured, so the choice stays whole.
 pub fn calibrate_only(
     set: &mut EngineSet,
     time: Duration,
     keep: &[Algorithm],
     only: &[Algorithm],
+    largest: usize,
 ) -> Vec<Measurement> {
     // Rounds of a part of the time each, the engines taking turns at each point,
     // and the best of each engine's turns kept: a burst of other work on the
@@ -186,7 +189,7 @@ pub fn calibrate_only(
     let mut all: Vec<Measurement> = Vec::new();
     for _ in 0..ROUNDS {
         for &alg in only {
-            for &size in &size_class::SIZES {
+            for &size in size_class::SIZES.iter().filter(|&&s| s <= largest) {
                 for engine in set.engines_mut() {
                     let Some(m) = measure(engine, alg, size, time / ROUNDS) else {
                         continue;
@@ -221,7 +224,12 @@ pub fn calibrate_only(
                 }
             })
             .collect();
-        let names = choose_classes(alg, &all, &sync);
+        let mut names = choose_classes(alg, &all, &sync);
+        for class in 1..names.len() {
+            if size_class::SIZES[class] > largest {
+                names[class] = names[class - 1];
+            }
+        }
         // Refused only when a class went unmeasured while an asynchronous engine
         // serves the algorithm; the choice then stays as it was.
         let _ = set.choose_by_class(alg, names);
@@ -283,6 +291,22 @@ mod tests {
         assert!(ms.iter().all(|m| m.mpps > 0.0 && m.gbps > 0.0));
         assert_eq!(set.chosen(Algorithm::Aes128Gcm), Some("reference"));
         assert_eq!(set.chosen(Algorithm::Aes256CbcHmacSha1), Some("reference"));
+    }
+
+    /// A class past what the buffers hold is not measured and goes where the
+    /// largest measured class goes.
+    #[test]
+    fn classes_past_the_largest_op_follow_the_class_below() {
+        let mut set = EngineSet::new(vec![Box::new(ReferenceEngine::new())]);
+        let only = [Algorithm::ChaCha20Poly1305];
+        let ms = calibrate_only(&mut set, Duration::from_millis(2), &[], &only, 2048);
+        let largest = size_class::SIZES[size_class::COUNT - 1];
+        assert!(ms.iter().all(|m| m.size <= 2048), "measured only what fits");
+        assert_eq!(ms.len(), size_class::COUNT - 1);
+        assert_eq!(
+            set.chosen_for(Algorithm::ChaCha20Poly1305, largest as u32),
+            set.chosen_for(Algorithm::ChaCha20Poly1305, 1518)
+        );
     }
 
     /// Chained ops are measured at sizes that are no whole number of blocks too

@@ -95,7 +95,9 @@ pub fn validate(spec: &str) -> Result<(), String> {
 /// for every size; the rest go, size class by size class, to the engine a short
 /// calibration finds fastest at that class's size. Only the algorithms in `used`
 /// are calibrated and described (host mode runs ChaCha20-Poly1305 alone; a
-/// gateway any of them); the others keep the first engine serving them. Returns
+/// gateway any of them); the others keep the first engine serving them. Classes
+/// past `largest` bytes, which a worker's buffers cannot hold, are not measured and
+/// go where the largest measured class goes. Returns
 /// the set and a line per used algorithm saying what was chosen for which sizes
 /// and why.
 pub fn configured_set(
@@ -103,6 +105,7 @@ pub fn configured_set(
     spec: Option<&str>,
     calibration: std::time::Duration,
     used: &[Algorithm],
+    largest: usize,
 ) -> Result<(EngineSet, Vec<String>), String> {
     let mut set = EngineSet::new(all(keys));
     let mut pinned = Vec::new();
@@ -129,7 +132,7 @@ pub fn configured_set(
             }
         }
     }
-    let measured = crypto::calibrate::calibrate_only(&mut set, calibration, &pinned, used);
+    let measured = crypto::calibrate::calibrate_only(&mut set, calibration, &pinned, used, largest);
     let lines = used
         .iter()
         .map(|&a| {
@@ -191,6 +194,7 @@ mod tests {
             Some("chacha20-poly1305=reference"),
             std::time::Duration::from_millis(1),
             &Algorithm::ALL,
+            usize::MAX,
         )
         .unwrap();
         let chacha = Algorithm::ChaCha20Poly1305;
@@ -216,6 +220,7 @@ mod tests {
             Some("chacha20-poly1305=reference,aes-128-gcm=aws-lc"),
             std::time::Duration::from_millis(1),
             &Algorithm::ALL,
+            usize::MAX,
         )
         .unwrap();
         let copy = replica(&keys, &set).unwrap();

@@ -405,8 +405,13 @@ fn build_graphs(
 ) -> Result<Vec<GatewayGraph>, String> {
     let now = clock.0;
     let keys = Arc::new(KeyRegistry::new(KEY_CAPACITY));
-    let (engines, choices) =
-        runtime::engines::configured_set(&keys, None, CALIBRATION_TIME, &crypto::Algorithm::ALL)?;
+    let (engines, choices) = runtime::engines::configured_set(
+        &keys,
+        None,
+        CALIBRATION_TIME,
+        &crypto::Algorithm::ALL,
+        config.buffer_size(),
+    )?;
     for line in choices {
         eprintln!("linerate: engine for {line}");
     }

@@ -91,6 +91,7 @@ pub fn run(
         engines,
         CALIBRATION_TIME,
         &[crypto::Algorithm::ChaCha20Poly1305],
+        ARENA_BUFFER,
     )?;
     for line in choices {
         eprintln!("linerate: engine for {line}");
