@@ -115,9 +115,10 @@ impl Queues {
             zero_copy: true,
             skb_mode: false,
             headroom: 0,
+            ..XdpOptions::default()
         };
-        let program =
-            io::XdpAttachment::attach(ifname, false).map_err(|e| format!("{ifname}: {e}"))?;
+        let program = io::XdpAttachment::attach(ifname, false, false)
+            .map_err(|e| format!("{ifname}: {e}"))?;
         let mems: Vec<Umem> = (0..queues).map(|_| Umem::new()).collect();
         let mut ports = Vec::with_capacity(mems.len());
         for (q, mem) in mems.iter().enumerate() {

@@ -33,7 +33,7 @@ pub use port_lock::{LockError, PortLock};
 pub use tun::{TunDevice, is_gone};
 pub use udp::{GsoSendBatch, MAX_BATCH, RecvBatch, RecvMeta, SendBatch, SendResult, UdpSocket};
 pub use waker::Waker;
-pub use xdp::{XdpAttachment, XdpMode, XdpOptions, XdpPort};
+pub use xdp::{Fragment, XdpAttachment, XdpMode, XdpOptions, XdpPort};
 
 use std::io;
 

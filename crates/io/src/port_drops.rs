@@ -16,7 +16,7 @@ pub struct DropReason {
 }
 
 /// The reasons a port's frames are lost for, on either driver.
-pub const REASONS: [DropReason; 8] = [
+pub const REASONS: [DropReason; 9] = [
     DropReason {
         name: "rx-fill-empty",
         meaning: "AF_XDP: a frame arrived while the kernel held no buffer of ours to put it in (the fill ring was empty); dropped by the kernel",
@@ -31,7 +31,11 @@ pub const REASONS: [DropReason; 8] = [
     },
     DropReason {
         name: "rx-truncated",
-        meaning: "AF_PACKET: a frame larger than a ring slot or a buffer; dropped",
+        meaning: "a frame larger than a ring slot or a buffer (AF_PACKET), or than a buffer holds once its parts are joined (AF_XDP on jumbo buffers); dropped",
+    },
+    DropReason {
+        name: "rx-no-buffer",
+        meaning: "AF_XDP on jumbo buffers: a frame's parts came while the worker had no free buffer to join them in; dropped",
     },
     DropReason {
         name: "tx-too-big",
@@ -98,13 +102,24 @@ pub fn xdp(
     ]
 }
 
+/// The lost frames by reason of an AF_XDP port on jumbo buffers, beyond
+/// [`xdp`]'s: frames whose parts joined are larger than a buffer holds, and
+/// frames that found no free buffer to be joined in.
+pub fn xdp_parts(rx_too_big: u64, rx_no_buffer: u64) -> Vec<(&'static str, u64)> {
+    vec![("rx-truncated", rx_too_big), ("rx-no-buffer", rx_no_buffer)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_reason_has_a_meaning_and_each_frame_one_reason() {
-        for (name, _) in packet(1, 2, 3, 4, 5).into_iter().chain(xdp(9, 7, 1, 2, 3)) {
+        let all = packet(1, 2, 3, 4, 5)
+            .into_iter()
+            .chain(xdp(9, 7, 1, 2, 3))
+            .chain(xdp_parts(1, 2));
+        for (name, _) in all {
             assert!(meaning(name).is_some(), "{name}");
         }
         // Seven frames without a fill buffer are in the kernel's rx_dropped too: two

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use io::netns::{NetNs, bare_veth_ns, root_or_skip};
 use io::xdp::{FRAME_SIZE, XDP_PACKET_HEADROOM};
-use io::{Interest, PacketPort, PollFd, XdpMode, XdpOptions, XdpPort, poll};
+use io::{Fragment, Interest, PacketPort, PollFd, XdpMode, XdpOptions, XdpPort, poll};
 
 const XDP_IF: &str = "xa";
 const PEER_IF: &str = "xb";
@@ -40,6 +40,8 @@ fn veth_ns() -> NetNs {
 struct Umem {
     base: *mut u8,
     len: usize,
+    /// Bytes per buffer.
+    chunk: usize,
 }
 
 // SAFETY: the tests share a Umem with the namespace threads they start only to open
@@ -48,7 +50,11 @@ unsafe impl Sync for Umem {}
 
 impl Umem {
     fn new(frames: usize) -> Umem {
-        let len = frames * FRAME_SIZE;
+        Umem::with_chunks(frames, FRAME_SIZE)
+    }
+
+    fn with_chunks(frames: usize, chunk: usize) -> Umem {
+        let len = frames * chunk;
         // SAFETY: a fresh private anonymous mapping; no pointer is passed in.
         let base = unsafe {
             libc::mmap(
@@ -64,6 +70,7 @@ impl Umem {
         Umem {
             base: base.cast(),
             len,
+            chunk,
         }
     }
 
@@ -83,7 +90,7 @@ impl Umem {
 
     /// Writes `frame` at `offset` into buffer `buf`, which the caller owns.
     fn write(&self, buf: u32, offset: u16, frame: &[u8]) {
-        let start = buf as usize * FRAME_SIZE + usize::from(offset);
+        let start = buf as usize * self.chunk + usize::from(offset);
         assert!(start + frame.len() <= self.len);
         // SAFETY: inside the mapping (checked), in a buffer the kernel does not hold.
         unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), self.base.add(start), frame.len()) };
@@ -91,7 +98,7 @@ impl Umem {
 
     /// Copies `len` bytes at `offset` out of buffer `buf`, which the caller owns.
     fn read(&self, buf: u32, offset: u16, len: u16) -> Vec<u8> {
-        let start = buf as usize * FRAME_SIZE + usize::from(offset);
+        let start = buf as usize * self.chunk + usize::from(offset);
         assert!(start + usize::from(len) <= self.len);
         let mut out = vec![0; usize::from(len)];
         // SAFETY: inside the mapping (checked), in a buffer the kernel has handed back.
@@ -443,6 +450,172 @@ fn peer_frames_are_received_by_ethertype_generic() {
     }
 }
 
+/// Jumbo frames over a multi-buffer socket on page-sized buffers: what the peer
+/// sends arrives in parts that join into the frames, byte for byte, and what
+/// the port sends in parts arrives at the peer whole.
+fn run_jumbo_test(skb_mode: bool) {
+    const CHUNK: usize = 4096;
+    let ns = veth_ns();
+    for ifname in [XDP_IF, PEER_IF] {
+        ns.exec_checked(&["ip", "link", "set", ifname, "mtu", "9216"])
+            .unwrap();
+    }
+    let umem = Umem::with_chunks(1024, CHUNK);
+    let opts = XdpOptions {
+        skb_mode,
+        headroom: 0,
+        chunk_size: CHUNK as u32,
+        multi_buffer: true,
+        ..XdpOptions::default()
+    };
+    // IPv4's EtherType, which the program sends to the socket; the kernel never
+    // sees these frames to mind what follows it.
+    let frames: Vec<Vec<u8>> = [60, 1514, 3853, 3854, 4096, 7000, 9014, 9230]
+        .iter()
+        .enumerate()
+        .map(|(seq, &len)| {
+            let mut f = ethernet(XDP_MAC, PEER_MAC, [0x08, 0x00]);
+            f.extend_from_slice(&(seq as u32).to_be_bytes());
+            f.extend((f.len()..len).map(|i| (i as u8) ^ (i >> 8) as u8 ^ (seq as u8)));
+            f
+        })
+        .collect();
+    let (received, parts_seen, sent_back, stats) = ns
+        .run(|| {
+            let mut xdp = umem.open(0, &opts).unwrap();
+            eprintln!(
+                "multi-buffer XDP port on {XDP_IF}: mode {:?}, zero-copy {}",
+                xdp.mode(),
+                xdp.zero_copy()
+            );
+            let want_mode = if skb_mode {
+                XdpMode::Skb
+            } else {
+                XdpMode::Native
+            };
+            assert_eq!(
+                xdp.mode(),
+                want_mode,
+                "veth takes native XDP with fragments"
+            );
+            let mut peer = PacketPort::open(PEER_IF, 64, 10240).unwrap();
+            peer.set_promiscuous(true).unwrap();
+            let fill: Vec<u32> = (0..512).collect();
+            assert_eq!(xdp.fill(&fill), fill.len());
+            xdp.start_receiving().unwrap();
+            let batch: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            assert_eq!(peer.send_batch(&batch), batch.len());
+
+            // Receive: join the parts of each frame.
+            let (mut received, mut current, mut parts_seen) = (Vec::new(), Vec::new(), 0);
+            let mut out = [Fragment::default(); BATCH];
+            let mut fds = [PollFd::new(xdp.as_raw_fd(), Interest::READABLE)];
+            let deadline = Instant::now() + WAIT;
+            while received.len() < frames.len() && Instant::now() < deadline {
+                poll(&mut fds, Some(Duration::from_millis(20))).unwrap();
+                let n = xdp.recv_fragments(&mut out);
+                for part in &out[..n] {
+                    assert!(part.buf < 512, "a part in buffer {} never filled", part.buf);
+                    current.extend(umem.read(part.buf, part.offset, part.len));
+                    parts_seen += 1;
+                    if !part.more {
+                        received.push(std::mem::take(&mut current));
+                    }
+                }
+            }
+
+            // Send: each frame in parts of up to a buffer, from buffers 512 on.
+            let mut parts = Vec::new();
+            let mut next = 512u32;
+            for f in &frames {
+                let pieces: Vec<&[u8]> = f.chunks(CHUNK).collect();
+                for (i, piece) in pieces.iter().enumerate() {
+                    umem.write(next, 0, piece);
+                    parts.push(Fragment {
+                        buf: next,
+                        offset: 0,
+                        len: piece.len() as u16,
+                        more: i + 1 < pieces.len(),
+                    });
+                    next += 1;
+                }
+            }
+            assert_eq!(xdp.send_fragments(&parts), parts.len());
+            let mut sent_back = Vec::new();
+            let mut done = [0u32; 64];
+            let mut completed = 0;
+            let deadline = Instant::now() + WAIT;
+            while (sent_back.len() < frames.len() || completed < parts.len())
+                && Instant::now() < deadline
+            {
+                completed += xdp.complete(&mut done);
+                let mut fds = [PollFd::new(peer.as_raw_fd(), Interest::READABLE)];
+                poll(&mut fds, Some(Duration::from_millis(20))).unwrap();
+                let mut storage = vec![[0u8; 10240]; 8];
+                let mut bufs: Vec<&mut [u8]> =
+                    storage.iter_mut().map(|b| b.as_mut_slice()).collect();
+                let mut lens = [0usize; 8];
+                let n = peer.recv_batch(&mut bufs, &mut lens);
+                sent_back.extend(
+                    (0..n)
+                        .map(|i| bufs[i][..lens[i]].to_vec())
+                        .filter(|f| f[6..12] == PEER_MAC),
+                );
+            }
+            let stats = (
+                xdp.rx_dropped(),
+                xdp.rx_invalid(),
+                xdp.tx_invalid(),
+                xdp.tx_in_flight(),
+                peer.rx_truncated(),
+            );
+            (received, parts_seen, sent_back, stats)
+        })
+        .unwrap();
+    assert_eq!(
+        stats,
+        (0, 0, 0, 0, 0),
+        "rx dropped, rx invalid, tx invalid, in flight, peer truncated"
+    );
+    assert_eq!(received.len(), frames.len(), "frames received");
+    for (got, want) in received.iter().zip(&frames) {
+        assert!(
+            got == want,
+            "a {}-byte frame came as {} bytes or changed",
+            want.len(),
+            got.len()
+        );
+    }
+    assert!(
+        parts_seen > frames.len(),
+        "frames past a buffer came in parts ({parts_seen} for {})",
+        frames.len()
+    );
+    assert_eq!(sent_back.len(), frames.len(), "frames the peer received");
+    for (got, want) in sent_back.iter().zip(&frames) {
+        assert!(
+            got == want,
+            "a {}-byte frame arrived as {} bytes or changed",
+            want.len(),
+            got.len()
+        );
+    }
+}
+
+#[test]
+fn jumbo_frames_cross_in_parts_native() {
+    if root_or_skip("jumbo_frames_cross_in_parts_native") {
+        run_jumbo_test(false);
+    }
+}
+
+#[test]
+fn jumbo_frames_cross_in_parts_generic() {
+    if root_or_skip("jumbo_frames_cross_in_parts_generic") {
+        run_jumbo_test(true);
+    }
+}
+
 /// Until the port starts receiving, the program leaves its queue's frames to the
 /// kernel: none is dropped for want of a buffer while the port has lent none.
 #[test]
@@ -637,7 +810,7 @@ fn one_program_serves_a_port_per_queue() {
     const FLOWS: u16 = 200;
     let per_queue = ns
         .run(|| {
-            let attachment = io::XdpAttachment::attach(XDP_IF, false).unwrap();
+            let attachment = io::XdpAttachment::attach(XDP_IF, false, false).unwrap();
             assert_eq!(attachment.mode(), XdpMode::Native, "veth takes native XDP");
             let mut ports = [(0, &a), (1, &b)].map(|(queue, umem)| {
                 // SAFETY: each Umem outlives its port (dropped at the end of this

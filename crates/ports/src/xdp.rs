@@ -76,6 +76,7 @@ impl XdpDriver {
             zero_copy,
             skb_mode: false,
             headroom: 0,
+            ..XdpOptions::default()
         };
         let arena = graph.context_mut().arena_mut();
         let Some(umem) = arena.umem() else {

@@ -72,6 +72,7 @@ unsafe extern "C" {
     pub(super) fn lr_xsk_complete(r: *mut Rings, bufs: *mut u32, n: u32, shift: u32) -> u32;
     pub(super) fn lr_xsk_recv(r: *mut Rings, descs: *mut XdpDesc, n: u32) -> u32;
     pub(super) fn lr_xsk_send(r: *mut Rings, descs: *const XdpDesc, n: u32) -> u32;
+    pub(super) fn lr_xsk_tx_free(r: *mut Rings, n: u32) -> u32;
     pub(super) fn lr_xsk_tx_needs_wakeup(r: *const Rings) -> c_int;
     pub(super) fn lr_xsk_fill_needs_wakeup(r: *const Rings) -> c_int;
     pub(super) fn lr_bpf_object_open_mem(
@@ -104,6 +105,7 @@ unsafe extern "C" {
         flags: c_uint,
     ) -> c_int;
     pub(super) fn xdp_program__close(prog: *mut XdpProgram);
+    pub(super) fn xdp_program__set_xdp_frags_support(prog: *mut XdpProgram, frags: bool) -> c_int;
     pub(super) fn xdp_program__name(prog: *const XdpProgram) -> *const c_char;
     pub(super) fn xdp_program__id(prog: *const XdpProgram) -> u32;
 

@@ -2,8 +2,9 @@
 //! straight from and into the caller's own packet buffers (the UMEM), with no copy in
 //! zero-copy mode and one copy by the kernel in copy mode.
 //!
-//! The caller owns one page-aligned block of [`FRAME_SIZE`]-byte buffers and names
-//! buffers by number. Buffers travel through four rings shared with the kernel, each
+//! The caller owns one page-aligned block of buffers of one power-of-two size
+//! ([`FRAME_SIZE`] unless the options say otherwise) and names buffers by number.
+//! Buffers travel through four rings shared with the kernel, each
 //! moved in batches with no system call of its own:
 //!
 //! - [`XdpPort::fill`] lends free buffers to the kernel to receive into;
@@ -11,6 +12,10 @@
 //! - [`XdpPort::send`] lends buffers holding frames to send (and wakes the kernel
 //!   where it needs that: one `sendto`);
 //! - [`XdpPort::complete`] takes back buffers the kernel has sent.
+//!
+//! A frame larger than a buffer travels in several (multi-buffer, with the
+//! options' `multi_buffer`): [`XdpPort::recv_fragments`] and
+//! [`XdpPort::send_fragments`] move such frames as runs of [`Fragment`]s.
 //!
 //! Only the frames the gateway handles reach the port: an XDP program
 //! (`redirect.bpf.c`) redirects ARP, IPv4 and IPv6 to the socket bound on the queue
@@ -41,7 +46,7 @@ use program::Program;
 pub use attached::{AttachedProgram, attached_programs, detach_ours};
 use socket::Xsk;
 use umem::Region;
-pub use umem::{FRAME_SIZE, XDP_PACKET_HEADROOM};
+pub use umem::{FRAME_SIZE, MIN_CHUNK, XDP_PACKET_HEADROOM};
 
 /// Queues the XDP program can send to a socket: the entries of its XSKMAP
 /// (`max_entries` in `redirect.bpf.c`). A port on a queue past them is refused at
@@ -72,6 +77,12 @@ pub struct XdpOptions {
     /// `headroom + XDP_PACKET_HEADROOM` into its buffer (384 by default), as
     /// [`XdpPort::recv`] reports.
     pub headroom: u32,
+    /// Bytes per buffer: a power of two from [`MIN_CHUNK`] to a page.
+    pub chunk_size: u32,
+    /// Frames larger than a buffer come and go in several (`XDP_USE_SG`): see
+    /// [`XdpPort::recv_fragments`]. The attachment's program must take them
+    /// too ([`XdpAttachment::attach`]'s `fragments`).
+    pub multi_buffer: bool,
 }
 
 impl Default for XdpOptions {
@@ -81,6 +92,8 @@ impl Default for XdpOptions {
             zero_copy: true,
             skb_mode: false,
             headroom: 128,
+            chunk_size: FRAME_SIZE as u32,
+            multi_buffer: false,
         }
     }
 }
@@ -94,10 +107,12 @@ impl XdpOptions {
                 self.ring_size
             ));
         }
+        let chunk = self.chunk_size as usize;
+        umem::check_chunk(chunk, umem::page_size())?;
         // The kernel needs room for at least a minimal frame after the headroom.
-        if self.headroom as usize + XDP_PACKET_HEADROOM as usize + 64 > FRAME_SIZE {
+        if self.headroom as usize + XDP_PACKET_HEADROOM as usize + 64 > chunk {
             return Err(format!(
-                "headroom {} leaves no room for a frame in a {FRAME_SIZE}-byte buffer",
+                "headroom {} leaves no room for a frame in a {chunk}-byte buffer",
                 self.headroom
             ));
         }
@@ -116,10 +131,13 @@ pub struct XdpAttachment {
 
 impl XdpAttachment {
     /// Attaches the program to `ifname` (in the calling thread's network namespace):
-    /// native mode unless `skb_mode`, generic mode where native is refused.
-    pub fn attach(ifname: &str, skb_mode: bool) -> io::Result<XdpAttachment> {
+    /// native mode unless `skb_mode`, generic mode where native is refused. With
+    /// `fragments`, the program takes frames larger than a page (the kernel then
+    /// gives it them in parts, and native mode on an interface with a large MTU
+    /// needs that), for sockets bound with `multi_buffer`.
+    pub fn attach(ifname: &str, skb_mode: bool, fragments: bool) -> io::Result<XdpAttachment> {
         let ifindex = crate::packet::if_index(ifname)?;
-        let program = Program::attach(ifname, ifindex, skb_mode)?;
+        let program = Program::attach(ifname, ifindex, skb_mode, fragments)?;
         Ok(XdpAttachment {
             program: Arc::new(program),
             ifname: ifname.to_owned(),
@@ -158,6 +176,21 @@ impl XdpAttachment {
     }
 }
 
+/// One buffer's part of a frame: the buffer, where the part starts in it and its
+/// length, and whether the frame goes on in the next part. A frame that fits one
+/// buffer is one part with `more` false.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fragment {
+    /// The buffer's number in the UMEM.
+    pub buf: u32,
+    /// Where the part starts in its buffer.
+    pub offset: u16,
+    /// The part's bytes.
+    pub len: u16,
+    /// Whether the frame goes on in the next part.
+    pub more: bool,
+}
+
 /// An AF_XDP socket bound to one queue of one interface, on the caller's memory, with
 /// the XDP program that feeds it attached.
 #[derive(Debug)]
@@ -190,8 +223,8 @@ impl XdpPort {
     ///
     /// # Safety
     ///
-    /// - `umem` is page aligned and `umem_len` a non-zero multiple of [`FRAME_SIZE`]
-    ///   (checked: an error otherwise), and the memory stays mapped, readable and
+    /// - `umem` is page aligned and `umem_len` a non-zero multiple of the options'
+    ///   `chunk_size` (checked: an error otherwise), and the memory stays mapped, readable and
     ///   writable until the port is dropped.
     /// - A buffer lent to the kernel (given to [`fill`](XdpPort::fill) or queued by
     ///   [`send`](XdpPort::send)) is neither read nor written by the caller, through
@@ -211,7 +244,7 @@ impl XdpPort {
         opts.check().map_err(|why| {
             io::Error::new(io::ErrorKind::InvalidInput, format!("{ifname}: {why}"))
         })?;
-        let attachment = XdpAttachment::attach(ifname, opts.skb_mode)?;
+        let attachment = XdpAttachment::attach(ifname, opts.skb_mode, opts.multi_buffer)?;
         // SAFETY: the caller's promises, passed on.
         unsafe { XdpPort::open_on(&attachment, queue, umem, umem_len, opts) }
     }
@@ -241,8 +274,14 @@ impl XdpPort {
                 "queue {queue} is past the {XSKMAP_ENTRIES} queues the XDP program serves"
             )));
         }
-        let region = Region::new(umem, umem_len, umem::page_size()).map_err(invalid)?;
         opts.check().map_err(invalid)?;
+        if opts.multi_buffer && !attachment.program.takes_fragments() {
+            return Err(invalid(
+                "a multi-buffer socket needs the program attached for fragments".to_owned(),
+            ));
+        }
+        let region = Region::new(umem, umem_len, umem::page_size(), opts.chunk_size as usize)
+            .map_err(invalid)?;
         let program = attachment.program.clone();
 
         // SAFETY: the region is valid and lent to the socket for its life, as the
@@ -299,6 +338,11 @@ impl XdpPort {
     /// Buffers in the UMEM; buffer numbers run from 0 to this, exclusive.
     pub fn frames(&self) -> u32 {
         self.region.frames
+    }
+
+    /// Bytes per buffer.
+    pub fn chunk_size(&self) -> usize {
+        self.region.chunk()
     }
 
     /// How the XDP program runs: native, or generic where the driver refused native.

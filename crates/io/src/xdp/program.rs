@@ -52,6 +52,8 @@ pub(super) struct Program {
     netns: File,
     /// Whether it puts back the VLAN tags the driver takes out of frames.
     restores_vlan_tags: bool,
+    /// Whether it was loaded to take frames in parts (`BPF_F_XDP_HAS_FRAGS`).
+    fragments: bool,
 }
 
 // SAFETY: the libbpf and libxdp objects belong to this value alone and are only used
@@ -66,20 +68,26 @@ impl Program {
     /// refused.
     /// In native mode the program that puts VLAN tags back is tried first (it needs
     /// a kernel and driver that give XDP the receive metadata, Linux 6.8 on).
-    pub(super) fn attach(ifname: &str, ifindex: c_int, skb_only: bool) -> io::Result<Program> {
+    /// With `fragments` it is loaded to take frames in parts (multi-buffer XDP).
+    pub(super) fn attach(
+        ifname: &str,
+        ifindex: c_int,
+        skb_only: bool,
+        fragments: bool,
+    ) -> io::Result<Program> {
         let step = |what: String| move |e: io::Error| context(e, format_args!("{ifname}: {what}"));
         let native_err = if skb_only {
             None
         } else {
-            if let Ok(p) = Program::attach_in(ifindex, XdpMode::Native, true) {
+            if let Ok(p) = Program::attach_in(ifindex, XdpMode::Native, true, fragments) {
                 return Ok(p);
             }
-            match Program::attach_in(ifindex, XdpMode::Native, false) {
+            match Program::attach_in(ifindex, XdpMode::Native, false, fragments) {
                 Ok(p) => return Ok(p),
                 Err(e) => Some(e),
             }
         };
-        Program::attach_in(ifindex, XdpMode::Skb, false).map_err(match native_err {
+        Program::attach_in(ifindex, XdpMode::Skb, false, fragments).map_err(match native_err {
             Some(n) => step(format!(
                 "attaching the XDP program (native mode: {n}; generic mode)"
             )),
@@ -90,7 +98,12 @@ impl Program {
     /// A fresh copy of the program (the one that puts VLAN tags back, bound to the
     /// device, with `vlan`), attached in `mode`. Each try starts from a new object,
     /// so a failed attach leaves nothing of it behind for the next.
-    fn attach_in(ifindex: c_int, mode: XdpMode, vlan: bool) -> io::Result<Program> {
+    fn attach_in(
+        ifindex: c_int,
+        mode: XdpMode,
+        vlan: bool,
+        fragments: bool,
+    ) -> io::Result<Program> {
         let object = if vlan { OBJECT_VLAN } else { OBJECT };
         let netns = File::open("/proc/thread-self/ns/net")
             .map_err(|e| context(e, "opening the thread's network namespace"))?;
@@ -131,7 +144,17 @@ impl Program {
             mode: None,
             netns,
             restores_vlan_tags: vlan,
+            fragments,
         };
+        if fragments {
+            // SAFETY: `prog` is live and not loaded yet; this only sets the flag the
+            // load will ask the kernel for (and libxdp's dispatcher then takes it).
+            let ret =
+                unsafe { ffi::xdp_program__set_xdp_frags_support(program.prog.as_ptr(), true) };
+            if ret != 0 {
+                return Err(ffi::neg_errno(ret));
+            }
+        }
         if vlan {
             // SAFETY: `obj` is live and not loaded yet; the name is NUL-terminated
             // and static; the program it returns belongs to `obj`.
@@ -171,6 +194,11 @@ impl Program {
     /// them put back.
     pub(super) fn restores_vlan_tags(&self) -> bool {
         self.restores_vlan_tags
+    }
+
+    /// Whether it takes frames in parts.
+    pub(super) fn takes_fragments(&self) -> bool {
+        self.fragments
     }
 
     /// The mode the program runs in.

@@ -3,9 +3,8 @@
 
 use std::io;
 
-use super::XdpPort;
 use super::ffi::{self, XdpDesc};
-use super::umem::{FRAME_SHIFT, rx_frame};
+use super::{Fragment, XdpPort};
 
 /// Descriptors moved per shim call: the scratch array lives on the stack.
 const CHUNK: usize = 64;
@@ -38,7 +37,7 @@ impl XdpPort {
         let n = u32::try_from(bufs.len()).unwrap_or(u32::MAX);
         // SAFETY: `bufs` holds at least `n` numbers, all inside the UMEM; the ring state
         // is live and only reached through `&mut self`.
-        unsafe { ffi::lr_xsk_fill(self.xsk.rings(), bufs.as_ptr(), n, FRAME_SHIFT) as usize }
+        unsafe { ffi::lr_xsk_fill(self.xsk.rings(), bufs.as_ptr(), n, self.region.shift) as usize }
     }
 
     /// Takes received frames off the RX ring into `out`, as (buffer, offset of the
@@ -50,20 +49,38 @@ impl XdpPort {
     /// With nothing received, wakes the driver when it asks for it (zero-copy drivers
     /// that stopped for want of fill buffers).
     pub fn recv(&mut self, out: &mut [(u32, u16, u16)]) -> usize {
+        let region = self.region;
+        self.recv_descs(out.len(), |i, desc| {
+            let f = region.rx_fragment(desc);
+            out[i] = (f.buf, f.offset, f.len);
+        })
+    }
+
+    /// As [`recv`](XdpPort::recv), for a multi-buffer socket: takes received
+    /// parts of frames into `out`, in order; a frame is the parts up to and with
+    /// the first whose `more` is false. A frame may end in a later call's parts.
+    pub fn recv_fragments(&mut self, out: &mut [Fragment]) -> usize {
+        let region = self.region;
+        self.recv_descs(out.len(), |i, desc| out[i] = region.rx_fragment(desc))
+    }
+
+    /// Takes up to `want` descriptors off the RX ring, handing each to `put` with
+    /// its index; wakes the driver when nothing came and it asks for that.
+    fn recv_descs(&mut self, want: usize, mut put: impl FnMut(usize, &XdpDesc)) -> usize {
         let mut descs = [NO_DESC; CHUNK];
         let mut n = 0;
-        // Bounded: each turn either fills CHUNK more of `out` or ends the loop.
-        while n < out.len() {
-            let want = (out.len() - n).min(CHUNK);
-            // SAFETY: `descs` has room for `want` descriptors; the ring state is live and
+        // Bounded: each turn either takes CHUNK more or ends the loop.
+        while n < want {
+            let ask = (want - n).min(CHUNK);
+            // SAFETY: `descs` has room for `ask` descriptors; the ring state is live and
             // only reached through `&mut self`.
-            let got = unsafe { ffi::lr_xsk_recv(self.xsk.rings(), descs.as_mut_ptr(), want as u32) }
+            let got = unsafe { ffi::lr_xsk_recv(self.xsk.rings(), descs.as_mut_ptr(), ask as u32) }
                 as usize;
-            for (slot, desc) in out[n..n + got].iter_mut().zip(&descs[..got]) {
-                *slot = rx_frame(desc);
+            for (i, desc) in descs[..got].iter().enumerate() {
+                put(n + i, desc);
             }
             n += got;
-            if got < want {
+            if got < ask {
                 break;
             }
         }
@@ -85,35 +102,81 @@ impl XdpPort {
     ///
     /// If a frame does not lie inside one buffer of the UMEM.
     pub fn send(&mut self, frames: &[(u32, u16, u16)]) -> usize {
+        let queued = self.put_descs(frames.iter().map(|&(buf, offset, len)| Fragment {
+            buf,
+            offset,
+            len,
+            more: false,
+        }));
+        self.tx_ring_full += (frames.len() - queued) as u64;
+        self.sent(frames.len(), queued);
+        queued
+    }
+
+    /// As [`send`](XdpPort::send), for a multi-buffer socket: queues frames given as
+    /// runs of parts (see [`Fragment`]), whole frames only, as many as the ring has
+    /// room for; returns how many parts were queued, the first that many of
+    /// `parts`. A frame left out (counted in [`tx_ring_full`](XdpPort::tx_ring_full)),
+    /// and a last run that does not end, stay the caller's.
+    ///
+    /// # Panics
+    ///
+    /// If a part does not lie inside one buffer of the UMEM.
+    pub fn send_fragments(&mut self, parts: &[Fragment]) -> usize {
+        let n = u32::try_from(parts.len()).unwrap_or(u32::MAX);
+        // SAFETY: the ring state is live and only reached through `&mut self`.
+        let room = unsafe { ffi::lr_xsk_tx_free(self.xsk.rings(), n) } as usize;
+        // A frame cut here would be joined by the kernel to the next one queued.
+        let whole = parts
+            .iter()
+            .take(room)
+            .rposition(|p| !p.more)
+            .map_or(0, |last| last + 1);
+        let queued = self.put_descs(parts[..whole].iter().copied());
+        let left = parts[queued..].iter().filter(|p| !p.more).count();
+        self.tx_ring_full += left as u64;
+        self.sent(parts.len(), queued);
+        queued
+    }
+
+    /// Puts descriptors for `parts` on the TX ring, in order, while it has room;
+    /// how many.
+    fn put_descs(&mut self, parts: impl Iterator<Item = Fragment>) -> usize {
         let mut descs = [NO_DESC; CHUNK];
         let mut queued = 0;
-        for chunk in frames.chunks(CHUNK) {
-            for (desc, &frame) in descs.iter_mut().zip(chunk) {
-                *desc = self.region.tx_desc(frame).unwrap_or_else(|| {
+        let mut parts = parts.peekable();
+        while parts.peek().is_some() {
+            let mut len = 0;
+            for (desc, part) in descs.iter_mut().zip(parts.by_ref()) {
+                *desc = self.region.tx_desc(part).unwrap_or_else(|| {
                     panic!(
-                        "send: frame {frame:?} outside the UMEM's {} buffers",
+                        "send: {part:?} outside the UMEM's {} buffers",
                         self.region.frames
                     )
                 });
+                len += 1;
             }
-            // SAFETY: `descs` holds `chunk.len()` descriptors inside the UMEM; the ring
-            // state is live and only reached through `&mut self`.
-            let put = unsafe {
-                ffi::lr_xsk_send(self.xsk.rings(), descs.as_ptr(), chunk.len() as u32) as usize
-            };
+            // SAFETY: `descs` holds `len` descriptors inside the UMEM; the ring state
+            // is live and only reached through `&mut self`.
+            let put =
+                unsafe { ffi::lr_xsk_send(self.xsk.rings(), descs.as_ptr(), len as u32) as usize };
             queued += put;
-            if put < chunk.len() {
+            if put < len {
                 break;
             }
         }
-        self.tx_ring_full += (frames.len() - queued) as u64;
+        queued
+    }
+
+    /// After `asked` descriptors were offered and `queued` put on the ring: counts
+    /// them in flight and wakes the kernel.
+    fn sent(&mut self, asked: usize, queued: usize) {
         self.tx_in_flight += queued;
-        if !frames.is_empty() {
+        if asked > 0 {
             // Also when nothing fitted: the ring may be full of frames a copy-mode
             // wake-up left for the next one.
             self.kick_tx(queued.max(1));
         }
-        queued
     }
 
     /// Takes buffers the kernel has finished sending off the completion ring into
@@ -125,7 +188,7 @@ impl XdpPort {
         // SAFETY: `out` has room for `n` numbers; the ring state is live and only reached
         // through `&mut self`.
         let got = unsafe {
-            ffi::lr_xsk_complete(self.xsk.rings(), out.as_mut_ptr(), n, FRAME_SHIFT) as usize
+            ffi::lr_xsk_complete(self.xsk.rings(), out.as_mut_ptr(), n, self.region.shift) as usize
         };
         self.tx_in_flight = self.tx_in_flight.saturating_sub(got);
         if self.tx_in_flight > 0 {

@@ -120,6 +120,13 @@ uint32_t lr_xsk_send(struct lr_xsk_rings *r, const struct xdp_desc *descs, uint3
 	return n;
 }
 
+// Free TX ring entries, looked for up to `n` (libxdp reads the consumer index
+// only when its cached view shows fewer).
+uint32_t lr_xsk_tx_free(struct lr_xsk_rings *r, uint32_t n)
+{
+	return xsk_prod_nb_free(&r->tx, n);
+}
+
 int lr_xsk_tx_needs_wakeup(const struct lr_xsk_rings *r)
 {
 	return xsk_ring_prod__needs_wakeup(&r->tx);

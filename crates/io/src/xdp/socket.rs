@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::XdpOptions;
 use super::ffi::{self, Rings, XskSocket, XskUmem, neg_errno};
-use super::umem::{FRAME_SIZE, Region};
+use super::umem::Region;
 use crate::context;
 
 /// How long [`Xsk::open`] keeps trying a queue that answers `EBUSY`.
@@ -74,13 +74,19 @@ impl Xsk {
         region: Region,
         opts: &XdpOptions,
     ) -> io::Result<(Xsk, bool)> {
-        let copy = libc::XDP_USE_NEED_WAKEUP | libc::XDP_COPY;
+        // Multi-buffer sockets say so at bind (`XDP_USE_SG`), in either mode.
+        let sg = if opts.multi_buffer {
+            libc::XDP_USE_SG
+        } else {
+            0
+        };
+        let copy = libc::XDP_USE_NEED_WAKEUP | libc::XDP_COPY | sg;
         if !opts.zero_copy {
             // SAFETY: passed on from the caller.
             return unsafe { Xsk::with_flags(ifname, queue, region, opts, copy, None) }
                 .map(|x| (x, false));
         }
-        let zc = libc::XDP_USE_NEED_WAKEUP | libc::XDP_ZEROCOPY;
+        let zc = libc::XDP_USE_NEED_WAKEUP | libc::XDP_ZEROCOPY | sg;
         // SAFETY: passed on from the caller.
         let zc_err = match unsafe { Xsk::with_flags(ifname, queue, region, opts, zc, None) } {
             Ok(x) => return Ok((x, true)),
@@ -133,7 +139,7 @@ impl Xsk {
                 region.len as u64,
                 opts.ring_size,
                 opts.ring_size,
-                FRAME_SIZE as u32,
+                region.chunk() as u32,
                 opts.headroom,
             )
         };

@@ -475,7 +475,7 @@ fn open_xdp_queues(
         ),
         _ => {}
     }
-    let program = io::XdpAttachment::attach(&p.interface, false)
+    let program = io::XdpAttachment::attach(&p.interface, false, false)
         .map_err(|e| format!("port {}: {e}", p.name))?;
     // A port without addresses is cross-connected: every frame is the gateway's,
     // whatever it holds and whoever it is for.
