@@ -63,11 +63,19 @@ jumbo_topology() {
   for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan mtu 9216; ip -n "$ns" link set wan mtu 9216; done
 }
 
-# jumbo_ports SIDE: that gateway's file (gw_config's or another made with gw_head)
-# with both ports at MTU 9216 on AF_PACKET, which jumbo gateways need.
+# jumbo_ports SIDE [DRIVER]: that gateway's file (gw_config's or another made
+# with gw_head) with both ports at MTU 9216 on DRIVER (af_packet unless given).
 jumbo_ports() {
-  sed -i -e 's/^driver = "af_xdp"$/driver = "af_packet"/' \
+  sed -i -e "s/^driver = \"af_xdp\"\$/driver = \"${2:-af_packet}\"/" \
     -e '/^interface = "\(lan\|wan\)"$/a mtu = 9216' "$LR_TMP/gw-$1.toml"
+}
+
+# xdp_jumbo_ports SIDE: on AF_XDP, that gateway's ports run multi-buffer (they
+# did not fall back to AF_PACKET), as its log says.
+xdp_jumbo_ports() {
+  [ "$GW_DRIVER" != af_xdp ] && return 0
+  [ "$(grep -c 'AF_XDP on .* multi-buffer' "$LR_TMP/gw-$1.log")" -gt 0 ] &&
+    ! grep -q 'falling back to AF_PACKET' "$LR_TMP/gw-$1.log"
 }
 
 # jumbo_through MTU: over the jumbo topology, whose tunnel carries MTU: a DF

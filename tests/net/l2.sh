@@ -105,8 +105,9 @@ scenario_vlan_offload() {
 }
 
 # Jumbo frames across the cross-connect, as the MACsec replacement runs it: two
-# sites' 9000-byte LANs joined over WireGuard on a 9216-byte underlay, every
-# port on AF_PACKET (jumbo buffers). Full-size DF pings both ways; untagged,
+# sites' 9000-byte LANs joined over WireGuard on a 9216-byte underlay, the ports
+# on the run's driver (jumbo buffers; AF_XDP's frames in parts). Full-size DF
+# pings both ways; untagged,
 # VLAN and QinQ frames of sizes up to 9000 + tags byte for byte (the links take
 # the tags above their MTU, as switches do); TCP across the segment.
 scenario_jumbo() {
@@ -118,12 +119,15 @@ scenario_jumbo() {
   l2_config a wireguard
   l2_config b wireguard
   for s in a b; do
-    sed -i -e 's/^driver = "af_xdp"$/driver = "af_packet"/' \
+    sed -i -e "s/^driver = \"af_xdp\"\$/driver = \"$GW_DRIVER\"/" \
       -e '/^interface = "lan2"$/a mtu = 9000' "$LR_TMP/gw-$s.toml"
   done
   log "    $("$LINERATE" gateway --check -c "$LR_TMP/gw-a.toml" | grep '^vxlan')"
   gw_start a
   gw_start b
+  for s in a b; do
+    assert "gateway $s: $GW_DRIVER ports on jumbo buffers" xdp_jumbo_ports "$s"
+  done
   assert "the segment is up" ping_ok "$NS_HA" "$L2_B" 3 15
   assert "9000-byte DF pings a -> b cross whole" full_size_pings "$NS_HA" "$L2_B" 8972
   assert "9000-byte DF pings b -> a cross whole" full_size_pings "$NS_HB" "$L2_A" 8972

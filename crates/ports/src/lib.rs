@@ -13,15 +13,19 @@
 //! AF_XDP works on the arena itself (it is the UMEM): the port lends the kernel free
 //! buffers through the fill ring, a received frame's buffer becomes the packet's
 //! (no copy), a sent packet's buffer goes to the TX ring and is freed when the
-//! kernel gives it back on the completion ring. AF_PACKET copies frames between
-//! its rings and arena buffers.
+//! kernel gives it back on the completion ring. A worker on jumbo buffers is the
+//! exception: its AF_XDP ports have page-sized memory of their own and copy frames,
+//! which come in parts, between it and the arena (`xdp_parts.rs`). AF_PACKET copies
+//! frames between its rings and arena buffers.
 //!
-//! This crate holds the one `unsafe` block the daemons need for their ports:
-//! registering the arena's memory with an AF_XDP socket (`xdp.rs`). Everything
-//! above it, the gateway's workers included, is safe code.
+//! This crate holds the `unsafe` code the daemons need for their ports:
+//! registering memory with an AF_XDP socket (`xdp.rs`), and copying frames in and
+//! out of a jumbo AF_XDP port's own memory (`xdp_parts.rs`). Everything above it,
+//! the gateway's workers included, is safe code.
 
 #![deny(unsafe_code)]
 
+mod copied_starts;
 pub mod memory;
 mod packet;
 mod port;
@@ -29,12 +33,13 @@ mod rx_buffers;
 mod tun;
 mod udp;
 mod xdp;
+mod xdp_parts;
 
-pub use packet::packet_rx_starts;
+pub use copied_starts::copied_rx_starts;
 pub use port::{Port, PortCounters};
 pub use tun::TunPort;
 pub use udp::UdpPort;
-pub use xdp::xdp_fill_target;
+pub use xdp::{XdpQueue, xdp_fill_target, xdp_own_memory};
 
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;

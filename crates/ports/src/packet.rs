@@ -1,11 +1,11 @@
 //! The AF_PACKET driver: memory-mapped rings, frames copied between them and arena
 //! buffers.
 
+use crate::copied_starts::copied_rx_starts;
 use crate::rx_buffers::RxBuffers;
-use crate::xdp::XDP_DATA_OFFSET;
 use crate::{PortCounters, PortGraph, RX_BATCH};
 use dataplane::fib::PortId;
-use dataplane::{HEADROOM, OutputId, RxStarts};
+use dataplane::{OutputId, RxStarts};
 use io::{Fanout, PacketPort};
 
 /// Ring slots of an AF_PACKET port with standard frames, each way.
@@ -16,19 +16,6 @@ const PACKET_RING_FRAMES: usize = 2048;
 /// window of jumbo frames is a fifth as many frames), and at least 512 slots.
 fn ring_frames(max_frame: usize) -> usize {
     (PACKET_RING_FRAMES * io::packet::MIN_FRAME / max_frame.max(1)).clamp(512, PACKET_RING_FRAMES)
-}
-
-/// Where an AF_PACKET port on `mtu` has its frames copied into buffers of `buffer`
-/// bytes: from 256 bytes in, as
-/// an AF_XDP port's (room in front for every outer header a frame may get, VXLAN
-/// and WireGuard over IPv6 both), at up to three starts a cache line apart (see
-/// `dataplane::rx_starts`) as far as a frame of the MTU, two VLAN tags included,
-/// leaves room; from the headroom where an MTU leaves too little for that.
-pub fn packet_rx_starts(buffer: usize, mtu: u16) -> RxStarts {
-    let room = usize::from(mtu) + wire::ethernet::QINQ_HEADER_LEN;
-    RxStarts::spread(buffer, XDP_DATA_OFFSET, room)
-        .or_else(|| RxStarts::spread(buffer, HEADROOM, room))
-        .unwrap_or(RxStarts::at_headroom(buffer))
 }
 
 /// An AF_PACKET socket and where it copies frames in.
@@ -63,7 +50,7 @@ impl PacketDriver {
         }
         Ok(PacketDriver {
             socket,
-            starts: packet_rx_starts(buffer, mtu),
+            starts: copied_rx_starts(buffer, mtu),
             buffers: RxBuffers::new(),
             lens: [0; RX_BATCH],
         })
@@ -151,49 +138,6 @@ impl PacketDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dataplane::{JUMBO_BUFFER, STANDARD_BUFFER};
-
-    fn distinct(s: RxStarts) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..4).map(|h| s.of(h)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-
-    /// An AF_PACKET port's frames get an AF_XDP port's room in front and room for a
-    /// tagged frame of the MTU behind, spread where the MTU leaves room; a large MTU
-    /// gets the headroom and the room the buffers had before.
-    #[test]
-    fn packet_ports_receive_past_the_xdp_headroom_while_the_mtu_leaves_room() {
-        const FRAME_SIZE: usize = STANDARD_BUFFER;
-        assert_eq!(
-            distinct(packet_rx_starts(FRAME_SIZE, 1500)),
-            [256, 320, 384]
-        );
-        assert_eq!(distinct(packet_rx_starts(FRAME_SIZE, 1700)), [256]);
-        for mtu in [576, 1280, 1500, 1600, 1700, 1738] {
-            let s = packet_rx_starts(FRAME_SIZE, mtu);
-            assert!((0..4).all(|h| s.of(h) >= XDP_DATA_OFFSET), "{mtu}");
-            assert!(s.least_room() >= usize::from(mtu) + 22, "{mtu}");
-        }
-        for mtu in [1740, 1800, 1866] {
-            let s = packet_rx_starts(FRAME_SIZE, mtu);
-            assert!((0..4).all(|h| s.of(h) >= HEADROOM), "{mtu}");
-            assert!(s.least_room() >= usize::from(mtu) + 22, "{mtu}");
-        }
-        let s = packet_rx_starts(FRAME_SIZE, 9000);
-        assert_eq!(s, RxStarts::at_headroom(FRAME_SIZE));
-        assert_eq!(
-            s.least_room(),
-            FRAME_SIZE - HEADROOM - dataplane::arena::TAILROOM
-        );
-        // Jumbo buffers take a 9216-byte port's tagged frames past the XDP headroom.
-        for mtu in [1500, 9000, 9216] {
-            let s = packet_rx_starts(JUMBO_BUFFER, mtu);
-            assert!((0..4).all(|h| s.of(h) >= XDP_DATA_OFFSET), "{mtu}");
-            assert!(s.least_room() >= usize::from(mtu) + 22, "{mtu}");
-        }
-    }
 
     /// A jumbo port's rings hold about the bytes a standard port's do.
     #[test]

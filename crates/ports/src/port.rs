@@ -2,7 +2,7 @@
 
 use crate::PortGraph;
 use crate::packet::PacketDriver;
-use crate::xdp::{self, XdpDriver};
+use crate::xdp::{self, XdpDriver, XdpQueue};
 use dataplane::fib::PortId;
 use io::{Fanout, XdpAttachment};
 use std::os::fd::RawFd;
@@ -11,7 +11,8 @@ use std::os::fd::RawFd;
 enum Driver {
     /// AF_PACKET with memory-mapped rings: frames are copied in and out.
     Packet(Box<PacketDriver>),
-    /// AF_XDP on the arena: no copy in the worker (the kernel copies on veth).
+    /// AF_XDP on the arena: no copy in the worker (the kernel copies on veth); on
+    /// jumbo buffers, on memory of its own, frames copied to and from the arena.
     Xdp(Box<XdpDriver>),
 }
 
@@ -61,25 +62,25 @@ impl Port {
         ))
     }
 
-    /// The frames an AF_XDP port on `mtu` needs room for, or why they do not fit a
-    /// buffer after the kernel's headroom.
-    pub fn check_xdp_mtu(name: &str, mtu: u16) -> Result<(), String> {
-        xdp::check_mtu(name, mtu)
+    /// The frames an AF_XDP port on `mtu` for a worker with `buffer`-byte buffers
+    /// needs room for, or why they do not fit a buffer after the kernel's headroom.
+    pub fn check_xdp_mtu(name: &str, mtu: u16, buffer: usize) -> Result<(), String> {
+        xdp::check_mtu(name, mtu, buffer)
     }
 
-    /// An AF_XDP port on queue `queue` of the interface `program` is attached to, on
-    /// the graph's arena (see [`Port::check_xdp_mtu`] for the MTU); it receives once
+    /// An AF_XDP port on a queue of the interface `program` is attached to, on the
+    /// graph's arena (see [`Port::check_xdp_mtu`] for the MTU), or, on jumbo
+    /// buffers, on memory of its own, its frames copied to and from the arena (the
+    /// program must then be attached for fragments); it receives once
     /// [`primed`](Port::prime).
     pub fn open_xdp(
         id: PortId,
         name: &str,
         program: &XdpAttachment,
-        queue: u32,
-        zero_copy: bool,
-        fill_target: usize,
+        queue: &XdpQueue,
         graph: &mut impl PortGraph,
     ) -> Result<Port, String> {
-        let driver = XdpDriver::open(name, program, queue, zero_copy, fill_target, graph)?;
+        let driver = XdpDriver::open(name, program, queue, graph)?;
         Ok(Port::new(
             id,
             name,

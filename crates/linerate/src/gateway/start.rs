@@ -454,7 +454,8 @@ fn open_xdp_queues(
     config: &GatewayConfig,
     graphs: &mut [GatewayGraph],
 ) -> Result<Vec<Port>, String> {
-    Port::check_xdp_mtu(&p.name, port_mtu(p))?;
+    let jumbo = config.buffer_size() > dataplane::STANDARD_BUFFER;
+    Port::check_xdp_mtu(&p.name, port_mtu(p), config.buffer_size())?;
     let workers = graphs.len();
     match io::netdev::rx_queues(&p.interface) {
         Ok(q) if (q as usize) < workers => {
@@ -475,7 +476,8 @@ fn open_xdp_queues(
         ),
         _ => {}
     }
-    let program = io::XdpAttachment::attach(&p.interface, false, false)
+    // Jumbo frames come to a jumbo gateway's sockets in parts.
+    let program = io::XdpAttachment::attach(&p.interface, false, jumbo)
         .map_err(|e| format!("port {}: {e}", p.name))?;
     // A port without addresses is cross-connected: every frame is the gateway's,
     // whatever it holds and whoever it is for.
@@ -494,15 +496,13 @@ fn open_xdp_queues(
     let mut ports = Vec::with_capacity(workers);
     let fill = ports::xdp_fill_target(config.buffers, config.ports.len());
     for (w, gw) in graphs.iter_mut().enumerate() {
-        ports.push(Port::open_xdp(
-            id,
-            &p.name,
-            &program,
-            w as u32,
-            p.zero_copy,
-            fill,
-            gw,
-        )?);
+        let queue = ports::XdpQueue {
+            queue: w as u32,
+            zero_copy: p.zero_copy,
+            fill_target: fill,
+            mtu: port_mtu(p),
+        };
+        ports.push(Port::open_xdp(id, &p.name, &program, &queue, gw)?);
     }
     if whole {
         let hold = io::netdev::Promiscuous::on(&p.interface)

@@ -28,6 +28,19 @@ pub(super) fn summary(c: &GatewayConfig) -> String {
         c.buffers,
         (c.buffers * size) >> 20
     );
+    let own = ports::xdp_own_memory(size);
+    let xdp = c
+        .ports
+        .iter()
+        .filter(|p| p.driver == super::Driver::AfXdp)
+        .count();
+    if own > 0 && xdp > 0 {
+        let _ = writeln!(
+            out,
+            "  and {} MiB per AF_XDP port per worker, pinned: page-sized buffers its frames come and go in, in parts",
+            own >> 20
+        );
+    }
     if c.spread {
         let _ = writeln!(out, "spread: full frames shared with idle workers");
     }

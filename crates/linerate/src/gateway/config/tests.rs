@@ -272,15 +272,6 @@ const BAD: &[(&str, bool, &str, &[&str])] = &[
         &["gw.toml:5: port[0].mtu: 575 is out of range (576..=9216)"],
     ),
     (
-        "a jumbo port beside an AF_XDP port",
-        false,
-        "[[port]]\nname = \"lan\"\ninterface = \"eth0\"\naddresses = [\"198.18.1.1/24\"]\nmtu = 9000\ndriver = \"af_packet\"\n\
-         [[port]]\nname = \"wan\"\ninterface = \"eth1\"\naddresses = [\"198.18.2.1/24\"]\ndriver = \"af_xdp\"\n",
-        &[
-            "gw.toml:11: port[1].driver: af_xdp, but port lan's MTU 9000 needs jumbo buffers, which AF_XDP ports do not take: give every port driver = \"af_packet\" (or keep every MTU standard)",
-        ],
-    ),
-    (
         "IPv6 on a port with mtu 1279",
         false,
         "[[port]]\nname = \"lan\"\ninterface = \"eth0\"\naddresses = [\"198.18.1.1/24\", \"2001:2:0:1::1/64\"]\nmtu = 1279\n",
@@ -847,7 +838,7 @@ fn the_example_with_any_line_lost_or_doubled_gives_errors_with_lines_or_validate
     }
 }
 
-/// Standard ports run on standard buffers; a jumbo port (AF_PACKET) or a jumbo
+/// Standard ports run on standard buffers; a jumbo port (either driver) or a jumbo
 /// tunnel puts every worker on jumbo ones.
 #[test]
 fn jumbo_ports_or_tunnels_choose_jumbo_buffers() {

@@ -152,7 +152,6 @@ pub(crate) fn validate(raw: RawFile, base: &Path, sink: &mut Sink<'_>) -> Option
             Item::Broken(_) => ok = false,
         }
     }
-    ok &= jumbo_ports_on_af_packet(&mut cx, &raw.ports, &ports, &wireguard, &openvpns);
 
     let GatewayParts {
         workers,
@@ -598,49 +597,6 @@ fn tunnel_addresses_unique(
                 seen.push((a, format!("an address of {}", cfg.name)));
             }
         }
-    }
-    ok
-}
-
-/// A gateway whose ports or tunnel carry jumbo frames runs on jumbo buffers, and an
-/// AF_XDP port lends the kernel standard ones (its UMEM's chunks): such a gateway's
-/// ports must all be af_packet. Reported at each AF_XDP port's driver (or name,
-/// where the driver is the default).
-fn jumbo_ports_on_af_packet(
-    cx: &mut Ctx<'_, '_>,
-    raw_ports: &[Item<super::raw::RawPort>],
-    ports: &[PortConfig],
-    wireguard: &[WgConfig],
-    openvpns: &[super::OvpnConfig],
-) -> bool {
-    let Some(why) = super::jumbo_reason(ports, wireguard, openvpns) else {
-        return true;
-    };
-    let mut ok = true;
-    for (i, r) in raw_ports.iter().enumerate() {
-        let Item::Ok { value, .. } = r else { continue };
-        let Some(p) = ports.iter().find(|p| p.name == *value.name.get_ref()) else {
-            continue;
-        };
-        if p.driver != Driver::AfXdp {
-            continue;
-        }
-        let (span, key, what) = match &value.driver {
-            Some(d) => (d.span(), format!("port[{i}].driver"), "af_xdp"),
-            None => (
-                value.name.span(),
-                format!("port[{i}]"),
-                "its driver is af_xdp (the default)",
-            ),
-        };
-        cx.err(
-            span,
-            &key,
-            format!(
-                "{what}, but {why} needs jumbo buffers, which AF_XDP ports do not take: give every port driver = \"af_packet\" (or keep every MTU standard)"
-            ),
-        );
-        ok = false;
     }
     ok
 }
