@@ -34,7 +34,10 @@
 #   vxlan/N               linerate gateways, VXLAN in cleartext, N workers each
 #   vxlan+wireguard/N     linerate gateways, VXLAN inside WireGuard, N workers
 # (an impl named NAME/N runs N workers with N queues on every link, whatever
-# --workers says); scripts/l2-bench.sh is this with --l2.
+# --workers says); scripts/l2-bench.sh is this with --l2. A size past 1514
+# (--sizes "1514 9014": a 9000-byte MTU's frames) makes every link of the run
+# jumbo: 9000-byte LANs over a 9216-byte WAN, the linerate gateways on jumbo
+# buffers, the generator and sink on multi-buffer AF_XDP.
 #
 # With --repeat N (default 1) the implementations take turns N times and each
 # figure is the median of its N runs (this machine is shared: runs spread).
@@ -99,6 +102,7 @@ case $WORKERS in '' | *[!0-9]* | 0) die "--workers $WORKERS: a number of workers
 [ "$WORKERS" -le "$(nproc)" ] || die "--workers $WORKERS: this machine has $(nproc) cores"
 [ "$WORKERS" -eq 1 ] || PIN=0
 export GW_WORKERS=$WORKERS
+L2_JUMBO=
 if [ "$MODE" = l2 ]; then
   [ -n "$SIZES_GIVEN" ] || SIZES="64 imix 1514"
   if [ -z "$IMPLS_GIVEN" ]; then
@@ -106,6 +110,11 @@ if [ "$MODE" = l2 ]; then
     [ "$(nproc)" -lt 2 ] || IMPLS+=" vxlan/2 vxlan+wireguard/2"
   fi
   MEMORY_SECONDS=0
+  # Frames past 1514 bytes: every link of the run is jumbo (l2_jumbo_topology),
+  # so its smaller sizes cross the same links as the large ones.
+  for s in $SIZES; do
+    case $s in imix | *[!0-9]*) ;; *) [ "$s" -le 1514 ] || L2_JUMBO=1 ;; esac
+  done
 fi
 LINERATE=${LINERATE:-target/release/linerate}
 [ -x "$LINERATE" ] || die "$LINERATE is not built (make build)"
@@ -164,7 +173,7 @@ one_run() {
   fi
   # Refresh the neighbors (the sink's kernel cannot answer ARP while it counts).
   ping_ok "$NS_HA" "$dst" 2 10 || log "    (ping before the run failed)"
-  ip netns exec "$NS_HB" taskset -c "$GEN_CORE" "$LINERATE" bench traffic count --interface eth0 --queues "$WORKERS" --port "$UDP_PORT" \
+  ip netns exec "$NS_HB" taskset -c "$GEN_CORE" "$LINERATE" bench traffic count --interface eth0 --queues "$WORKERS" --port "$UDP_PORT" ${L2_JUMBO:+--jumbo} \
     --seconds "$(awk -v s="$SECONDS_PER_RUN" 'BEGIN { print s + 2 }')" >"$LR_TMP/count.out" 2>"$LR_TMP/count.err" &
   local cpid=$!
   sleep 0.5
@@ -208,11 +217,19 @@ bench_impl() {
   # NAME/N: N workers, N queues on every link.
   case $impl in */*) WORKERS=${impl##*/} GW_WORKERS=${impl##*/} ;; esac
   if [ "$MODE" = l2 ]; then
-    l2_topology
+    if [ -n "$L2_JUMBO" ]; then l2_jumbo_topology; else l2_topology; fi
     case $impl in
       kernel-vxlan) kernel_vxlan a; kernel_vxlan b ;;
-      vxlan/*) l2_config a cleartext; l2_config b cleartext; gw_start a; gw_start b ;;
-      vxlan+wireguard/*) l2_config a wireguard; l2_config b wireguard; gw_start a; gw_start b ;;
+      vxlan/* | vxlan+wireguard/*)
+        local mode=cleartext s
+        [ "${impl%%/*}" = vxlan ] || mode=wireguard
+        for s in a b; do
+          l2_config "$s" "$mode"
+          [ -z "$L2_JUMBO" ] || l2_jumbo_port "$s"
+        done
+        gw_start a
+        gw_start b
+        ;;
       *) die "unknown L2 impl $impl" ;;
     esac
     wait_until 15 "the L2 link ($impl)" ping_ok "$NS_HA" "$L2_B" 1 3

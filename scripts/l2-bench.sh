@@ -9,6 +9,8 @@
 #   scripts/l2-bench.sh [--seconds S] [--repeat N] [--json FILE] [--svg FILE]
 #                       [--impls "kernel-vxlan vxlan/1 ..."] [--sizes "64 imix 1514"]
 #
+# Jumbo LANs: --sizes "1514 9014" (every link jumbo for the run, both sizes
+# over the same links).
 # This is scripts/gateway-bench.sh --l2 (see its --help for every option).
 set -euo pipefail
 exec "$(dirname "$0")/gateway-bench.sh" --l2 "$@"

@@ -111,16 +111,11 @@ scenario_vlan_offload() {
 # VLAN and QinQ frames of sizes up to 9000 + tags byte for byte (the links take
 # the tags above their MTU, as switches do); TCP across the segment.
 scenario_jumbo() {
-  WAN_MTU=9216 WG_MTU=9156
-  l2_topology
+  l2_jumbo_topology
   local ns s pid got want
-  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 9008; done
-  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan2 mtu 9008; done
-  l2_config a wireguard
-  l2_config b wireguard
   for s in a b; do
-    sed -i -e "s/^driver = \"af_xdp\"\$/driver = \"$GW_DRIVER\"/" \
-      -e '/^interface = "lan2"$/a mtu = 9000' "$LR_TMP/gw-$s.toml"
+    l2_config "$s" wireguard
+    l2_jumbo_port "$s"
   done
   log "    $("$LINERATE" gateway --check -c "$LR_TMP/gw-a.toml" | grep '^vxlan')"
   gw_start a

@@ -34,6 +34,23 @@ l2_topology() {
   done
 }
 
+# l2_jumbo_topology: l2_topology for 9000-byte LANs, as the MACsec replacement
+# runs them: a 9216-byte WAN, a tunnel carrying 9156 (9000 + 14 + 8 + 36 + room),
+# and the hosts' and lan2 links at 9008 (they take two VLAN tags above 9000, as
+# switches do). Give each gateway's file l2_jumbo_port.
+l2_jumbo_topology() {
+  local ns
+  WAN_MTU=9216 WG_MTU=9156
+  l2_topology
+  for ns in "$NS_HA" "$NS_HB"; do ip -n "$ns" link set eth0 mtu 9008; done
+  for ns in "$NS_GA" "$NS_GB"; do ip -n "$ns" link set lan2 mtu 9008; done
+}
+
+# l2_jumbo_port SIDE: gw-SIDE's file (l2_config's) with lan2 at MTU 9000.
+l2_jumbo_port() {
+  sed -i '/^interface = "lan2"$/a mtu = 9000' "$LR_TMP/gw-$1.toml"
+}
+
 # l2_host NS ADDR4 ADDR6: a host on the shared LAN.
 l2_host() {
   ip -n "$1" addr add "$2/24" dev eth0

@@ -122,7 +122,8 @@ pub struct TrafficSend {
     /// UDP destination port
     #[arg(long, default_value_t = 9)]
     pub port: u16,
-    /// IP packet size (28..=1500), or imix (7:4:1 of 64, 570, 1420)
+    /// IP packet size (28..=9216), or imix (7:4:1 of 64, 570, 1420); past 1500 the
+    /// frames go out in parts (multi-buffer AF_XDP, Linux 6.6 on)
     #[arg(long, default_value = "64")]
     pub size: String,
     /// Flows (UDP source ports) to cycle through
@@ -161,6 +162,10 @@ pub struct TrafficCount {
     /// not listened to go to the kernel, uncounted
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub queues: u32,
+    /// Take frames past 1514 bytes, which come in parts (multi-buffer AF_XDP,
+    /// Linux 6.6 on); without it they are dropped by the kernel
+    #[arg(long)]
+    pub jumbo: bool,
 }
 
 #[derive(Subcommand, Debug)]
