@@ -265,6 +265,16 @@ scenario_jumbo() {
     assert "gateway $s: no port dropped a frame as too big or for want of a buffer" \
       not grep -qE 'rx-truncated|rx-no-buffer|rx-other' <<<"$out"
   done
+  # A crash and a restart: the ports come back as they were, multi-buffer on
+  # AF_XDP (the program left behind is taken off), and full-size pings cross.
+  kill -KILL "$GW_PID_A"
+  wait "$GW_PID_A" 2>/dev/null || true
+  : >"$LR_TMP/gw-a.log"
+  gw_start a
+  assert "after kill -9 and a restart: $GW_DRIVER ports on jumbo buffers again" xdp_jumbo_ports a
+  assert "no fallback to AF_PACKET" not grep -q "falling back" "$LR_TMP/gw-a.log"
+  assert "the tunnel works after the restart" ping_ok "$NS_HA" "$H4_B" 3 15
+  assert "9000-byte DF pings a -> b cross again" full_size_pings "$NS_HA" "$H4_B" 8972
 }
 
 scenario_neighbors() {
