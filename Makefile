@@ -46,6 +46,7 @@ demo-gateway: setup build
 demo-l2: setup build
 	target/release/linerate bench --l2 --sizes 64,1420,imix --seconds 1
 	scripts/l2-bench.sh --seconds 3
+	scripts/l2-bench.sh --seconds 3 --sizes "1514 9014"
 
 demo-openvpn: setup build
 	tests/net/openvpn.sh ciphers
