@@ -23,8 +23,8 @@ test: setup build
 	/usr/bin/python3 tests/crypto/cbc_hmac_vectors.py | diff - crates/crypto/tests/data/cbc_hmac.txt
 	tests/esp/known_answers.sh
 	GW_WORKERS=2 tests/net/gateway.sh
-	# The jumbo scenario runs once, on AF_XDP: the ESP, OpenVPN and L2 ones run
-	# jumbo gateways on AF_PACKET.
+	# The jumbo scenario runs once, on AF_XDP: the ESP and OpenVPN ones run
+	# jumbo gateways on AF_PACKET, the L2 one on both.
 	GW_WORKERS=2 GW_DRIVER=af_packet tests/net/gateway.sh $$(tests/net/gateway.sh --list | grep -vx jumbo)
 	GW_WORKERS=1 tests/net/gateway.sh ping tcp neighbors reload workers
 	GW_WORKERS=2 tests/net/l2.sh

@@ -115,6 +115,11 @@ if [ "$MODE" = l2 ]; then
   for s in $SIZES; do
     case $s in imix | *[!0-9]*) ;; *) [ "$s" -le 1514 ] || L2_JUMBO=1 ;; esac
   done
+else
+  # The gateway topology's links are standard: a larger packet would only be lost.
+  for s in $SIZES; do
+    case $s in imix | *[!0-9]*) ;; *) [ "$s" -le 1500 ] || die "--sizes $s: gateway mode sends IP packets of up to 1500 bytes (jumbo frames: --l2)" ;; esac
+  done
 fi
 LINERATE=${LINERATE:-target/release/linerate}
 [ -x "$LINERATE" ] || die "$LINERATE is not built (make build)"

@@ -122,8 +122,8 @@ pub struct TrafficSend {
     /// UDP destination port
     #[arg(long, default_value_t = 9)]
     pub port: u16,
-    /// IP packet size (28..=9216), or imix (7:4:1 of 64, 570, 1420); past 1500 the
-    /// frames go out in parts (multi-buffer AF_XDP, Linux 6.6 on)
+    /// IP packet size (28..=9216), or imix (7:4:1 of 64, 570, 1420); a frame past
+    /// a 2048-byte buffer goes out in parts (multi-buffer AF_XDP, Linux 6.6 on)
     #[arg(long, default_value = "64")]
     pub size: String,
     /// Flows (UDP source ports) to cycle through

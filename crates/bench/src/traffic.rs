@@ -55,11 +55,26 @@ impl Layout {
         BUFFERS / self.slot
     }
 
+    /// How many parts a `len`-byte frame takes.
+    fn part_count(&self, len: usize) -> usize {
+        let room = self.buffer - self.start;
+        if len <= room {
+            1
+        } else {
+            1 + (len - room).div_ceil(self.buffer)
+        }
+    }
+
+    /// The buffer of the last part of a `len`-byte frame in slot `s`.
+    fn last_buffer(&self, s: usize, len: usize) -> usize {
+        s * self.slot + self.part_count(len) - 1
+    }
+
     /// The parts of a `len`-byte frame in slot `s`.
     fn parts(&self, s: usize, len: usize, out: &mut Vec<Fragment>) {
         let first = s * self.slot;
         let room = self.buffer - self.start;
-        let n = len.div_ceil(room).max(1);
+        let n = self.part_count(len);
         for i in 0..n {
             let (offset, here) = if i == 0 {
                 (self.start, len.min(room))
@@ -244,9 +259,7 @@ pub fn send(a: &TrafficSend) -> Result<(), String> {
         .collect();
     let last_part = |lens: &[u16], buf: u32| {
         let s = buf as usize / layout.slot;
-        let mut parts = Vec::with_capacity(layout.slot);
-        layout.parts(s, usize::from(lens[s]), &mut parts);
-        (parts.last().map(|p| p.buf) == Some(buf)).then_some(s as u32)
+        (buf as usize == layout.last_buffer(s, usize::from(lens[s]))).then_some(s as u32)
     };
     let mut batch: Vec<u32> = Vec::with_capacity(BATCH);
     let mut parts: Vec<Fragment> = Vec::with_capacity(BATCH * layout.slot);
@@ -422,6 +435,10 @@ mod tests {
                 assert_eq!(p.more, i + 1 < parts.len());
             }
             assert!(parts.len() <= layout.slot);
+            assert_eq!(
+                layout.last_buffer(5, len),
+                parts.last().unwrap().buf as usize
+            );
         }
     }
 

@@ -27,12 +27,18 @@ const MAX_PARTS: usize = dataplane::arena::LARGEST_BUFFER
     .div_ceil(PART_SIZE - io::xdp::XDP_PACKET_HEADROOM as usize)
     + 1;
 
-/// The port's own buffers and what it does with them.
+/// The port's own buffers and what it does with them. The first half receives,
+/// the second sends: a link slower than what is routed to it then holds the
+/// sending half at most, and the port always has buffers to lend the kernel
+/// for receiving.
 pub(crate) struct Parts {
     memory: Arc<PageMemory>,
     count: u32,
-    /// Buffers neither lent to the kernel nor holding a frame being received.
+    /// Free receiving buffers (below `count / 2`): neither lent to the kernel
+    /// nor holding a frame being received.
     free: Vec<u32>,
+    /// Free sending buffers (from `count / 2`): not on the TX ring.
+    tx_free: Vec<u32>,
     /// The parts so far of a frame whose last part has not come yet.
     partial: Vec<Fragment>,
     /// Dropping the rest of a run of parts too long for a frame, up to its end.
@@ -41,17 +47,22 @@ pub(crate) struct Parts {
     starts: RxStarts,
     /// Frames dropped for being longer than an arena buffer holds from its start.
     pub(crate) rx_too_big: u64,
-    /// Frames dropped for want of a free arena buffer to copy them into.
+    /// Frames dropped for want of a free arena buffer to copy them into (the
+    /// port takes no more parts than the arena has free buffers, so this stays 0
+    /// unless that accounting is wrong).
     pub(crate) rx_no_buffer: u64,
 }
 
 impl Parts {
-    /// `count` page-sized buffers; received frames are copied to `starts`.
+    /// `count` page-sized buffers, half to receive into and half to send from;
+    /// received frames are copied to `starts`.
     pub(crate) fn new(count: u32, starts: RxStarts) -> Parts {
+        let half = count / 2;
         Parts {
             memory: Arc::new(PageMemory::new(count as usize * PART_SIZE)),
             count,
-            free: (0..count).rev().collect(),
+            free: (0..half).rev().collect(),
+            tx_free: (half..count).rev().collect(),
             partial: Vec::with_capacity(MAX_PARTS),
             skipping: false,
             starts,
@@ -65,7 +76,8 @@ impl Parts {
         &self.memory
     }
 
-    /// Up to `n` free buffers, to lend the kernel; the rest of `out` is unused.
+    /// Up to `n` free receiving buffers, to lend the kernel; the rest of `out` is
+    /// unused.
     pub(crate) fn take(&mut self, n: usize, out: &mut [u32]) -> usize {
         let n = n.min(out.len()).min(self.free.len());
         for slot in &mut out[..n] {
@@ -74,10 +86,20 @@ impl Parts {
         n
     }
 
-    /// Buffers back from the kernel (sent, or lent and not taken).
+    /// Buffers back from the kernel (sent, or lent and not taken), each to its
+    /// half.
     pub(crate) fn give_back(&mut self, bufs: &[u32]) {
-        self.free
-            .extend(bufs.iter().copied().filter(|&b| b < self.count));
+        for &b in bufs {
+            self.give_back_one(b);
+        }
+    }
+
+    fn give_back_one(&mut self, b: u32) {
+        if b < self.count / 2 {
+            self.free.push(b);
+        } else if b < self.count {
+            self.tx_free.push(b);
+        }
     }
 
     /// The bytes of `part`, inside the port's memory.
@@ -101,7 +123,7 @@ impl Parts {
     pub(crate) fn gather(&mut self, arena: &mut Arena, parts: &[Fragment], out: &mut Vec<Handle>) {
         for &part in parts {
             if self.skipping {
-                self.give_back(&[part.buf]);
+                self.give_back_one(part.buf);
                 self.skipping = part.more;
                 continue;
             }
@@ -117,11 +139,10 @@ impl Parts {
             } else if let Some(h) = self.copy_in(arena) {
                 out.push(h);
             }
-            for p in self.partial.drain(..) {
-                if p.buf < self.count {
-                    self.free.push(p.buf);
-                }
+            for i in 0..self.partial.len() {
+                self.give_back_one(self.partial[i].buf);
             }
+            self.partial.clear();
         }
     }
 
@@ -152,16 +173,16 @@ impl Parts {
         Some(h)
     }
 
-    /// Copies `frame` into free buffers as parts appended to `out`; false (and
-    /// nothing appended) when too few are free.
+    /// Copies `frame` into free sending buffers as parts appended to `out`;
+    /// false (and nothing appended) when too few are free.
     #[allow(unsafe_code)]
     pub(crate) fn scatter(&mut self, frame: &[u8], out: &mut Vec<Fragment>) -> bool {
         let need = frame.len().div_ceil(PART_SIZE);
-        if need == 0 || self.free.len() < need {
+        if need == 0 || self.tx_free.len() < need {
             return false;
         }
         for (i, piece) in frame.chunks(PART_SIZE).enumerate() {
-            let buf = self.free.pop().expect("counted above");
+            let buf = self.tx_free.pop().expect("counted above");
             let start = buf as usize * PART_SIZE;
             // SAFETY: buffer `buf` is inside the memory (a free one is below
             // `count`) and free: neither lent to the kernel nor read by anyone until
@@ -249,7 +270,7 @@ mod tests {
             assert_eq!(arena.data(h), f.as_slice());
             assert_eq!(arena.meta(h).offset, 256);
         }
-        assert_eq!(p.free.len(), 64, "every buffer free again");
+        assert_eq!(p.free.len(), 32, "every buffer free again");
         assert_eq!((p.rx_too_big, p.rx_no_buffer), (0, 0));
     }
 
@@ -285,7 +306,7 @@ mod tests {
         p.gather(&mut arena, &ok, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(arena.data(out[0]), frame(1514).as_slice());
-        assert_eq!(p.free.len(), 64, "every buffer free again");
+        assert_eq!(p.free.len(), 32, "every buffer free again");
         assert_eq!(arena.available(), 3, "no arena buffer lost");
     }
 
@@ -300,15 +321,16 @@ mod tests {
         p.gather(&mut arena, &parts_in, &mut out);
         assert!(out.is_empty());
         assert_eq!(p.rx_no_buffer, 1);
-        assert_eq!(p.free.len(), 64);
+        assert_eq!(p.free.len(), 32);
         arena.free(held);
     }
 
-    /// A frame goes out in page-sized parts, the last flagged as the end; with
-    /// too few free buffers nothing is taken.
+    /// A frame goes out in page-sized parts of the sending half, the last flagged
+    /// as the end; with too few free buffers nothing is taken, and the receiving
+    /// half is never touched.
     #[test]
     fn frames_to_send_split_into_parts() {
-        let mut p = Parts::new(4, RxStarts::fixed(JUMBO_BUFFER, 256));
+        let mut p = Parts::new(8, RxStarts::fixed(JUMBO_BUFFER, 256));
         let f = frame(9238);
         let mut out = Vec::new();
         assert!(p.scatter(&f, &mut out));
@@ -319,9 +341,18 @@ mod tests {
         );
         let joined: Vec<u8> = out.iter().flat_map(|x| p.bytes(x).to_vec()).collect();
         assert_eq!(joined, f);
+        assert!(out.iter().all(|x| x.buf >= 4), "from the sending half");
         assert!(!p.scatter(&f, &mut out), "one buffer left, three needed");
         assert_eq!(out.len(), 3);
         assert!(p.scatter(&frame(60), &mut out));
         assert!(!out[3].more);
+        assert_eq!(p.free.len(), 4, "the receiving half untouched");
+        let sent: Vec<u32> = out.iter().map(|x| x.buf).collect();
+        p.give_back(&sent);
+        assert_eq!(
+            (p.free.len(), p.tx_free.len()),
+            (4, 4),
+            "each back to its half"
+        );
     }
 }

@@ -100,7 +100,7 @@ impl Region {
         let offset = desc.addr & (chunk - 1);
         Fragment {
             buf: (desc.addr >> self.shift) as u32,
-            // Below the chunk size, at most 4096: it fits.
+            // Below the chunk size, at most a page: it fits.
             offset: offset as u16,
             len: u64::from(desc.len).min(chunk - offset) as u16,
             more: desc.options & libc::XDP_PKT_CONTD != 0,
