@@ -22,6 +22,7 @@ pub mod packet;
 pub mod poll;
 pub mod port_drops;
 pub mod port_lock;
+pub mod service_notify;
 pub mod tun;
 pub mod udp;
 pub mod waker;

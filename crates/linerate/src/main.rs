@@ -11,6 +11,7 @@ mod control;
 mod gateway;
 mod host;
 mod keyfile;
+mod service;
 
 use bench::options::{BenchCrypto, Traffic};
 use clap::Parser;

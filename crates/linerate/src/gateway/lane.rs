@@ -6,6 +6,7 @@
 //! then runs the timers and sends what the graph queued.
 
 use crate::control::counter_report::CounterReport;
+use crate::service::Heartbeat;
 use dataplane::NodeCounters;
 use dataplane::fib::PortId;
 use dataplane::gateway::GatewayGraph;
@@ -31,6 +32,8 @@ pub struct Lane {
     /// When an address conflict was last said (they are said 10 s apart at most).
     last_conflict_said: Option<Instant>,
     fds: Vec<PollFd>,
+    /// Bumped every turn, for the service manager's watchdog.
+    heartbeat: Heartbeat,
 }
 
 /// One port as one worker saw it.
@@ -68,7 +71,13 @@ impl Lane {
             last_tick: now,
             last_conflict_said: None,
             fds: Vec::new(),
+            heartbeat: Heartbeat::default(),
         }
+    }
+
+    /// The worker's heartbeat, which every turn bumps (see `service`).
+    pub fn heartbeat(&self) -> Heartbeat {
+        self.heartbeat.clone()
     }
 
     /// Waits up to `sleep` for frames or `waker` (not at all while it lingers to
@@ -105,6 +114,7 @@ impl Lane {
     /// Ends a turn: the timers when due, the graph, what it queued sent, and the
     /// pieces of other workers' frames posted for help run.
     pub fn finish(&mut self) {
+        self.heartbeat.beat();
         let now = Instant::now();
         if now.saturating_duration_since(self.last_tick) >= NEIGHBOR_TICK {
             self.last_tick = now;

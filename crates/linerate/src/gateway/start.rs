@@ -14,6 +14,7 @@ use super::settings::{fib_target, key_of, peer_settings};
 use super::worker::{GatewayControl, Worker};
 use crate::control::request::ControlRequest;
 use crate::control::socket::{SocketFile, bind_socket, serve_uapi, socket_path};
+use crate::service::Service;
 use crypto::KeyRegistry;
 use crypto::x25519::PrivateKey;
 use dataplane::Arena;
@@ -669,6 +670,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         io::affinity::pin_to(*core)?;
     }
     let clock = (Instant::now(), SystemTime::now());
+    let service = Service::from_env();
     let waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
     say_port_mtus(&config);
     say_openvpn_fit(&config);
@@ -768,11 +770,12 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         None => None,
     };
     {
-        let (path, waker, stop, reload) = (
+        let (path, waker, stop, reload, service) = (
             path.to_path_buf(),
             waker.clone(),
             stop.clone(),
             reload.clone(),
+            service.clone(),
         );
         std::thread::Builder::new()
             .name("reload".into())
@@ -781,6 +784,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
                     worker: &gw_tx,
                     waker: &waker,
                     ovpn: &ovpn_updates,
+                    service: &service,
                 };
                 reloader(&path, config, &reload, &stop, to)
             })
@@ -802,6 +806,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
         .enumerate()
         .map(|(i, (gw, ports))| Lane::new(i, gw, ports));
     let owner = lanes.next().expect("one worker at least");
+    let mut beats = vec![owner.heartbeat()];
     let mut followers = Vec::new();
     for (mut lane, core) in lanes.zip(cores.iter().skip(1)) {
         let follower_waker = Arc::new(Waker::new().map_err(|e| format!("eventfd: {e}"))?);
@@ -818,6 +823,7 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
             });
             lane.gw.context_mut().spread_over(s);
         }
+        beats.push(lane.heartbeat());
         let spawned = follower::spawn(lane, *core, follower_waker, stop.clone(), waker.clone());
         match spawned {
             Ok(f) => followers.push(f),
@@ -843,12 +849,16 @@ pub fn run(path: &Path, config: GatewayConfig) -> Result<(), String> {
     );
     worker.ike = ike_status;
     worker.ovpn = ovpn_status;
-    eprintln!(
-        "linerate: gateway up ({ports} ports, {workers} worker{})",
+    let up = format!(
+        "gateway up ({ports} ports, {workers} worker{})",
         if workers == 1 { "" } else { "s" }
     );
+    eprintln!("linerate: {up}");
+    service.ready(&up);
+    service.watch(beats, stop.clone());
     let result = worker.run();
     stop.store(true, Ordering::Relaxed);
+    service.stopping();
     eprintln!("linerate: gateway stopping");
     drop(worker); // detaches the XDP programs before the socket files go
     drop(socket_files);
@@ -861,6 +871,9 @@ struct Reloaded<'a> {
     worker: &'a mpsc::Sender<(GatewayControl, mpsc::SyncSender<String>)>,
     waker: &'a Waker,
     ovpn: &'a mpsc::Sender<super::ovpn::ServerUpdate>,
+    /// Told of the reload, and that the gateway is ready again after it,
+    /// whatever came of it.
+    service: &'a Service,
 }
 
 /// Waits for SIGHUP; then reads and validates the file again and hands the worker
@@ -879,56 +892,72 @@ fn reloader(
         if !reload.swap(false, Ordering::Relaxed) {
             continue;
         }
-        let new = match config::load(path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("linerate: reload refused, nothing changed:\n{e}");
-                continue;
-            }
-        };
-        let changes = match Changes::between(&current, &new) {
-            Ok(c) => c,
-            Err(why) => {
-                eprintln!(
-                    "linerate: reload refused, nothing changed: {}: {why}",
-                    path.display()
-                );
-                continue;
-            }
-        };
-        if changes.is_empty() {
-            eprintln!("linerate: reload: nothing changed");
-            current = new;
-            continue;
-        }
-        let (changes, servers) = changes.take_ovpn();
-        for i in servers {
-            let o = &new.openvpns[i];
-            eprintln!(
-                "linerate: reload: openvpn {}: new settings (connected clients renegotiate under them)",
-                o.name
-            );
-            // The thread is gone only when the gateway stops.
-            let _ = to.ovpn.send((i, super::ovpn::ServerSettings::of(o)));
-        }
-        if changes.is_empty() {
-            current = new;
-            continue;
-        }
-        let (tx, rx) = mpsc::sync_channel(1);
-        if to
-            .worker
-            .send((GatewayControl::Reload(Box::new(changes)), tx))
-            .is_err()
-        {
+        to.service.reloading();
+        let outcome = reload_once(path, &mut current, &to);
+        if outcome == GONE {
             return;
         }
-        let _ = to.waker.wake();
-        if let Ok(text) = rx.recv() {
-            for line in text.lines() {
-                eprintln!("linerate: reload: {line}");
-            }
-        }
-        current = new;
+        to.service.ready(outcome);
     }
+}
+
+/// What [`reload_once`] says, for the service manager's status line.
+const RELOADED: &str = "gateway up, configuration reloaded";
+const REFUSED: &str = "gateway up, last reload refused (see the log), running as before";
+const GONE: &str = "stopping";
+
+/// One SIGHUP's reload; what came of it, for the service manager's status.
+fn reload_once(path: &Path, current: &mut GatewayConfig, to: &Reloaded<'_>) -> &'static str {
+    let new = match config::load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("linerate: reload refused, nothing changed:\n{e}");
+            return REFUSED;
+        }
+    };
+    let changes = match Changes::between(current, &new) {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!(
+                "linerate: reload refused, nothing changed: {}: {why}",
+                path.display()
+            );
+            return REFUSED;
+        }
+    };
+    if changes.is_empty() {
+        eprintln!("linerate: reload: nothing changed");
+        *current = new;
+        return RELOADED;
+    }
+    let (changes, servers) = changes.take_ovpn();
+    for i in servers {
+        let o = &new.openvpns[i];
+        eprintln!(
+            "linerate: reload: openvpn {}: new settings (connected clients renegotiate under them)",
+            o.name
+        );
+        // The thread is gone only when the gateway stops.
+        let _ = to.ovpn.send((i, super::ovpn::ServerSettings::of(o)));
+    }
+    if changes.is_empty() {
+        *current = new;
+        return RELOADED;
+    }
+    let (tx, rx) = mpsc::sync_channel(1);
+    if to
+        .worker
+        .send((GatewayControl::Reload(Box::new(changes)), tx))
+        .is_err()
+    {
+        return GONE;
+    }
+    let _ = to.waker.wake();
+    if let Ok(text) = rx.recv() {
+        for line in text.lines() {
+            eprintln!("linerate: reload: {line}");
+        }
+    }
+    *current = new;
+    RELOADED
 }

@@ -6,6 +6,7 @@ use super::path::HostPath;
 use super::worker::{Exit, Worker};
 use crate::control::request::ControlRequest;
 use crate::control::socket::{SocketFile, bind_socket, serve_uapi, socket_path};
+use crate::service::Service;
 use crypto::KeyRegistry;
 use dataplane::Arena;
 use dataplane::wg::WgGraph;
@@ -131,6 +132,7 @@ pub fn run(
     }
     // The followers: each its own queue, socket, arena, engines and graph.
     let mut followers = Vec::with_capacity(workers - 1);
+    let mut beats = Vec::with_capacity(workers);
     for (i, (tun, udp)) in tuns.drain(1..).zip(udps.drain(1..)).enumerate() {
         let (mut link, inbox) = dataplane::wg_follow::link(cell.clone());
         let owner = waker.clone();
@@ -152,6 +154,7 @@ pub fn run(
             g.context_mut().spread_over(s);
         }
         let path = HostPath::new(tun, udp, g);
+        beats.push(path.heartbeat());
         followers.push(host_follower::spawn(
             i + 1,
             path,
@@ -162,6 +165,7 @@ pub fn run(
     }
     let socket_alive = Box::new(socket_file.still_there());
     let own_path = HostPath::new(tuns.remove(0), udps.remove(0), wg);
+    beats.insert(0, own_path.heartbeat());
     let mut worker = Worker::new(
         own_path,
         followers,
@@ -178,13 +182,18 @@ pub fn run(
         .spawn(move || serve_uapi(listener, req_tx, uapi_waker, uapi_stop))
         .map_err(|e| format!("starting the UAPI thread: {e}"))?;
 
-    eprintln!(
-        "linerate: {ifname} up, UAPI at {}, UDP port {port}, {workers} worker(s)",
+    let up = format!(
+        "{ifname} up, UAPI at {}, UDP port {port}, {workers} worker(s)",
         path.display()
     );
+    eprintln!("linerate: {up}");
     ready();
+    let service = Service::from_env();
+    service.ready(&up);
+    service.watch(beats, stop.clone());
     let exit = worker.run();
     stop.store(true, Ordering::Relaxed);
+    service.stopping();
     match exit {
         Exit::Signal => eprintln!("linerate: {ifname}: stopping on signal"),
         Exit::TunGone => eprintln!("linerate: {ifname}: interface removed, stopping"),

@@ -4,6 +4,7 @@
 //! threads touch them.
 
 use crate::control::counter_report::CounterReport;
+use crate::service::Heartbeat;
 use dataplane::wg::WgGraph;
 use io::{TunDevice, UdpSocket};
 use ports::{TunPort, UdpPort};
@@ -16,6 +17,9 @@ pub struct HostPath {
     pub tun: TunPort,
     pub udp: UdpPort,
     pub wg: WgGraph,
+    /// Bumped every turn (every [`run`](HostPath::run)), for the service
+    /// manager's watchdog.
+    heartbeat: Heartbeat,
 }
 
 impl HostPath {
@@ -24,7 +28,13 @@ impl HostPath {
             tun: TunPort::new(tun),
             udp: UdpPort::new(udp),
             wg,
+            heartbeat: Heartbeat::default(),
         }
+    }
+
+    /// The worker's heartbeat (see `service`).
+    pub fn heartbeat(&self) -> Heartbeat {
+        self.heartbeat.clone()
     }
 
     /// This worker's counters: its graph's and its drivers'.
@@ -48,6 +58,7 @@ impl HostPath {
 
     /// Runs the graph (and what it leaves for the device) and sends what it queued.
     pub fn run(&mut self, now: Instant) {
+        self.heartbeat.beat();
         self.wg.run(now);
         self.drain();
     }
