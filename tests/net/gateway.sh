@@ -30,7 +30,7 @@ GW_WORKERS=${GW_WORKERS:-1}
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-240}
 
 SCENARIOS=(ping tcp one_flow one_flow_busy ttl_and_pmtu small_wan neighbors bad_input reload interop_a_initiates
-  interop_b_initiates metrics workers crash_restart jumbo)
+  interop_b_initiates metrics workers crash_restart jumbo service)
 
 # shellcheck source=tests/net/gateway_lib.sh
 . tests/net/gateway_lib.sh
@@ -275,6 +275,83 @@ scenario_jumbo() {
   assert "no fallback to AF_PACKET" not grep -q "falling back" "$LR_TMP/gw-a.log"
   assert "the tunnel works after the restart" ping_ok "$NS_HA" "$H4_B" 3 15
   assert "9000-byte DF pings a -> b cross again" full_size_pings "$NS_HA" "$H4_B" 8972
+}
+
+# The gateway as its systemd unit runs it (dist/systemd): the unit passes
+# `systemd-analyze verify`; gateway a runs with the unit's capability bounding
+# set alone, told a NOTIFY_SOCKET and a 1 s WatchdogSec. The service manager
+# hears READY=1 once the ports are open, WATCHDOG=1 while the workers' loops
+# turn, RELOADING=1 then READY=1 around a SIGHUP, no ping while a worker is
+# stopped (the log names it) and pings again once it runs, STOPPING=1 at the
+# end. The Makefile runs it in the AF_XDP pass.
+# unit_verifies FILE: systemd-analyze verify passes FILE and says nothing of it
+# (what it says of the machine's own units is left out).
+unit_verifies() {
+  local out rc=0
+  out=$(systemd-analyze verify --man=no "$1" 2>&1) || rc=$?
+  grep -F "$(basename "$1")" <<<"$out" >&2 && return 1
+  return "$rc"
+}
+
+scenario_service() {
+  local unit="$LR_TMP/linerate-gateway@test.service" caps want=0 cap n listener thread worker c1 c2 have
+  sed "s|/usr/bin/linerate|$LINERATE|g" dist/systemd/linerate-gateway@.service >"$unit"
+  assert "the gateway unit passes systemd-analyze verify" unit_verifies "$unit"
+  caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit")
+  for cap in $caps; do
+    case $cap in
+      CAP_NET_BIND_SERVICE) n=10 ;; CAP_NET_ADMIN) n=12 ;; CAP_NET_RAW) n=13 ;;
+      CAP_IPC_LOCK) n=14 ;; CAP_SYS_ADMIN) n=21 ;; CAP_BPF) n=39 ;;
+      *) fail "the test knows no number for $cap"; return 1 ;;
+    esac
+    want=$((want | (1 << n)))
+  done
+  topology
+  gw_config a "$W4_B:51820"
+  gw_config b
+  "$PYTHON" tests/net/service_manager.py listen "$LR_TMP/notify.sock" "$LR_TMP/notify.log" 90 &
+  listener=$!
+  wait_until 5 "the service manager's socket" test -S "$LR_TMP/notify.sock"
+  GW_WRAP=(env NOTIFY_SOCKET="$LR_TMP/notify.sock" WATCHDOG_USEC=1000000
+    setpriv --bounding-set="-all,$(tr ' ' '\n' <<<"$caps" | sed 's/^CAP_/+/' | tr 'A-Z' 'a-z' | paste -sd, -)")
+  gw_start a
+  GW_WRAP=()
+  gw_start b
+  have=$(awk '/^CapBnd:/ { print $2 }' "/proc/$GW_PID_A/status")
+  log "    gateway a's bounding set: $have (the unit's: $(printf '%016x' "$want"))"
+  assert "gateway a runs with the unit's capabilities alone" test "$((16#$have))" -eq "$want"
+  assert "its ports run on AF_XDP under them (no fallback)" \
+    eval "grep -q 'port lan: AF_XDP on lan' '$LR_TMP/gw-a.log' && ! grep -q 'falling back' '$LR_TMP/gw-a.log'"
+  assert "the service manager heard READY=1, with how the gateway runs" \
+    wait_until 10 "READY=1" grep -q 'READY=1;STATUS=gateway up (2 ports' "$LR_TMP/notify.log"
+  assert "the tunnel works under the unit's capabilities" ping_ok "$NS_HA" "$H4_B" 3 15
+  assert "WATCHDOG=1 while the workers turn" \
+    wait_until 5 "two pings" eval "[ \"\$(grep -c WATCHDOG=1 '$LR_TMP/notify.log')\" -ge 2 ]"
+  kill -HUP "$GW_PID_A"
+  assert "SIGHUP: RELOADING=1, then READY=1 again" wait_until 5 "READY=1 after RELOADING=1" \
+    awk '/RELOADING=1;MONOTONIC_USEC=[0-9]+/ { r = NR } /READY=1;STATUS=gateway up, configuration reloaded/ && r { ok = 1 } END { exit !ok }' "$LR_TMP/notify.log"
+  # A worker stopped on its own (the last; with one worker, the owner, which is
+  # the main thread): the pings stop, at most one already under way.
+  worker=$((GW_WORKERS - 1)) thread="worker-$worker"
+  [ "$GW_WORKERS" -gt 1 ] || thread=linerate
+  "$PYTHON" tests/net/service_manager.py stall "$GW_PID_A" "$thread" 3 >"$LR_TMP/stall.out" &
+  local staller=$!
+  wait_until 5 "the worker stopped" grep -q stopped "$LR_TMP/stall.out"
+  sleep 1.2
+  c1=$(grep -c WATCHDOG=1 "$LR_TMP/notify.log")
+  sleep 1.2
+  c2=$(grep -c WATCHDOG=1 "$LR_TMP/notify.log")
+  log "    pings while worker $worker was stopped: $c1, then $c2"
+  assert "no WATCHDOG=1 while worker $worker is stopped" test "$c2" -eq "$c1"
+  assert "the log names the stalled worker" grep -q "watchdog: worker $worker has not turned its loop" "$LR_TMP/gw-a.log"
+  wait "$staller"
+  assert "the pings resume once it runs" \
+    wait_until 5 "a ping" eval "[ \"\$(grep -c WATCHDOG=1 '$LR_TMP/notify.log')\" -gt $c2 ]"
+  kill "$GW_PID_A"
+  wait "$GW_PID_A" 2>/dev/null || true
+  assert "STOPPING=1 at the end" wait_until 5 "STOPPING=1" grep -q STOPPING=1 "$LR_TMP/notify.log"
+  kill "$listener" 2>/dev/null || true
+  wait "$listener" 2>/dev/null || true
 }
 
 scenario_neighbors() {

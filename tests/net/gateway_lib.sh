@@ -204,11 +204,14 @@ EOF
 }
 
 # gw_start SIDE: starts that gateway in its namespace and waits for its
-# control socket; GW_PID_<SIDE> is its pid, its log $LR_TMP/gw-SIDE.log.
+# control socket; GW_PID_<SIDE> is its pid, its log $LR_TMP/gw-SIDE.log. The
+# command in the array GW_WRAP, if any, runs it (and must exec it, keeping the
+# pid): a service manager's environment, fewer capabilities.
+GW_WRAP=()
 gw_start() {
   local side=$1 ns pid
   if [ "$side" = a ]; then ns=$NS_GA; else ns=$NS_GB; fi
-  ip netns exec "$ns" "$LINERATE" gateway -c "$LR_TMP/gw-$side.toml" >>"$LR_TMP/gw-$side.log" 2>&1 &
+  ip netns exec "$ns" ${GW_WRAP[@]+"${GW_WRAP[@]}"} "$LINERATE" gateway -c "$LR_TMP/gw-$side.toml" >>"$LR_TMP/gw-$side.log" 2>&1 &
   pid=$!
   printf -v "GW_PID_${side^^}" '%s' "$pid"
   if [ "$side" = a ]; then LR_SOCKETS+=("$WG_A"); else LR_SOCKETS+=("$WG_B"); fi
