@@ -10,7 +10,7 @@ APT_PACKAGES=(
   pkg-config build-essential libclang-dev clang openssl procps psmisc python3
   libxdp-dev libbpf-dev xdp-tools ethtool python3-scapy python3-cryptography python3-venv
   strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
-  openvpn
+  openvpn systemd util-linux
 )
 
 need_apt=()

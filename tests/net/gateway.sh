@@ -309,7 +309,7 @@ scenario_service() {
   topology
   gw_config a "$W4_B:51820"
   gw_config b
-  "$PYTHON" tests/net/service_manager.py listen "$LR_TMP/notify.sock" "$LR_TMP/notify.log" 90 &
+  "$PYTHON" tests/net/service_manager.py listen "$LR_TMP/notify.sock" "$LR_TMP/notify.log" 45 &
   listener=$!
   wait_until 5 "the service manager's socket" test -S "$LR_TMP/notify.sock"
   GW_WRAP=(env NOTIFY_SOCKET="$LR_TMP/notify.sock" WATCHDOG_USEC=1000000
@@ -334,7 +334,7 @@ scenario_service() {
   # the main thread): the pings stop, at most one already under way.
   worker=$((GW_WORKERS - 1)) thread="worker-$worker"
   [ "$GW_WORKERS" -gt 1 ] || thread=linerate
-  "$PYTHON" tests/net/service_manager.py stall "$GW_PID_A" "$thread" 3 >"$LR_TMP/stall.out" &
+  "$PYTHON" tests/net/service_manager.py stall "$GW_PID_A" "$thread" 5 >"$LR_TMP/stall.out" &
   local staller=$!
   wait_until 5 "the worker stopped" grep -q stopped "$LR_TMP/stall.out"
   sleep 1.2

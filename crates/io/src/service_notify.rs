@@ -14,6 +14,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::time::Duration;
 
+/// The longest a message waits for room in the service manager's queue.
+const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Where the service manager listens.
 pub struct Notifier {
     socket: UnixDatagram,
@@ -54,7 +57,9 @@ impl Notifier {
             }
         };
         let socket = UnixDatagram::unbound()?;
-        socket.set_nonblocking(true)?;
+        // Blocking, with a bound: a service manager busy at boot may have its
+        // queue full for a moment, and a READY=1 lost to that fails the start.
+        socket.set_write_timeout(Some(SEND_TIMEOUT))?;
         Ok(Notifier { socket, to })
     }
 

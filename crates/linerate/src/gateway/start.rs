@@ -897,7 +897,7 @@ fn reloader(
         if outcome == GONE {
             return;
         }
-        to.service.ready(outcome);
+        to.service.reloaded(outcome);
     }
 }
 

@@ -10,12 +10,15 @@ pub use watchdog::Heartbeat;
 
 use io::service_notify::{self, Notifier};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The service manager's socket, if there is one.
 #[derive(Clone, Debug, Default)]
 pub struct Service {
     notifier: Option<Arc<Notifier>>,
+    /// Whether the daemon has said it is ready: a reload before that (a SIGHUP
+    /// during the start) says nothing, so the first READY=1 still means ready.
+    ready: Arc<AtomicBool>,
 }
 
 impl Service {
@@ -32,7 +35,10 @@ impl Service {
                 None
             }
         };
-        Service { notifier }
+        Service {
+            notifier,
+            ready: Arc::default(),
+        }
     }
 
     fn send(&self, what: &str, f: impl FnOnce(&Notifier) -> std::io::Result<()>) {
@@ -45,12 +51,23 @@ impl Service {
 
     /// Ready, and how it runs (`systemctl status` shows `status`).
     pub fn ready(&self, status: &str) {
+        self.ready.store(true, Ordering::Relaxed);
         self.send("ready", |n| n.ready(status));
     }
 
-    /// Reloading its configuration (ready again at the next [`ready`](Service::ready)).
+    /// Reloading its configuration, once ready (ready again at
+    /// [`reloaded`](Service::reloaded)).
     pub fn reloading(&self) {
-        self.send("reloading", Notifier::reloading);
+        if self.ready.load(Ordering::Relaxed) {
+            self.send("reloading", Notifier::reloading);
+        }
+    }
+
+    /// Done reloading, whatever came of it (`status`), once ready.
+    pub fn reloaded(&self, status: &str) {
+        if self.ready.load(Ordering::Relaxed) {
+            self.send("ready", |n| n.ready(status));
+        }
     }
 
     /// Stopping.

@@ -72,22 +72,13 @@ pub fn spawn(
                     }
                     Some(_) => {}
                 }
-                sleep_unless_stopped(period, &stop);
+                // Woken once a period only: the process's exit ends the thread
+                // wherever it sleeps.
+                std::thread::sleep(period);
             }
         })
         .map(drop)
         .map_err(|e| format!("starting the watchdog thread: {e}"))
-}
-
-/// Sleeps `d`, waking every 50 ms to see whether to stop.
-fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
-    let step = Duration::from_millis(50);
-    let mut left = d;
-    while !left.is_zero() && !stop.load(Ordering::Relaxed) {
-        let now = left.min(step);
-        std::thread::sleep(now);
-        left -= now;
-    }
 }
 
 #[cfg(test)]
